@@ -1,0 +1,33 @@
+# cvo — the two set-up commands of the README, and the rest.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: demo test lint bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+## make demo: run cvo on the demo release on the embedded simulated cluster
+demo: $(STAMP)
+	$(BIN)/cvo plan payloads/demo-4.16.0
+	$(BIN)/cvo lint payloads/demo-4.16.0
+
+## make test: lint the code and run the whole test suite
+test: $(STAMP)
+	$(BIN)/ruff check cvo tests bench
+	$(BIN)/pytest -q
+
+lint: $(STAMP)
+	$(BIN)/ruff check cvo tests bench
+
+## make bench: run the benchmarks and rewrite docs/benchmarks.md
+bench: $(STAMP)
+	$(BIN)/python bench/run.py --output docs/benchmarks.md
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache *.egg-info

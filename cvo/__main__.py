@@ -1,0 +1,5 @@
+import sys
+
+from cvo.cli.main import main
+
+sys.exit(main())

@@ -1,0 +1,95 @@
+"""Flags and helpers shared by the commands."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from cvo.payload.filters import (
+    DEFAULT_PROFILE,
+    KNOWN_CAPABILITIES,
+    KNOWN_FEATURE_SETS,
+    ApplyFilter,
+    LoadFilter,
+    parse_list,
+)
+from cvo.payload.loader import LoadError, Release, load_release
+
+EXIT_OK = 0
+EXIT_FAILED = 1  # the command ran and found problems (lint errors, a failed sweep)
+EXIT_USAGE = 2  # bad flags or bad input: nothing was done
+
+
+class UsageError(Exception):
+    """A one-line problem with the command line or its input; exits 2."""
+
+
+@dataclass(frozen=True)
+class PayloadOptions:
+    load_filter: LoadFilter
+    apply_filter: ApplyFilter
+    version: str | None
+    release_image: str | None
+    use_cache: bool
+
+
+def add_payload_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("release_dir", metavar="RELEASE_DIR", type=Path,
+                        help="release directory (with release-manifests/) or a plain directory of manifests")
+    group = parser.add_argument_group("payload selection")
+    group.add_argument("--version", help="release version of a plain manifest directory (no release-metadata)")
+    group.add_argument("--release-image", metavar="PULLSPEC",
+                       help="release image pull spec for {{.ReleaseImage}} (default: file://RELEASE_DIR)")
+    group.add_argument("--profile", default=DEFAULT_PROFILE,
+                       help=f"cluster profile: include.release.openshift.io/<profile> (default {DEFAULT_PROFILE})")
+    group.add_argument("--feature-set", default="", metavar="SET",
+                       help=f"cluster feature set: {', '.join(KNOWN_FEATURE_SETS)} (default: Default)")
+    group.add_argument("--feature-gates", default="", metavar="A,B", help="enabled feature gates")
+    group.add_argument("--capabilities", default=None, metavar="A,B",
+                       help="enabled capabilities (default: every known capability)")
+    group.add_argument("--exclude", metavar="ID", help="skip manifests annotated exclude.release.openshift.io/ID=true")
+    group.add_argument("--no-cache", action="store_true", help="parse every file again; do not read or write the parse cache")
+
+
+def payload_options(args: argparse.Namespace) -> PayloadOptions:
+    feature_set = args.feature_set
+    if feature_set == "Default":
+        feature_set = ""
+    if feature_set and feature_set not in KNOWN_FEATURE_SETS:
+        raise UsageError(f"--feature-set: unknown feature set {feature_set!r}; known: {', '.join(KNOWN_FEATURE_SETS)}")
+    gates = parse_list(args.feature_gates)
+    if args.capabilities is None:
+        enabled = frozenset(KNOWN_CAPABILITIES)
+    else:
+        enabled = parse_list(args.capabilities)
+        unknown = sorted(enabled - set(KNOWN_CAPABILITIES))
+        if unknown:
+            raise UsageError(f"--capabilities: unknown capability {', '.join(unknown)}; known: {', '.join(KNOWN_CAPABILITIES)}")
+    return PayloadOptions(
+        load_filter=LoadFilter(profile=args.profile, feature_set=feature_set, feature_gates=gates,
+                               exclude_id=args.exclude),
+        apply_filter=ApplyFilter(enabled_capabilities=enabled, feature_gates=gates),
+        version=args.version,
+        release_image=args.release_image,
+        use_cache=not args.no_cache,
+    )
+
+
+def load(args: argparse.Namespace, options: PayloadOptions) -> Release:
+    try:
+        return load_release(
+            args.release_dir,
+            version=options.version,
+            release_image=options.release_image,
+            load_filter=options.load_filter,
+            use_cache=options.use_cache,
+        )
+    except LoadError as err:
+        raise UsageError("\n".join(err.errors)) from None
+
+
+def print_error(message: str) -> None:
+    for line in message.splitlines() or [message]:
+        print(f"error: {line}", file=sys.stderr)

@@ -1,0 +1,48 @@
+"""``cvo lint``: findings that would hurt a sweep, with how to fix each."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import Counter
+
+import orjson
+
+from cvo.cli.common import EXIT_FAILED, EXIT_OK, add_payload_flags, load, payload_options
+from cvo.lint import Severity, lint
+
+HELP = "check RELEASE_DIR for problems a sweep would trip over (exit 1 on errors)"
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    parser = sub.add_parser("lint", help=HELP, description=HELP.capitalize() + ".")
+    add_payload_flags(parser)
+    parser.add_argument("-o", "--output", choices=["text", "json"], default="text")
+    parser.add_argument("--min-severity", choices=[s.value for s in Severity], default="info",
+                        help="hide findings below this severity (default: show all)")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    options = payload_options(args)
+    release = load(args, options)
+    rank = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
+    limit = rank[Severity(args.min_severity)]
+    findings = [f for f in lint(release) if rank[f.severity] <= limit]
+    counts = Counter(str(f.severity) for f in findings)
+    if args.output == "json":
+        doc = {
+            "version": release.version,
+            "findings": [f.to_json() for f in findings],
+            "summary": {s.value: counts.get(s.value, 0) for s in Severity},
+        }
+        sys.stdout.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n")
+    else:
+        for f in findings:
+            where = f.file + (f"#{f.document}" if f.document else "")
+            print(f"{where}: {f.severity}: {f.message} [{f.rule}]")
+        print(
+            f"{len(release.all_manifests)} documents in {release.version}: "
+            f"{counts.get('error', 0)} errors, {counts.get('warning', 0)} warnings, {counts.get('info', 0)} info"
+        )
+    return EXIT_FAILED if counts.get("error") else EXIT_OK

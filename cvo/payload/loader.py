@@ -1,0 +1,313 @@
+"""Load a release directory into an ordered list of manifests, as ``pkg/payload.LoadUpdate`` does.
+
+Order: the files of ``manifests/`` sorted byte-wise by name, then those of ``release-manifests/``,
+not re-sorted; documents in file order.  Only ``.yaml``, ``.yml`` and ``.json`` files are read;
+sub-directories are ignored.  ``manifests/`` is rendered as a Go template first.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cvo import semver
+from cvo.log import get_logger
+from cvo.payload.cache import ParseCache, default_cache_dir, digest
+from cvo.payload.filters import LoadFilter, load_exclusion
+from cvo.payload.manifest import (
+    MANIFEST_EXTENSIONS,
+    Header,
+    Manifest,
+    ManifestError,
+    manifests_from_headers,
+    parse_headers,
+)
+from cvo.payload.release import (
+    ImageReferences,
+    ReleaseMetadata,
+    parse_image_references,
+    parse_release_metadata,
+    read_file,
+)
+from cvo.payload.template import TemplateContext, TemplateError, render
+
+log = get_logger("cvo.payload")
+
+CVO_MANIFEST_DIR = "manifests"
+RELEASE_MANIFEST_DIR = "release-manifests"
+METADATA_FILE = "release-metadata"
+IMAGE_REFERENCES_FILE = "image-references"
+
+# Below this many bytes to parse, starting worker processes costs more than it saves.
+PARALLEL_THRESHOLD = 2 * 1024 * 1024
+
+
+class LoadError(Exception):
+    """The release cannot be loaded; every line of ``errors`` names a file and what is wrong."""
+
+    def __init__(self, errors: list[str]) -> None:
+        super().__init__(errors[0] if len(errors) == 1 else f"{errors[0]} (and {len(errors) - 1} more)")
+        self.errors = errors
+
+
+@dataclass(frozen=True)
+class SkippedFile:
+    path: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Excluded:
+    manifest: Manifest
+    reason: str
+
+
+@dataclass
+class Release:
+    directory: Path
+    version: str
+    image: str
+    metadata: ReleaseMetadata | None
+    image_references: ImageReferences | None
+    manifests: list[Manifest]  # every manifest that passed the load-time filters, in payload order
+    excluded: list[Excluded]  # documents dropped by the load-time filters, with the reason
+    skipped_files: list[SkippedFile]  # files not read: extension, template, sub-directory
+    all_manifests: list[Manifest] = field(default_factory=list)  # before filtering, payload order
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def semver(self) -> semver.Version:
+        return semver.parse(self.version)
+
+
+@dataclass
+class _Source:
+    path: str  # relative to the release directory
+    file: str  # base name
+    data: bytes
+
+
+def _sorted_entries(directory: Path) -> list[os.DirEntry[str]]:
+    try:
+        with os.scandir(directory) as it:
+            entries = list(it)
+    except OSError as err:
+        raise LoadError([f"{directory}: cannot read directory: {err.strerror}"]) from None
+    entries.sort(key=lambda e: os.fsencode(e.name))  # byte-wise, as Go's os.ReadDir
+    return entries
+
+
+def _collect(
+    directory: Path, rel: str, skip_names: frozenset[str], render_ctx: TemplateContext | None,
+    skipped: list[SkippedFile], errors: list[str],
+) -> list[_Source]:
+    sources: list[_Source] = []
+    for entry in _sorted_entries(directory):
+        path = f"{rel}/{entry.name}" if rel else entry.name
+        if entry.is_dir():
+            skipped.append(SkippedFile(path, "sub-directory (not read)"))
+            continue
+        if entry.name in skip_names:
+            continue
+        if os.path.splitext(entry.name)[1] not in MANIFEST_EXTENSIONS:
+            skipped.append(SkippedFile(path, "extension is not .yaml, .yml or .json (not read)"))
+            continue
+        try:
+            data = read_file(Path(entry.path), path)
+        except ManifestError as err:
+            errors.append(str(err))
+            continue
+        if render_ctx is not None and b"{{" in data:
+            try:
+                data = render(data.decode("utf-8-sig"), render_ctx).encode()
+            except UnicodeDecodeError as err:
+                errors.append(f"{path}: not UTF-8 text: {err.reason}")
+                continue
+            except TemplateError as err:
+                log.warning("skipping manifest that does not render", file=path, reason=str(err))
+                skipped.append(SkippedFile(path, f"template: {err} (skipped)"))
+                continue
+        sources.append(_Source(path, entry.name, data))
+    return sources
+
+
+# Work shared with forked parser processes: set before the pool starts, read by index.
+_PENDING: list[_Source] = []
+
+
+def _parse_chunk(indexes: list[int]) -> list[tuple[int, list[Header] | None, str | None]]:
+    out: list[tuple[int, list[Header] | None, str | None]] = []
+    for i in indexes:
+        src = _PENDING[i]
+        try:
+            out.append((i, parse_headers(src.data, src.path), None))
+        except ManifestError as err:
+            out.append((i, None, str(err)))
+    return out
+
+
+def _parse_all(sources: list[_Source], jobs: int) -> list[tuple[int, list[Header] | None, str | None]]:
+    global _PENDING
+    total = sum(len(s.data) for s in sources)
+    workers = min(jobs, len(sources))
+    if workers <= 1 or total < PARALLEL_THRESHOLD:
+        _PENDING = sources
+        try:
+            return _parse_chunk(list(range(len(sources))))
+        finally:
+            _PENDING = []
+    import multiprocessing
+
+    # Balance the work by size: biggest files first, each to the least loaded worker.
+    bins: list[list[int]] = [[] for _ in range(workers)]
+    loads = [0] * workers
+    for i in sorted(range(len(sources)), key=lambda i: -len(sources[i].data)):
+        w = loads.index(min(loads))
+        bins[w].append(i)
+        loads[w] += len(sources[i].data)
+    _PENDING = sources
+    try:
+        ctx = multiprocessing.get_context("fork")
+        with ctx.Pool(workers) as pool:
+            results = pool.map(_parse_chunk, bins, chunksize=1)
+    finally:
+        _PENDING = []
+    return [item for chunk in results for item in chunk]
+
+
+def default_jobs() -> int:
+    return max(1, min(os.cpu_count() or 1, 8))
+
+
+def load_release(
+    directory: str | os.PathLike[str],
+    *,
+    version: str | None = None,
+    release_image: str | None = None,
+    load_filter: LoadFilter | None = None,
+    use_cache: bool = True,
+    cache_dir: Path | None = None,
+    jobs: int | None = None,
+    on_progress: Callable[[str], None] | None = None,
+) -> Release:
+    """Load a release directory (or a plain directory of manifests when ``version`` is given)."""
+    root = Path(directory)
+    load_filter = load_filter or LoadFilter()
+    if not root.is_dir():
+        raise LoadError([f"{root}: not a directory"])
+    release_dir = root / RELEASE_MANIFEST_DIR
+    metadata: ReleaseMetadata | None = None
+    image_refs: ImageReferences | None = None
+    warnings: list[str] = []
+    if release_dir.is_dir():
+        meta_path = f"{RELEASE_MANIFEST_DIR}/{METADATA_FILE}"
+        refs_path = f"{RELEASE_MANIFEST_DIR}/{IMAGE_REFERENCES_FILE}"
+        try:
+            metadata = parse_release_metadata(read_file(release_dir / METADATA_FILE, meta_path), meta_path)
+            image_refs = parse_image_references(read_file(release_dir / IMAGE_REFERENCES_FILE, refs_path), refs_path)
+        except ManifestError as err:
+            raise LoadError([str(err)]) from None
+        warnings.extend(f"{meta_path}: {w}" for w in metadata.warnings)
+        if image_refs.name != metadata.version:
+            raise LoadError([
+                f"{refs_path}: version from image-references ({image_refs.name}) differs from "
+                f"release-metadata ({metadata.version})"
+            ])
+        if version is not None and version != metadata.version:
+            raise LoadError([
+                f"{meta_path}: release version {metadata.version} does not match the expected version {version}"
+            ])
+        version = metadata.version
+    elif version is None:
+        raise LoadError([
+            f"{root}: not a release directory (no {RELEASE_MANIFEST_DIR}/); "
+            "pass --version to load it as a plain directory of manifests"
+        ])
+    else:
+        try:
+            semver.parse(version)
+        except semver.SemverError as err:
+            raise LoadError([f"--version: {err}"]) from None
+    assert version is not None
+    image = release_image or f"file://{root.resolve()}"
+
+    skipped: list[SkippedFile] = []
+    errors: list[str] = []
+    sources: list[_Source] = []
+    if release_dir.is_dir():
+        cvo_dir = root / CVO_MANIFEST_DIR
+        if cvo_dir.is_dir():
+            ctx = TemplateContext(
+                release_image=image,
+                cluster_profile=load_filter.profile,
+                images=dict(image_refs.images) if image_refs else {},
+            )
+            sources += _collect(cvo_dir, CVO_MANIFEST_DIR, frozenset(), ctx, skipped, errors)
+        sources += _collect(
+            release_dir, RELEASE_MANIFEST_DIR, frozenset({METADATA_FILE, IMAGE_REFERENCES_FILE}), None,
+            skipped, errors,
+        )
+    else:
+        sources += _collect(root, "", frozenset(), None, skipped, errors)
+
+    cache: ParseCache | None = None
+    if use_cache:
+        cache = ParseCache(cache_dir or default_cache_dir(), root)
+        cache.load()
+    digests = [digest(s.data) for s in sources]
+    parsed: list[list[Header] | None] = [None] * len(sources)
+    misses: list[int] = []
+    for i, key in enumerate(digests):
+        hit = cache.get(key) if cache else None
+        if hit is None:
+            misses.append(i)
+        else:
+            parsed[i] = hit
+    if misses:
+        if on_progress:
+            on_progress(f"parsing {len(misses)} of {len(sources)} files")
+        results = _parse_all([sources[i] for i in misses], jobs or default_jobs())
+        for local, headers, error in results:
+            if error is not None:
+                errors.append(error)
+            else:
+                parsed[misses[local]] = headers
+    if errors:
+        raise LoadError(errors)
+    if cache is not None and misses:
+        cache.save({key: parsed[i] for i, key in enumerate(digests) if parsed[i] is not None})  # type: ignore[misc]
+
+    major = semver.parse(version).major
+    filt = LoadFilter(
+        profile=load_filter.profile,
+        feature_set=load_filter.feature_set,
+        feature_gates=load_filter.feature_gates,
+        exclude_id=load_filter.exclude_id,
+        major_version=major if load_filter.major_version is None else load_filter.major_version,
+    )
+    kept: list[Manifest] = []
+    excluded: list[Excluded] = []
+    everything: list[Manifest] = []
+    for src, headers in zip(sources, parsed, strict=True):
+        assert headers is not None
+        for m in manifests_from_headers(headers, src.file, src.path):
+            everything.append(m)
+            reason = load_exclusion(m, filt)
+            if reason is None:
+                kept.append(m)
+            else:
+                excluded.append(Excluded(m, reason))
+    return Release(
+        directory=root,
+        version=version,
+        image=image,
+        metadata=metadata,
+        image_references=image_refs,
+        manifests=kept,
+        excluded=excluded,
+        skipped_files=skipped,
+        all_manifests=everything,
+        warnings=warnings,
+    )

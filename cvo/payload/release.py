@@ -1,0 +1,140 @@
+"""``release-metadata`` and ``image-references``, validated with the CVO's rules."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from cvo import semver
+from cvo.payload.manifest import ManifestError
+
+CINCINNATI_KIND = "cincinnati-metadata-v0"
+CHANNELS_KEY = "io.openshift.upgrades.graph.release.channels"
+ARCHITECTURE_KEY = "release.openshift.io/architecture"
+
+
+@dataclass(frozen=True)
+class ReleaseMetadata:
+    version: str
+    previous: tuple[str, ...] = ()
+    next: tuple[str, ...] = ()
+    channels: tuple[str, ...] = ()
+    url: str = ""
+    architecture: str = ""
+    warnings: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ImageReferences:
+    name: str
+    images: dict[str, str] = field(default_factory=dict)
+
+
+def _version_list(value: Any, key: str, path: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ManifestError(path, f"{key!r} must be a list of version strings")
+    for item in value:
+        try:
+            semver.parse(item)
+        except semver.SemverError as err:
+            raise ManifestError(path, f"{key!r} entry {err}") from None
+    return tuple(value)
+
+
+def parse_release_metadata(data: bytes, path: str) -> ReleaseMetadata:
+    try:
+        doc = orjson.loads(data)
+    except orjson.JSONDecodeError as err:
+        raise ManifestError(path, f"invalid JSON: {err}") from None
+    if not isinstance(doc, dict):
+        raise ManifestError(path, "must be a JSON object")
+    kind = doc.get("kind")
+    if kind != CINCINNATI_KIND:
+        raise ManifestError(path, f"unrecognized Cincinnati metadata kind {kind!r} (want {CINCINNATI_KIND!r})")
+    version = doc.get("version")
+    if not version:
+        raise ManifestError(path, "'version' is required")
+    if not isinstance(version, str):
+        raise ManifestError(path, "'version' must be a string")
+    try:
+        semver.parse(version)
+    except semver.SemverError as err:
+        raise ManifestError(path, f"'version' {err}") from None
+    previous = _version_list(doc.get("previous"), "previous", path)
+    next_ = _version_list(doc.get("next"), "next", path)
+    warnings: list[str] = []
+    metadata = doc.get("metadata") or {}
+    if not isinstance(metadata, dict):
+        warnings.append("'metadata' is not an object; ignored")
+        metadata = {}
+    channels: tuple[str, ...] = ()
+    raw_channels = metadata.get(CHANNELS_KEY)
+    if isinstance(raw_channels, str):
+        channels = tuple(sorted(c for c in raw_channels.split(",") if c))
+    elif raw_channels is not None:
+        warnings.append(f"metadata {CHANNELS_KEY!r} is not a comma-separated string; ignored")
+    architecture = metadata.get(ARCHITECTURE_KEY, "")
+    if architecture and architecture != "multi":
+        warnings.append(f"metadata {ARCHITECTURE_KEY}={architecture!r} is not 'multi'; ignored")
+        architecture = ""
+    url = metadata.get("url", "")
+    return ReleaseMetadata(
+        version=version,
+        previous=previous,
+        next=next_,
+        channels=channels,
+        url=url if isinstance(url, str) else "",
+        architecture="Multi" if architecture == "multi" else "",
+        warnings=tuple(warnings),
+    )
+
+
+def parse_image_references(data: bytes, path: str) -> ImageReferences:
+    try:
+        docs = [orjson.loads(data)]  # the release tooling writes JSON
+    except orjson.JSONDecodeError:
+        from cvo.payload.yamlparse import DocumentError, load_documents
+
+        try:
+            docs = [d for d in load_documents(data) if d is not None]
+        except DocumentError as err:
+            raise ManifestError(path, f"invalid YAML/JSON: {err}") from None
+    if len(docs) != 1 or not isinstance(docs[0], dict):
+        raise ManifestError(path, "must hold exactly one ImageStream object")
+    doc = docs[0]
+    if doc.get("kind") != "ImageStream" or doc.get("apiVersion") != "image.openshift.io/v1":
+        raise ManifestError(
+            path, f"image-references is a {doc.get('apiVersion')}/{doc.get('kind')}, not a v1 ImageStream"
+        )
+    name = (doc.get("metadata") or {}).get("name")
+    if not isinstance(name, str) or not name:
+        raise ManifestError(path, "ImageStream has no metadata.name")
+    images: dict[str, str] = {}
+    tags = (doc.get("spec") or {}).get("tags") or []
+    if not isinstance(tags, list):
+        raise ManifestError(path, "spec.tags must be a list")
+    for i, tag in enumerate(tags):
+        if not isinstance(tag, dict) or not isinstance(tag.get("name"), str):
+            raise ManifestError(path, f"spec.tags[{i}] has no name")
+        source = tag.get("from") or {}
+        pullspec = source.get("name") if isinstance(source, dict) else None
+        if not isinstance(pullspec, str) or not pullspec:
+            raise ManifestError(path, f"spec.tags[{i}] ({tag['name']}) has no from.name")
+        images[tag["name"]] = pullspec
+    return ImageReferences(name=name, images=images)
+
+
+def read_file(path: Path, display: str) -> bytes:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        raise ManifestError(display, "file not found") from None
+    except IsADirectoryError:
+        raise ManifestError(display, "is a directory, not a file") from None
+    except OSError as err:
+        raise ManifestError(display, f"cannot read: {err.strerror}") from None

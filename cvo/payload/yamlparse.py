@@ -1,0 +1,308 @@
+"""YAML and JSON documents decoded the way the CVO's Go loader decodes them.
+
+The CVO reads manifests with ``k8s.io/apimachinery``'s ``YAMLOrJSONDecoder``: a stream that starts
+with ``{`` is JSON, anything else is YAML split into documents, and every YAML document is turned
+into JSON by ``sigs.k8s.io/yaml`` on top of ``go-yaml`` v2.  This module reproduces those results:
+
+* go-yaml v2 scalar resolution (YAML 1.1 booleans including ``y``/``n``, ``0x``/``0o``/``0b`` and
+  leading-zero octal integers, underscores in numbers, floats such as ``1e3``); timestamps stay
+  strings, as go-yaml v2 keeps them when decoding into ``interface{}``; the YAML ``=`` value is the
+  string ``"="`` (PyYAML's safe loader rejects it);
+* duplicate mapping keys: the last one wins, as in go-yaml v2;
+* merge keys (``<<``), anchors and aliases;
+* a UTF-8 byte-order mark is ignored;
+* non-string keys become strings the way ``sigs.k8s.io/yaml`` writes them.
+
+It is also fast: PyYAML's C parser produces the events and a small iterative builder constructs
+the values, skipping PyYAML's Python resolver and constructor, which cost more than the parsing.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+import orjson
+from yaml import MarkedYAMLError
+from yaml._yaml import CParser  # the libyaml-backed parser; required (checked at import)
+from yaml.events import (
+    AliasEvent,
+    DocumentEndEvent,
+    DocumentStartEvent,
+    MappingEndEvent,
+    MappingStartEvent,
+    ScalarEvent,
+    SequenceEndEvent,
+    SequenceStartEvent,
+    StreamEndEvent,
+)
+
+__all__ = ["DocumentError", "load_documents"]
+
+BOM = b"\xef\xbb\xbf"
+
+_BOOL = {
+    **dict.fromkeys(("y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON"), True),
+    **dict.fromkeys(("n", "N", "no", "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF"), False),
+}
+_NULL = frozenset(("", "~", "null", "Null", "NULL"))
+_SPECIAL_FLOAT = {
+    ".inf": math.inf, ".Inf": math.inf, ".INF": math.inf,
+    "+.inf": math.inf, "+.Inf": math.inf, "+.INF": math.inf,
+    "-.inf": -math.inf, "-.Inf": -math.inf, "-.INF": -math.inf,
+    ".nan": math.nan, ".NaN": math.nan, ".NAN": math.nan,
+}
+_YAML_STYLE_FLOAT = re.compile(r"^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$", re.ASCII)
+_GO_INT = re.compile(
+    r"^[-+]?(0[xX][0-9a-fA-F]+|0[oO][0-7]+|0[bB][01]+|0[0-7]*|[1-9][0-9]*)$", re.ASCII
+)
+_MERGE = object()
+_INT64_MIN, _INT64_MAX, _UINT64_MAX = -(2**63), 2**63 - 1, 2**64 - 1
+
+_TAG_PREFIX = "tag:yaml.org,2002:"
+
+
+class DocumentError(ValueError):
+    """A stream that cannot be decoded; ``document`` is the 1-based document number when known."""
+
+    def __init__(self, message: str, document: int | None = None, line: int | None = None) -> None:
+        super().__init__(message)
+        self.document = document
+        self.line = line
+
+
+def _go_parse_int(text: str) -> int | None:
+    """``strconv.ParseInt(text, 0, 64)`` then ``ParseUint``, as go-yaml v2 tries them."""
+    if not _GO_INT.match(text):
+        return None
+    sign = -1 if text[0] == "-" else 1
+    body = text[1:] if text[0] in "+-" else text
+    if len(body) > 1 and body[0] == "0":
+        prefix = body[1]
+        if prefix in "xX":
+            value = int(body[2:], 16)
+        elif prefix in "oO":
+            value = int(body[2:], 8)
+        elif prefix in "bB":
+            value = int(body[2:], 2)
+        else:
+            value = int(body[1:], 8)
+    else:
+        value = int(body, 10)
+    value *= sign
+    if _INT64_MIN <= value <= _UINT64_MAX:
+        return value
+    return None
+
+
+def resolve_plain(text: str) -> Any:
+    """The value go-yaml v2 gives a plain (unquoted, untagged) scalar."""
+    if not text:
+        return None
+    first = text[0]
+    if first in "yYnNtTfFoO~":
+        if text in _BOOL:
+            return _BOOL[text]
+        if text in _NULL:
+            return None
+        return text
+    if first == "<" and text == "<<":
+        return _MERGE
+    if first == ".":
+        special = _SPECIAL_FLOAT.get(text)
+        if special is not None:
+            return special
+        if _YAML_STYLE_FLOAT.match(text):
+            return _float(text)
+        return text
+    if first in "0123456789+-":
+        special = _SPECIAL_FLOAT.get(text)
+        if special is not None:
+            return special
+        plain = text.replace("_", "") if "_" in text else text
+        as_int = _go_parse_int(plain)
+        if as_int is not None:
+            return as_int
+        if _YAML_STYLE_FLOAT.match(plain):
+            return _float(plain)
+        return text
+    return text
+
+
+def _float(text: str) -> float | int:
+    value = float(text)
+    # sigs.k8s.io/yaml writes integral floats as JSON integers (1e3 -> 1000), so the API server and
+    # every Go client see an integer; keep that, so the JSON we send is the JSON the CVO would send.
+    if value.is_integer() and abs(value) < 2**63:
+        return int(value)
+    return value
+
+
+def _tagged(tag: str, text: str, plain: bool) -> Any:
+    short = tag[len(_TAG_PREFIX):] if tag.startswith(_TAG_PREFIX) else tag
+    if short in ("str", "!str", "binary", "!binary", "timestamp"):
+        return text
+    if short in ("int", "float", "bool", "null", "!int", "!float", "!bool", "!null"):
+        value = resolve_plain(text)
+        return value if value is not _MERGE else text
+    # Unknown local tags decode as their plain or quoted content, as go-yaml v2 does for interface{}.
+    return resolve_plain(text) if plain else text
+
+
+def _key_string(key: Any) -> str:
+    """``sigs.k8s.io/yaml`` turns non-string keys into strings."""
+    if isinstance(key, str):
+        return key
+    if key is True:
+        return "true"
+    if key is False:
+        return "false"
+    if key is None:
+        return "null"
+    if isinstance(key, float):
+        return repr(key)
+    if isinstance(key, int):
+        return str(key)
+    raise TypeError(f"unsupported mapping key {key!r}")
+
+
+def _merge_into(target: dict[str, Any], source: Any, explicit: set[str]) -> None:
+    sources = source if isinstance(source, list) else [source]
+    for item in sources:
+        if not isinstance(item, dict):
+            raise DocumentError("merge key '<<' must refer to a mapping or a list of mappings")
+        for key, value in item.items():
+            if key not in explicit:
+                target[key] = value
+
+
+def _build(get_event: Any, first: Any, anchors: dict[str, Any]) -> Any:
+    """Construct one node starting at event ``first``, consuming events iteratively."""
+    # Each frame: [container, pending_key, is_mapping, anchor, explicit_keys]
+    stack: list[list[Any]] = []
+    event = first
+    while True:
+        etype = type(event)
+        if etype is ScalarEvent:
+            style = event.style
+            if event.tag is not None:
+                value = event.value if event.tag == "!" else _tagged(event.tag, event.value, not style)
+            elif style is None or style == "":
+                value = resolve_plain(event.value)
+            else:
+                value = event.value
+            if event.anchor is not None:
+                anchors[event.anchor] = value
+        elif etype is MappingStartEvent:
+            frame = [{}, _NO_KEY, True, event.anchor, set()]
+            if event.anchor is not None:
+                anchors[event.anchor] = frame[0]
+            stack.append(frame)
+            event = get_event()
+            continue
+        elif etype is SequenceStartEvent:
+            frame = [[], _NO_KEY, False, event.anchor, None]
+            if event.anchor is not None:
+                anchors[event.anchor] = frame[0]
+            stack.append(frame)
+            event = get_event()
+            continue
+        elif etype is MappingEndEvent or etype is SequenceEndEvent:
+            value = stack.pop()[0]
+        elif etype is AliasEvent:
+            try:
+                value = anchors[event.anchor]
+            except KeyError:
+                raise DocumentError(f"unknown anchor '{event.anchor}' referenced") from None
+        else:  # pragma: no cover - libyaml guarantees well-formed event streams
+            raise DocumentError(f"unexpected YAML event {etype.__name__}")
+
+        if not stack:
+            return value
+        frame = stack[-1]
+        if frame[2]:
+            key = frame[1]
+            if key is _NO_KEY:
+                if isinstance(value, dict | list):
+                    raise DocumentError("mapping keys must be scalars to convert the document to JSON")
+                frame[1] = value
+            else:
+                frame[1] = _NO_KEY
+                if key is _MERGE:
+                    _merge_into(frame[0], value, frame[4])
+                else:
+                    skey = _key_string(key)
+                    frame[0][skey] = value  # duplicate keys: the last one wins, as in go-yaml v2
+                    frame[4].add(skey)
+        else:
+            frame[0].append(value)
+        event = get_event()
+
+
+_NO_KEY = object()
+
+
+def _load_yaml(data: bytes) -> list[Any]:
+    parser = CParser(data)
+    documents: list[Any] = []
+    try:
+        get_event = parser.get_event
+        get_event()  # StreamStartEvent
+        while True:
+            event = get_event()
+            if type(event) is StreamEndEvent:
+                break
+            if type(event) is not DocumentStartEvent:  # pragma: no cover - libyaml invariant
+                raise DocumentError("malformed YAML stream")
+            anchors: dict[str, Any] = {}
+            try:
+                root = _build(get_event, get_event(), anchors)
+            except DocumentError as err:
+                err.document = len(documents) + 1
+                raise
+            end = get_event()
+            if type(end) is not DocumentEndEvent:  # pragma: no cover - libyaml invariant
+                raise DocumentError("malformed YAML stream", len(documents) + 1)
+            documents.append(root)
+    except MarkedYAMLError as err:
+        mark = err.problem_mark or err.context_mark
+        line = mark.line + 1 if mark is not None else None
+        problem = err.problem or err.context or "invalid YAML"
+        raise DocumentError(f"{problem}", len(documents) + 1, line) from None
+    finally:
+        parser.dispose()
+    return documents
+
+
+def _load_json_stream(text: bytes) -> list[Any]:
+    try:
+        return [orjson.loads(text)]
+    except orjson.JSONDecodeError:
+        pass
+    # Several JSON values one after another, as YAMLOrJSONDecoder accepts.
+    import json
+
+    decoder = json.JSONDecoder()
+    source = text.decode("utf-8")
+    pos, documents = 0, []
+    while True:
+        while pos < len(source) and source[pos] in " \t\r\n":
+            pos += 1
+        if pos >= len(source):
+            return documents
+        try:
+            value, pos = decoder.raw_decode(source, pos)
+        except json.JSONDecodeError as err:
+            raise DocumentError(f"invalid JSON: {err.msg}", len(documents) + 1, err.lineno) from None
+        documents.append(value)
+
+
+def load_documents(data: bytes) -> list[Any]:
+    """Every document of a YAML or JSON stream, ``None`` for empty and ``null`` documents."""
+    if data.startswith(BOM):
+        data = data[len(BOM):]
+    stripped = data.lstrip(b" \t\r\n")
+    if stripped.startswith(b"{"):
+        return _load_json_stream(stripped)
+    return _load_yaml(data)

@@ -1,0 +1,90 @@
+"""Shared fixtures: small release directories built on the fly, and the real corpus."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent
+CORPUS = REPO.parent / "shared" / "corpus" / "ocp-5.0-nightly"
+PAYLOADS = REPO / "payloads"
+
+HA = {"include.release.openshift.io/self-managed-high-availability": "true"}
+
+
+def obj(kind: str, name: str, namespace: str | None = None, api: str = "v1", annotations: dict | None = None,
+        **extra: object) -> dict:
+    """A manifest document; included in the default profile unless ``annotations`` says otherwise."""
+    meta: dict = {"name": name, "annotations": dict(HA if annotations is None else annotations)}
+    if namespace:
+        meta["namespace"] = namespace
+    return {"apiVersion": api, "kind": kind, "metadata": meta, **extra}
+
+
+def cluster_operator(name: str, version: str, **versions: str) -> dict:
+    entries = [{"name": "operator", "version": version}] + [{"name": k, "version": v} for k, v in versions.items()]
+    return obj("ClusterOperator", name, api="config.openshift.io/v1", spec={}, status={"versions": entries})
+
+
+def write_docs(path: Path, *docs: dict | None) -> None:
+    path.write_text("\n---\n".join(yaml.safe_dump(d) if d is not None else "" for d in docs))
+
+
+ReleaseFactory = Callable[..., Path]
+
+
+@pytest.fixture
+def make_release(tmp_path: Path) -> ReleaseFactory:
+    """Build a release directory: ``files`` maps names under release-manifests/ to documents or text."""
+
+    def build(files: dict[str, object], version: str = "4.16.0", cvo_files: dict[str, object] | None = None,
+              previous: list[str] | None = None, images: dict[str, str] | None = None,
+              name: str = "release") -> Path:
+        root = tmp_path / name
+        rel = root / "release-manifests"
+        rel.mkdir(parents=True)
+        (rel / "release-metadata").write_text(json.dumps(
+            {"kind": "cincinnati-metadata-v0", "version": version, "previous": previous or []}))
+        tags = [{"name": k, "from": {"kind": "DockerImage", "name": v}} for k, v in (images or {}).items()]
+        (rel / "image-references").write_text(json.dumps(
+            {"kind": "ImageStream", "apiVersion": "image.openshift.io/v1", "metadata": {"name": version},
+             "spec": {"tags": tags}}))
+        for directory, content in ((rel, files), (root / "manifests", cvo_files or {})):
+            directory.mkdir(exist_ok=True)
+            for fname, value in content.items():
+                target = directory / fname
+                if isinstance(value, bytes):
+                    target.write_bytes(value)
+                elif isinstance(value, str):
+                    target.write_text(value)
+                elif isinstance(value, list):
+                    write_docs(target, *value)
+                else:
+                    write_docs(target, value)  # type: ignore[arg-type]
+        return root
+
+    return build
+
+
+@pytest.fixture(scope="session")
+def corpus() -> Path:
+    if not (CORPUS / "release-manifests").is_dir():
+        pytest.fail(f"the corpus is missing: {CORPUS} (clone with ../shared beside the repository)")
+    return CORPUS
+
+
+@pytest.fixture
+def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A private parse cache, so tests never read or write the user's."""
+    path = tmp_path / "cache"
+    monkeypatch.setenv("CVO_CACHE_DIR", str(path))
+    return path
+
+
+@pytest.fixture(autouse=True)
+def _private_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CVO_CACHE_DIR", str(tmp_path_factory.mktemp("cvo-cache")))
