@@ -178,6 +178,9 @@ def _parse_all(sources: list[_Source], jobs: int) -> list[tuple[int, list[Header
 
 
 def default_jobs() -> int:
+    """Parser processes: ``CVO_PARSE_JOBS`` if set, else one per core (at most 8)."""
+    if env := os.environ.get("CVO_PARSE_JOBS"):
+        return max(1, int(env))
     return max(1, min(os.cpu_count() or 1, 8))
 
 

@@ -1,0 +1,49 @@
+"""Synthetic k× copies of a payload: each copy renames its files' components and its objects."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import yaml
+
+from cvo.payload.graph import RUNLEVEL_PATTERN
+from cvo.payload.yamlparse import load_documents
+
+MARK = "-cvobenchcopy"
+
+
+def _template(data: bytes) -> bytes:
+    """The file with every object's name marked, written back in its own format (YAML or JSON)."""
+    docs = [d for d in load_documents(data) if isinstance(d, dict)]
+    for doc in docs:
+        meta = doc.get("metadata")
+        if isinstance(meta, dict) and isinstance(meta.get("name"), str):
+            meta["name"] += MARK
+    if data.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{"):
+        return "\n".join(json.dumps(d, indent=2) for d in docs).encode()
+    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+    return yaml.dump_all(docs, Dumper=dumper, sort_keys=False, width=200).encode()
+
+
+def _renamed(name: str, copy: int) -> str:
+    match = RUNLEVEL_PATTERN.match(name)
+    if match:
+        end = match.end(2)
+        return f"{name[:end]}-c{copy}{name[end:]}"
+    return f"c{copy}-{name}"
+
+
+def scaled_corpus(source: Path, factor: int, target: Path) -> Path:
+    """``source`` plus ``factor - 1`` renamed copies of its release-manifests, written to ``target``."""
+    shutil.copytree(source / "manifests", target / "manifests")
+    out = target / "release-manifests"
+    shutil.copytree(source / "release-manifests", out)
+    for path in sorted((source / "release-manifests").iterdir()):
+        if path.suffix not in (".yaml", ".yml", ".json"):
+            continue
+        template = _template(path.read_bytes())
+        for copy in range(1, factor):
+            (out / _renamed(path.name, copy)).write_bytes(template.replace(MARK.encode(), f"-c{copy}".encode()))
+    return target
