@@ -1,0 +1,62 @@
+"""``cvo replay FILE...``: run scenario files on a virtual clock; print the timeline and a verdict."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from cvo.cli.common import EXIT_FAILED, EXIT_OK, UsageError
+
+HELP = "replay scenario files on the embedded cluster; print the timeline and PASS/FAIL per expectation"
+
+# Events shown on the timeline (everything else is in --all).
+TIMELINE = {"scenario.action", "sweep.started", "attempt.started", "attempt.failed", "task.waiting",
+            "operator.ready", "operator.degraded", "node.failed", "task.failed", "sweep.completed",
+            "sweep.timeout", "sweep.cancelled", "condition.changed", "precondition.blocked", "precondition.passed"}
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    parser = sub.add_parser("replay", help=HELP, description=HELP.capitalize() + ". Format: docs/scenarios.md.")
+    parser.add_argument("files", nargs="+", type=Path, metavar="FILE")
+    parser.add_argument("--all", action="store_true", help="print every event, not only the main ones")
+    parser.add_argument("-q", "--quiet", action="store_true", help="print only the verdicts")
+    parser.set_defaults(func=run)
+
+
+def _fields(fields: dict[str, object]) -> str:
+    return " ".join(f"{k}={v!r}" if isinstance(v, str) and " " in v else f"{k}={v}" for k, v in fields.items()
+                    if k not in ("nested",))
+
+
+def run(args: argparse.Namespace) -> int:
+    from cvo.scenario.expect import evaluate
+    from cvo.scenario.model import ScenarioError, load_scenario
+    from cvo.scenario.replay import replay
+
+    failed = 0
+    for path in args.files:
+        try:
+            scenario = load_scenario(path)
+            outcome = replay(scenario)
+            checks = evaluate(outcome)
+        except ScenarioError as err:
+            raise UsageError(str(err)) from None
+        if not args.quiet:
+            print(f"== {scenario.name} ({path})")
+            for event in outcome.events:
+                if args.all or event.name in TIMELINE:
+                    offset = event.time - outcome.started
+                    hours, rest = divmod(int(offset.total_seconds()), 3600)
+                    print(f"  {hours:02d}:{rest // 60:02d}:{rest % 60:02d} {event.name} {_fields(event.fields)}")
+        bad = [c for c in checks if not c.ok]
+        for check in checks:
+            if not args.quiet or not check.ok:
+                print(f"  {'PASS' if check.ok else 'FAIL'} {check.name}" + ("" if check.ok else f": {check.detail}"))
+        verdict = "FAIL" if bad else "PASS"
+        print(f"{verdict} {scenario.name}: {len(checks) - len(bad)}/{len(checks)} expectations, "
+              f"result {outcome.result}, {outcome.elapsed / 60:.1f} simulated minutes")
+        failed += bool(bad)
+    if len(args.files) > 1:
+        print(f"{len(args.files) - failed} passed, {failed} failed", file=sys.stderr)
+    return EXIT_FAILED if failed else EXIT_OK

@@ -1,0 +1,47 @@
+"""``cvo status``: the ClusterVersion and the ClusterOperators, like ``oc get clusterversion,co``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+import orjson
+
+from cvo.cli.backend import add_backend_flags, open_backend, saved_time, state_path
+from cvo.cli.common import EXIT_OK, UsageError
+from cvo.clock import Clock, run_virtual
+from cvo.cluster.api import CLUSTER_OPERATOR, cv_ref
+
+HELP = "show the ClusterVersion and every ClusterOperator"
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    parser = sub.add_parser("status", help=HELP, description=HELP.capitalize() + ".")
+    add_backend_flags(parser)
+    parser.add_argument("-o", "--output", choices=["text", "json"], default="text")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    clock = Clock(saved_time(state_path(args)))
+    found: dict[str, Any] = {}
+
+    async def main() -> None:
+        async with open_backend(args, clock, simulate_operators=False) as backend:
+            found["cv"] = await backend.cluster.get(cv_ref())
+            found["cos"] = sorted(await backend.cluster.list(*CLUSTER_OPERATOR),
+                                  key=lambda o: o.get("metadata", {}).get("name", ""))
+            found["now"] = clock.now()
+
+    run_virtual(main)
+    if found.get("cv") is None:
+        raise UsageError("no ClusterVersion in the cluster: nothing installed yet (cvo install RELEASE_DIR)")
+    if args.output == "json":
+        doc = {"clusterVersion": found["cv"], "clusterOperators": found["cos"]}
+        sys.stdout.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n")
+    else:
+        from cvo.status_output import write_status_text
+
+        write_status_text(found["cv"], found["cos"], found["now"], sys.stdout)
+    return EXIT_OK

@@ -1,0 +1,230 @@
+"""``cvo install``, ``cvo upgrade`` and ``cvo reconcile``: sweep a release into the cluster."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from cvo.cli.backend import (
+    Backend,
+    add_backend_flags,
+    add_behaviour_flags,
+    load_behaviours,
+    open_backend,
+    saved_time,
+    state_path,
+)
+from cvo.cli.common import (
+    EXIT_FAILED,
+    EXIT_OK,
+    UsageError,
+    add_payload_flags,
+    load,
+    payload_options,
+    print_error,
+)
+from cvo.cli.progress import LiveDisplay, LogReporter, format_duration, wants_live_display
+from cvo.clock import Clock, run_virtual
+from cvo.cluster.api import cv_ref
+from cvo.cvstatus import current_version
+from cvo.payload.graph import Mode
+from cvo.payload.loader import LoadError, Release, load_release
+from cvo.runner.events import Fanout
+from cvo.runner.worker import SweepOptions, SweepResult, Worker
+from cvo.sim.behaviour import parse_duration
+
+
+def _add_sweep_flags(parser: argparse.ArgumentParser) -> None:
+    add_backend_flags(parser)
+    add_behaviour_flags(parser)
+    parser.add_argument("--timeout", default="2h", metavar="DURATION",
+                        help="give up after this long on the sweep's clock (default 2h; e.g. 90m, 1h30m)")
+    parser.add_argument("--interval", default="3m", metavar="DURATION",
+                        help="reconcile interval: apply timeouts and back-off derive from it (default 3m)")
+    parser.add_argument("-o", "--output", choices=["text", "json"], default="text",
+                        help="final report format (progress goes to stderr)")
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    install = sub.add_parser("install", help="install RELEASE_DIR into an empty cluster and wait until it is done",
+                             description="Install a release: walk its task graph in install mode (flattened, "
+                                         "unbounded parallelism) until every ClusterOperator is Available.")
+    add_payload_flags(install)
+    _add_sweep_flags(install)
+    install.set_defaults(func=run_install)
+
+    upgrade = sub.add_parser("upgrade", help="upgrade the cluster to the release in --to DIR",
+                             description="Upgrade: set spec.desiredUpdate and walk the new release in update "
+                                         "mode (by run level, 16 workers) until every ClusterOperator reports "
+                                         "the new versions.")
+    upgrade.add_argument("--to", dest="release_dir", type=Path, required=True, metavar="RELEASE_DIR",
+                         help="the release to upgrade to")
+    _add_selection(upgrade)
+    _add_sweep_flags(upgrade)
+    upgrade.set_defaults(func=run_upgrade)
+
+    reconcile = sub.add_parser("reconcile", help="re-apply the current release once, repairing drift",
+                               description="Reconcile: walk the cluster's current release in reconcile mode "
+                                           "(flattened, permuted, 2 workers), putting back what drifted.")
+    reconcile.add_argument("--release", dest="release_dir", type=Path, default=None, metavar="RELEASE_DIR",
+                           help="the current release's directory (default: from the ClusterVersion's image)")
+    _add_selection(reconcile)
+    _add_sweep_flags(reconcile)
+    reconcile.set_defaults(func=run_reconcile)
+
+
+def _add_selection(parser: argparse.ArgumentParser) -> None:
+    """The payload flags without the positional RELEASE_DIR (upgrade and reconcile take it otherwise)."""
+    scratch = argparse.ArgumentParser(add_help=False)
+    add_payload_flags(scratch)
+    for action in scratch._actions:
+        if action.dest == "release_dir" or isinstance(action, argparse._HelpAction):
+            continue
+        parser._add_action(action)
+
+
+def _options(args: argparse.Namespace) -> SweepOptions:
+    try:
+        timeout = parse_duration(args.timeout, "--timeout")
+        interval = parse_duration(args.interval, "--interval")
+    except ValueError as err:
+        raise UsageError(str(err)) from None
+    options = payload_options(args)
+    return SweepOptions(interval=interval, timeout=timeout or None, capabilities=options.apply_filter)
+
+
+def _release_from_image(image: str, args: argparse.Namespace) -> Release:
+    if not image.startswith("file://"):
+        raise UsageError(f"the cluster's release image {image!r} is not a local directory; pass --release DIR")
+    try:
+        return load_release(Path(image[len("file://"):]), load_filter=payload_options(args).load_filter)
+    except LoadError as err:
+        raise UsageError("\n".join(err.errors)) from None
+
+
+def _sweep(args: argparse.Namespace, prepare: Callable[[Backend], Awaitable[tuple[Release, Mode] | int]]) -> int:
+    """Open the cluster, let ``prepare`` pick the release and mode, run the worker, report."""
+    behaviours = load_behaviours(args)
+    options = _options(args)
+    path = state_path(args)
+    clock = Clock(saved_time(path))
+    live: LiveDisplay | None = None
+    started = time.perf_counter()
+    outcome: dict[str, Any] = {}
+
+    async def main() -> int:
+        nonlocal live
+        async with open_backend(args, clock, behaviours) as backend:
+            print(f"cluster: {backend.description}", file=sys.stderr)
+            prepared = await prepare(backend)
+            if isinstance(prepared, int):
+                return prepared
+            release, mode = prepared
+            reporters: list[Any] = [LogReporter()]
+            worker = Worker(backend.cluster, release, mode, Fanout(*reporters), clock, options)
+            if wants_live_display(args.log_format):
+                live = LiveDisplay(worker.progress, clock.now, f"{mode} {release.version}")
+                reporters.append(live)
+                worker.reporter = Fanout(*reporters)
+                worker.status.reporter = worker.reporter
+            if backend.simulator is not None:
+                await backend.simulator.start()  # type: ignore[attr-defined]
+            if live is not None:
+                with live:
+                    result = await worker.run()
+            else:
+                result = await worker.run()
+            outcome["result"] = result
+            cos = await backend.cluster.list("config.openshift.io", "ClusterOperator")
+            outcome["cos"] = cos
+            return EXIT_OK if result.ok else EXIT_FAILED
+
+    code = run_virtual(main, speed=args.speed)
+    result: SweepResult | None = outcome.get("result")
+    if result is not None:
+        _report(args, result, outcome.get("cos", []), time.perf_counter() - started, clock)
+    return code
+
+
+def _report(args: argparse.Namespace, result: SweepResult, cos: list[dict[str, Any]], wall: float,
+            clock: Clock) -> None:
+    from cvo.status_output import write_status_text
+
+    simulated = result.finished - result.started
+    if args.output == "json":
+        import orjson
+
+        doc = {"ok": result.ok, "completed": result.completed, "attempts": result.attempts,
+               "message": result.message, "done": result.done, "total": result.total,
+               "simulatedSeconds": simulated.total_seconds(), "wallSeconds": round(wall, 3),
+               "clusterVersion": result.cluster_version, "clusterOperators": cos}
+        sys.stdout.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n")
+    else:
+        write_status_text(result.cluster_version, cos, result.finished, sys.stdout)
+        verdict = "completed" if result.completed else "did not complete"
+        print(f"\n{verdict}: {result.done}/{result.total} tasks, {result.attempts} attempt(s), "
+              f"{format_duration(simulated)} on the cluster's clock, {wall:.2f}s wall")
+    if not result.ok:
+        print_error(result.message or "the sweep failed")
+
+
+def run_install(args: argparse.Namespace) -> int:
+    options = payload_options(args)
+    release = load(args, options)
+
+    async def prepare(backend: Backend) -> tuple[Release, Mode] | int:
+        cv = await backend.cluster.get(cv_ref())
+        history = ((cv or {}).get("status") or {}).get("history") or []
+        if any(h.get("state") == "Completed" for h in history):
+            raise UsageError(f"the cluster already runs {current_version(history)}; use 'cvo upgrade --to DIR' "
+                             f"or a new --state file")
+        if history and history[0].get("version") != release.version:
+            raise UsageError(f"the cluster is installing {history[0].get('version')}, not {release.version}")
+        backend.register(release)
+        return release, Mode.INSTALL
+
+    return _sweep(args, prepare)
+
+
+def run_upgrade(args: argparse.Namespace) -> int:
+    options = payload_options(args)
+    target = load(args, options)
+
+    async def prepare(backend: Backend) -> tuple[Release, Mode] | int:
+        cv = await backend.cluster.get(cv_ref())
+        history = ((cv or {}).get("status") or {}).get("history") or []
+        if cv is None or not any(h.get("state") == "Completed" for h in history):
+            raise UsageError("the cluster has no completed release to upgrade from; run 'cvo install' first")
+        current_image = next(h.get("image", "") for h in history if h.get("state") == "Completed")
+        if current_image and current_image != target.image:
+            backend.register(_release_from_image(current_image, args))
+        backend.register(target)
+        if history[0].get("state") == "Completed" and history[0].get("image") == target.image:
+            print(f"the cluster already runs {target.version}", file=sys.stderr)
+            return EXIT_OK
+        spec = dict(cv.get("spec") or {})
+        spec["desiredUpdate"] = {"version": target.version, "image": target.image, "force": False}
+        await backend.cluster.update({**cv, "spec": spec})
+        return target, Mode.UPDATE
+
+    return _sweep(args, prepare)
+
+
+def run_reconcile(args: argparse.Namespace) -> int:
+    async def prepare(backend: Backend) -> tuple[Release, Mode] | int:
+        cv = await backend.cluster.get(cv_ref())
+        desired = ((cv or {}).get("status") or {}).get("desired") or {}
+        if not desired.get("image"):
+            raise UsageError("the cluster has no release to reconcile; run 'cvo install' first")
+        if args.release_dir is not None:
+            release = load(args, payload_options(args))
+        else:
+            release = _release_from_image(desired["image"], args)
+        backend.register(release)
+        return release, Mode.RECONCILE
+
+    return _sweep(args, prepare)

@@ -1,0 +1,1 @@
+"""What operators use to report to cvo: ClusterOperator status (and, later, OperatorConditions)."""

@@ -1,0 +1,180 @@
+"""Applying one manifest the way the CVO's resource builders do (reference §6).
+
+* Missing objects are created; create-only objects are never updated.
+* Existing objects are updated only when a field the manifest sets differs from the live object.
+  cvo compares "the manifest is contained in the live object" rather than the CVO's per-type merge
+  code: fields the server defaults (and the manifest leaves out) never count as drift, fields the
+  manifest sets are enforced.  Labels and annotations are merged (added or overwritten, never
+  removed), as ``EnsureObjectMeta`` does; for custom resources they are replaced together with a
+  changed spec, and metadata-only drift is left alone, as ``applyUnstructured`` does.
+* ``release.openshift.io/delete: "true"`` deletes the object in update mode only and does not
+  wait for it to disappear; an invalid value fails the task.
+* A ClusterOperator is created by the precreate pass and never updated, except its metadata in
+  reconcile mode.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from cvo.cluster.api import ApiError, ApiErrorKind, Cluster, Ref
+from cvo.errors import UpdateError
+from cvo.payload.graph import Mode, Task
+
+# Groups whose kinds the CVO applies with typed clients (label/annotation merge).
+TYPED_GROUPS = frozenset({
+    "", "apps", "batch", "rbac.authorization.k8s.io", "apiextensions.k8s.io", "admissionregistration.k8s.io",
+    "policy", "networking.k8s.io", "scheduling.k8s.io", "storage.k8s.io", "apiregistration.k8s.io",
+    "security.openshift.io", "image.openshift.io", "config.openshift.io", "operators.coreos.com",
+})
+SKIPPED_KEYS = frozenset({"apiVersion", "kind", "metadata", "status"})
+
+
+@dataclass
+class DeleteTracker:
+    """Deletes the CVO requested and whether it saw them finish (in memory, lost on restart, as in the CVO)."""
+
+    requested: dict[Ref, bool] = field(default_factory=dict)  # ref -> verified gone
+
+    def in_progress(self) -> list[Ref]:
+        return sorted(ref for ref, verified in self.requested.items() if not verified)
+
+
+@dataclass
+class ApplyOutcome:
+    action: str  # created, updated, unchanged, deleted, delete-verified, skipped
+    live: dict[str, Any] | None = None
+
+
+def contains(desired: Any, live: Any) -> bool:
+    """Whether every field ``desired`` sets has the same value in ``live`` (extra live fields are fine)."""
+    if isinstance(desired, dict):
+        if not isinstance(live, dict):
+            return False
+        return all(k in live and contains(v, live[k]) for k, v in desired.items())
+    if isinstance(desired, list):
+        if not isinstance(live, list) or len(desired) != len(live):
+            return False
+        return all(contains(d, lv) for d, lv in zip(desired, live, strict=True))
+    if isinstance(desired, bool) or isinstance(live, bool):
+        return desired is live
+    return bool(desired == live)
+
+
+def _merge_meta(live_meta: dict[str, Any], desired_meta: dict[str, Any]) -> bool:
+    changed = False
+    for key in ("labels", "annotations"):
+        wanted = desired_meta.get(key) or {}
+        if not wanted:
+            continue
+        current = live_meta.setdefault(key, {}) or {}
+        live_meta[key] = current
+        for k, v in wanted.items():
+            if current.get(k) != v:
+                current[k] = v
+                changed = True
+    return changed
+
+
+def desired_object(task: Task) -> dict[str, Any]:
+    obj = task.manifest.copy_obj()
+    if task.manifest.kind == "Deployment" and task.manifest.group == "apps":
+        spec = obj.setdefault("spec", {})
+        spec.setdefault("replicas", 1)  # a manifest that omits replicas means 1
+    return obj
+
+
+def merge(desired: dict[str, Any], live: dict[str, Any], typed: bool) -> dict[str, Any] | None:
+    """The object to send as an update, or ``None`` when the live object already matches."""
+    merged = dict(live)
+    merged["metadata"] = dict(live.get("metadata") or {})
+    desired_meta = desired.get("metadata") or {}
+    body_changed = False
+    for key, value in desired.items():
+        if key in SKIPPED_KEYS:
+            continue
+        if not contains(value, live.get(key)):
+            merged[key] = value
+            body_changed = True
+    if typed:
+        meta_changed = _merge_meta(merged["metadata"], desired_meta)
+        return merged if body_changed or meta_changed else None
+    if not body_changed:
+        return None
+    for key in ("labels", "annotations", "ownerReferences"):
+        if key in desired_meta:
+            merged["metadata"][key] = desired_meta[key]
+        else:
+            merged["metadata"].pop(key, None)
+    return merged
+
+
+async def apply_task(cluster: Cluster, task: Task, mode: Mode, deletes: DeleteTracker) -> ApplyOutcome:
+    """Apply ``task`` once; raises :class:`ApiError` (retried by the caller) or :class:`UpdateError`."""
+    m = task.manifest
+    if (problem := task.invalid_delete) is not None:
+        raise UpdateError("UpdatePayloadResourceInvalid", f"Could not update {task}: {problem}", task=str(task))
+    ref = Ref(m.group, m.kind, m.namespace, m.name)
+    if task.delete:
+        return await _delete(cluster, ref, mode, deletes)
+    if not await cluster.serves(m.api_version, m.kind):
+        raise ApiError(ApiErrorKind.NO_KIND_MATCH, f'no matches for kind "{m.kind}" in version "{m.api_version}"', ref)
+    live = await cluster.get(ref)
+    if m.kind == "ClusterOperator" and m.group == "config.openshift.io":
+        return await _cluster_operator(cluster, task, live, mode)
+    if live is None:
+        created = await cluster.create(desired_object(task))
+        return ApplyOutcome("created", created)
+    if task.create_only:
+        return ApplyOutcome("unchanged", live)
+    update = merge(desired_object(task), live, typed=m.group in TYPED_GROUPS)
+    if update is None:
+        return ApplyOutcome("unchanged", live)
+    return ApplyOutcome("updated", await cluster.update(update))
+
+
+async def precreate_cluster_operator(cluster: Cluster, task: Task) -> None:
+    """The precreate pass: create the ClusterOperator (no status but relatedObjects) if it is missing."""
+    m = task.manifest
+    ref = Ref(m.group, m.kind, "", m.name)
+    if await cluster.get(ref) is not None:
+        return
+    obj = task.manifest.copy_obj()
+    related = (obj.get("status") or {}).get("relatedObjects")
+    obj.pop("status", None)
+    try:
+        created = await cluster.create(obj)
+        if related:
+            created["status"] = {**(created.get("status") or {}), "relatedObjects": related}
+            await cluster.update_status(created)
+    except ApiError as err:
+        if err.kind not in (ApiErrorKind.ALREADY_EXISTS, ApiErrorKind.CONFLICT):
+            raise
+
+
+async def _cluster_operator(cluster: Cluster, task: Task, live: dict[str, Any] | None, mode: Mode) -> ApplyOutcome:
+    if live is None:
+        await precreate_cluster_operator(cluster, task)
+        return ApplyOutcome("created", await cluster.get(Ref.of(task.manifest.obj)))
+    if mode is Mode.RECONCILE:
+        merged = dict(live)
+        merged["metadata"] = dict(live.get("metadata") or {})
+        if _merge_meta(merged["metadata"], task.manifest.obj.get("metadata") or {}):
+            return ApplyOutcome("updated", await cluster.update(merged))
+    return ApplyOutcome("unchanged", live)
+
+
+async def _delete(cluster: Cluster, ref: Ref, mode: Mode, deletes: DeleteTracker) -> ApplyOutcome:
+    if mode is not Mode.UPDATE:
+        return ApplyOutcome("skipped")
+    tracked = ref in deletes.requested
+    live = await cluster.get(ref)
+    if live is None:
+        deletes.requested[ref] = True
+        return ApplyOutcome("delete-verified")
+    if tracked:
+        return ApplyOutcome("deleted")  # requested earlier and still there (or reappeared): no action
+    await cluster.delete(ref)
+    deletes.requested[ref] = False
+    return ApplyOutcome("deleted")

@@ -1,0 +1,81 @@
+"""``RunGraph``: run task nodes in parallel, never before all their predecessors succeeded.
+
+The lowest-numbered ready node is dispatched first, up to ``max_parallel`` at once.  A node that
+fails blocks its descendants only: independent branches keep going.  Cancelling the caller
+cancels the running nodes; nodes that never ran are reported as incomplete.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+import networkx as nx
+
+from cvo.payload.graph import Task
+
+NodeFn = Callable[[int, list[Task]], Awaitable[None]]
+
+
+@dataclass
+class GraphResult:
+    errors: dict[int, BaseException] = field(default_factory=dict)  # node -> error
+    completed: set[int] = field(default_factory=set)
+    incomplete: list[int] = field(default_factory=list)  # never ran or interrupted, in node order
+    cancelled: bool = False
+
+    def incomplete_message(self, graph: nx.DiGraph) -> str:
+        first = next((n for n in self.incomplete if graph.nodes[n]["tasks"]), None)
+        if first is None:
+            return f"{len(self.incomplete)} incomplete task nodes"
+        return f"{len(self.incomplete)} incomplete task nodes, beginning with {graph.nodes[first]['tasks'][0]}"
+
+
+async def run_graph(graph: nx.DiGraph, max_parallel: int, fn: NodeFn, deadline: float | None = None) -> GraphResult:
+    """Run every node; at ``deadline`` (loop time) cancel what still runs and return (``cancelled``)."""
+    order = sorted(graph.nodes)
+    preds = {n: list(graph.predecessors(n)) for n in order}
+    result = GraphResult()
+    submitted: set[int] = set()
+    running: dict[asyncio.Task[None], int] = {}
+    limit = max(1, max_parallel)
+
+    def ready() -> list[int]:
+        return [n for n in order if n not in submitted and all(p in result.completed for p in preds[n])]
+
+    try:
+        while True:
+            for node in ready():
+                if len(running) >= limit:
+                    break
+                submitted.add(node)
+                running[asyncio.create_task(fn(node, graph.nodes[node]["tasks"]), name=f"node {node}")] = node
+            if not running:
+                break
+            timeout = None if deadline is None else max(0.0, deadline - asyncio.get_running_loop().time())
+            done, _ = await asyncio.wait(running, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+            if not done:  # the deadline passed
+                result.cancelled = True
+                for task in running:
+                    task.cancel()
+                await asyncio.gather(*running, return_exceptions=True)
+                running.clear()
+                break
+            for finished in done:
+                node = running.pop(finished)
+                error = finished.exception() if not finished.cancelled() else asyncio.CancelledError()
+                if error is None:
+                    result.completed.add(node)
+                else:
+                    result.errors[node] = error
+    except asyncio.CancelledError:
+        result.cancelled = True
+        for task in running:
+            task.cancel()
+        await asyncio.gather(*running, return_exceptions=True)
+        running.clear()
+        raise
+    finally:
+        result.incomplete = [n for n in order if n not in result.completed and n not in result.errors]
+    return result

@@ -1,0 +1,387 @@
+"""The sync worker: apply a payload's task graph until it is done, as ``pkg/cvo/sync_worker.go`` does.
+
+One *attempt* walks the whole graph with the mode's parallelism under the apply timeout (install:
+1× the reconcile interval, update and reconcile: 2×).  A failed attempt is retried after the CVO's
+back-off (interval/8, /4, /2, then the interval, with 20 % jitter), woken early when a
+ClusterOperator changes; every attempt re-applies everything, which is cheap for unchanged objects.
+Inside an attempt, tasks retry transient API errors with the CVO's per-mode back-off, and a
+ClusterOperator task waits, driven by a watch, until the operator reports the expected versions,
+``Available=True`` and ``Degraded=False`` (deliberately better than the CVO, which fails the round
+and re-checks after a back-off: here dependents start as soon as the operator is ready).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import networkx as nx
+
+from cvo.clock import Clock
+from cvo.cluster.api import CLUSTER_OPERATOR, ApiError, ApiErrorKind, Cluster, Ref
+from cvo.errors import Effect, UpdateError, summarize, wrap_apply_error
+from cvo.payload.filters import ApplyFilter, Override
+from cvo.payload.graph import Mode, Task, build_graph, make_tasks, max_workers, operator_versions
+from cvo.payload.loader import Release
+from cvo.runner.apply import DeleteTracker, apply_task, precreate_cluster_operator
+from cvo.runner.events import Event, Progress, Reporter, Waiting
+from cvo.runner.graph_runner import run_graph
+from cvo.runner.health import check_crd, check_deployment, check_job, check_operator_health, no_versions_error
+from cvo.runner.notify import Notifier
+from cvo.runner.status_writer import StatusWriter
+
+
+@dataclass(frozen=True)
+class Backoff:
+    """``wait.Backoff`` as the vendored apimachinery steps it (reference §2.4 ⚠)."""
+
+    duration: float
+    factor: float
+    steps: int
+    cap: float
+
+    def schedule(self) -> tuple[int, list[float]]:
+        """How many calls ``wait.ExponentialBackoff`` makes, and the sleeps after each failed one."""
+        calls, sleeps = 0, []
+        duration, steps = self.duration, self.steps
+        while steps > 0:
+            calls += 1
+            if steps == 1:
+                break
+            steps -= 1
+            sleeps.append(duration)
+            duration *= self.factor
+            if self.cap > 0 and duration > self.cap:
+                duration = self.cap
+                steps = 0
+        return calls, sleeps
+
+
+INSTALL_BACKOFF = Backoff(1.0, 2.0, 4, 15.0)  # 4 calls, waits 1, 2, 4 s
+UPDATE_BACKOFF = Backoff(10.0, 1.3, 3, 15.0)  # 2 calls, waits 10 s then a trailing 13 s
+
+
+@dataclass
+class SweepOptions:
+    interval: float = 180.0  # the CVO picks [2m, 4m); cvo uses the middle, deterministically
+    timeout: float | None = 2 * 3600.0  # the whole sweep, on the sweep's clock; None: no limit
+    max_workers: int | None = None  # default: the mode's (install unbounded, update 16, reconcile 2)
+    attempt: int = 0
+    seed: int = 0  # for the back-off jitter
+    status_throttle: float = 15.0
+    capabilities: ApplyFilter | None = None
+
+
+@dataclass
+class SweepResult:
+    ok: bool
+    completed: bool
+    attempts: int
+    failure: UpdateError | None
+    message: str
+    started: datetime
+    finished: datetime
+    cluster_version: dict = field(default_factory=dict)
+    report_errors: list[UpdateError] = field(default_factory=list)
+    done: int = 0
+    total: int = 0
+
+
+class _Attempt:
+    """State of one walk over the graph."""
+
+    def __init__(self, number: int) -> None:
+        self.number = number
+        self.errors: dict[int, UpdateError] = {}
+        self.report_errors: list[UpdateError] = []
+        self.interrupted_waits: dict[str, UpdateError] = {}  # ClusterOperator waits cut by the deadline
+
+
+class Worker:
+    def __init__(self, cluster: Cluster, release: Release, mode: Mode, reporter: Reporter, clock: Clock,
+                 options: SweepOptions | None = None) -> None:
+        self.cluster = cluster
+        self.release = release
+        self.mode = mode
+        self.reporter = reporter
+        self.clock = clock
+        self.options = options or SweepOptions()
+        self.progress = Progress(version=release.version, mode=str(mode))
+        self.deletes = DeleteTracker()
+        self.co_start_times: dict[str, datetime] = {}
+        self.status = StatusWriter(cluster, clock, throttle=self.options.status_throttle, reporter=reporter)
+        self.co_notifier = Notifier(cluster, *CLUSTER_OPERATOR)
+        self.crd_notifier = Notifier(cluster, "apiextensions.k8s.io", "CustomResourceDefinition")
+        self._rng = random.Random(self.options.seed)
+        self._failure: UpdateError | None = None
+        self._failure_errors: list[UpdateError] = []  # what ``_failure`` summarises
+        self._completed = 0
+        self._tasks: list[Task] = []
+
+    # --- reporting ------------------------------------------------------------------------
+
+    def emit(self, name: str, **fields: object) -> None:
+        self.reporter.emit(Event(self.clock.now(), name, dict(fields)))
+
+    async def _write_status(self, force: bool = False, failure: UpdateError | None = None,
+                            completed: int | None = None) -> None:
+        if failure is not None:
+            current, errors = failure, [failure]
+        elif self._failure is not None:
+            current, errors = self._failure, self._failure_errors
+        else:
+            errors = [w.error for w in self.progress.waiting.values()]
+            current = summarize(errors)
+        await self.status.write(
+            version=self.release.version, image=self.release.image, done=self.progress.done,
+            total=self.progress.total, completed=self._completed if completed is None else completed,
+            reconciling=self.mode is Mode.RECONCILE, initial=self.mode is Mode.INSTALL, failure=current,
+            co_start_times=self.co_start_times, errors=errors, force=force,
+        )
+
+    # --- the sweep --------------------------------------------------------------------------
+
+    async def run(self) -> SweepResult:
+        loop = asyncio.get_running_loop()
+        started = self.clock.now()
+        deadline = None if self.options.timeout is None else loop.time() + self.options.timeout
+        await self.status.ensure(self.release.version, self.release.image, self.release_accepted())
+        await self.co_notifier.start()
+        await self.crd_notifier.start()
+        attempt_no = self.options.attempt
+        attempts = 0
+        consecutive_errors = 0
+        self.emit("sweep.started", version=self.release.version, image=self.release.image, mode=str(self.mode),
+                  total=len(self.release.manifests))
+        try:
+            while True:
+                attempts += 1
+                attempt = await self._run_attempt(attempt_no, deadline)
+                if not attempt.errors:
+                    self._completed += 1
+                    self._failure, self._failure_errors = None, []
+                    await self._write_status(force=True)
+                    # As in the CVO, success moves the worker to Reconciling: "Cluster version is V".
+                    self.mode = Mode.RECONCILE
+                    await self._write_status(force=True)
+                    if attempt.report_errors:
+                        failure = summarize(attempt.report_errors)
+                        await self._write_status(force=True, failure=failure, completed=0)
+                        self._failure, self._failure_errors = failure, list(attempt.report_errors)
+                    self.emit("sweep.completed", version=self.release.version, attempts=attempts,
+                              elapsed=(self.clock.now() - started).total_seconds())
+                    return await self._result(True, attempts, started, attempt.report_errors)
+                self._failure_errors = list(attempt.errors.values())
+                self._failure = summarize(self._failure_errors)
+                await self._write_status(force=True)
+                consecutive_errors += 1
+                attempt_no += 1
+                if deadline is not None and loop.time() >= deadline:
+                    self.emit("sweep.timeout", attempts=attempts, message=self._failure.message if self._failure else "")
+                    return await self._result(False, attempts, started, [])
+                delay = self._backoff(consecutive_errors)
+                if deadline is not None:
+                    delay = min(delay, max(0.0, deadline - loop.time()))
+                self.emit("attempt.failed", attempt=attempt.number, reason=self._failure.reason if self._failure else "",
+                          message=self._failure.message if self._failure else "", retry_in=round(delay, 1))
+                mark = self.co_notifier.mark()
+                woke = await self.co_notifier.wait_change(None, mark, delay)
+                if woke:
+                    self.emit("attempt.woken", reason="ClusterOperator changed")
+        finally:
+            await self.co_notifier.stop()
+            await self.crd_notifier.stop()
+
+    def _backoff(self, consecutive: int) -> float:
+        interval = self.options.interval
+        base = interval / 16 * 2**consecutive if consecutive <= 3 else interval
+        return base * (1 + 0.2 * self._rng.random())
+
+    def release_accepted(self) -> tuple[str, str, str]:
+        arch = self.release.metadata.architecture if self.release.metadata else ""
+        return ("True", "PayloadLoaded",
+                f'Payload loaded version="{self.release.version}" image="{self.release.image}" '
+                f'architecture="{arch or "amd64"}"')
+
+    async def _result(self, ok: bool, attempts: int, started: datetime, report: list[UpdateError]) -> SweepResult:
+        cv = await self.status.current()
+        failing = next((c for c in (cv.get("status") or {}).get("conditions") or [] if c.get("type") == "Failing"), {})
+        failure = self._failure
+        message = failing.get("message", "") if failing.get("status") == "True" else ""
+        if not ok and not message:
+            message = failure.message if failure else "the sweep did not finish"
+        return SweepResult(
+            ok=ok and not report, completed=ok, attempts=attempts, failure=failure, message=message,
+            started=started, finished=self.clock.now(), cluster_version=cv, report_errors=report,
+            done=self.progress.done, total=self.progress.total,
+        )
+
+    async def _overrides(self) -> tuple[Override, ...]:
+        cv = await self.status.current()
+        return tuple(Override.from_dict(o) for o in (cv.get("spec") or {}).get("overrides") or [])
+
+    async def _run_attempt(self, number: int, deadline: float | None) -> _Attempt:
+        loop = asyncio.get_running_loop()
+        attempt = _Attempt(number)
+        base = self.options.capabilities or ApplyFilter()
+        apply_filter = ApplyFilter(enabled_capabilities=base.enabled_capabilities,
+                                   known_capabilities=base.known_capabilities,
+                                   overrides=await self._overrides(), feature_gates=base.feature_gates)
+        tasks = make_tasks(self.release.manifests, self.mode, apply_filter)
+        self._tasks = tasks
+        graph = build_graph(tasks, self.mode, number)
+        if number == self.options.attempt or not self.co_start_times:
+            self.co_start_times = {}
+        workers = self.options.max_workers or max_workers(self.mode, graph)
+        self.progress.attempt = number
+        self.progress.done = 0
+        self.progress.total = len(tasks)
+        self.progress.waiting.clear()
+        self.emit("attempt.started", attempt=number, nodes=graph.number_of_nodes(), workers=workers)
+        await self._write_status(force=True)
+        timeout = self.options.interval * (1 if self.mode is Mode.INSTALL else 2)
+        attempt_deadline = loop.time() + timeout
+        if deadline is not None:
+            attempt_deadline = min(attempt_deadline, deadline)
+
+        async def node_fn(node: int, node_tasks: list[Task]) -> None:
+            await self._run_node(node, node_tasks, attempt)
+
+        result = await run_graph(graph, workers, node_fn, attempt_deadline)
+        for node, error in result.errors.items():
+            if isinstance(error, UpdateError):
+                attempt.errors[node] = error
+            else:
+                attempt.errors[node] = wrap_apply_error(error if isinstance(error, Exception) else Exception(str(error)),
+                                                        str(graph.nodes[node]["tasks"][0]))
+        if result.cancelled or result.incomplete:
+            for i, err in enumerate(attempt.interrupted_waits.values()):
+                attempt.errors[-1 - i] = err
+            if not attempt.errors:
+                attempt.errors[-10**6] = UpdateError(
+                    "UpdatePayloadFailed", f"update context deadline exceeded at {self.progress.done} of "
+                    f"{self.progress.total}: {result.incomplete_message(graph)}")
+        self._log_blocked(graph, result.errors)
+        return attempt
+
+    def _log_blocked(self, graph: nx.DiGraph, errors: dict[int, BaseException]) -> None:
+        for node in errors:
+            blocked = [n for n in nx.descendants(graph, node) if graph.nodes[n]["tasks"]]
+            if blocked:
+                self.emit("node.blocked", node=node, dependents=len(blocked))
+
+    async def _run_node(self, node: int, tasks: list[Task], attempt: _Attempt) -> None:
+        self.emit("node.started", node=node, tasks=len(tasks))
+        for task in tasks:  # the precreate pass: errors are ignored
+            if task.skip is None and task.manifest.kind == "ClusterOperator" and not task.delete:
+                with contextlib.suppress(ApiError, UpdateError):
+                    await precreate_cluster_operator(self.cluster, task)
+        try:
+            for task in tasks:
+                self.progress.running[node] = str(task)
+                if task.skip is not None:
+                    self.emit("task.skipped", task=str(task), reason=task.skip)
+                    continue
+                await self._run_task(task, attempt)
+                self.progress.done += 1
+                await self._write_status()
+        except UpdateError as err:
+            self.emit("node.failed", node=node, reason=err.reason, message=err.message, nested=err.nested)
+            raise
+        finally:
+            self.progress.running.pop(node, None)
+        self.emit("node.done", node=node)
+
+    async def _run_task(self, task: Task, attempt: _Attempt) -> None:
+        calls, delays = (INSTALL_BACKOFF if self.mode is Mode.INSTALL else UPDATE_BACKOFF).schedule()
+        last: Exception | None = None
+        for index in range(calls):
+            try:
+                outcome = await apply_task(self.cluster, task, self.mode, self.deletes)
+                self.emit("task.applied", task=str(task), action=outcome.action, file=task.manifest.path)
+                await self._health(task, outcome.live, attempt)
+                self.emit("task.done", task=str(task))
+                return
+            except UpdateError as err:
+                self.emit("task.failed", task=str(task), reason=err.reason, message=err.message, nested=err.nested)
+                raise
+            except ApiError as err:
+                last = err
+                self.emit("task.retry", task=str(task), error=err.kind.value, message=str(err), call=index + 1)
+                if index < len(delays):
+                    await asyncio.sleep(delays[index])
+        assert last is not None
+        error = wrap_apply_error(last, str(task), task.manifest.path)
+        self.emit("task.failed", task=str(task), reason=error.reason, message=error.message, nested=error.nested)
+        raise error
+
+    async def _health(self, task: Task, live: dict | None, attempt: _Attempt) -> None:
+        m = task.manifest
+        if task.delete or (task.create_only and m.kind != "ClusterOperator"):
+            return
+        if m.kind == "ClusterOperator" and m.group == "config.openshift.io":
+            await self._wait_cluster_operator(task, attempt)
+            return
+        if self.mode is Mode.INSTALL or live is None:
+            return
+        if m.kind == "CustomResourceDefinition" and m.group == "apiextensions.k8s.io":
+            await self._wait_crd(task, live)
+            return
+        checks = {("apps", "Deployment"): check_deployment, ("batch", "Job"): check_job}
+        check = checks.get((m.group, m.kind))
+        if check is not None and (err := check(live)) is not None:
+            raise err
+
+    async def _wait_crd(self, task: Task, live: dict) -> None:
+        name = task.manifest.name
+        ref = Ref(task.manifest.group, task.manifest.kind, "", name)
+        while True:
+            mark = self.crd_notifier.mark(name)
+            if check_crd(live) is None:
+                return
+            if not await self.crd_notifier.wait_change(name, mark, 30.0):
+                raise ApiError(ApiErrorKind.TIMEOUT, f"CustomResourceDefinition {name} is not Established", ref)
+            live = await self.cluster.get(ref) or {}
+
+    async def _wait_cluster_operator(self, task: Task, attempt: _Attempt) -> None:
+        name = task.manifest.name
+        versions = operator_versions(task.manifest)
+        if not versions:
+            raise no_versions_error(name)
+        ref = Ref(*CLUSTER_OPERATOR, "", name)
+        self.co_start_times.setdefault(name, self.clock.now())
+        try:
+            while True:
+                mark = self.co_notifier.mark(name)
+                live = await self.cluster.get(ref)
+                if live is None:
+                    raise ApiError(ApiErrorKind.NOT_FOUND, f'clusteroperators.config.openshift.io "{name}" not found', ref)
+                error = check_operator_health(name, versions, live, self.mode)
+                if error is None:
+                    if name in self.progress.waiting:
+                        waited = self.clock.now() - self.progress.waiting[name].since
+                        self.emit("operator.ready", operator=name, waited=waited.total_seconds())
+                    self.co_start_times.pop(name, None)
+                    return
+                if error.effect is Effect.REPORT:
+                    attempt.report_errors.append(error)
+                    self.emit("operator.degraded", operator=name, message=error.message, nested=error.nested)
+                    return
+                previous = self.progress.waiting.get(name)
+                if previous is None or previous.error.reason != error.reason or previous.error.nested != error.nested:
+                    since = previous.since if previous else self.clock.now()
+                    self.progress.waiting[name] = Waiting(str(task), name, since, error)
+                    self.emit("task.waiting", task=str(task), operator=name, reason=error.reason,
+                              message=error.message, nested=error.nested)
+                    await self._write_status(force=True)
+                await self.co_notifier.wait_change(name, mark, None)
+        except asyncio.CancelledError:
+            if name in self.progress.waiting:
+                attempt.interrupted_waits[name] = self.progress.waiting[name].error
+            raise
+        finally:
+            self.progress.waiting.pop(name, None)
+

@@ -1,0 +1,202 @@
+"""Checking a replay against a scenario's expectations: each gives a PASS or a FAIL with why."""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from cvo.cvstatus import find_condition
+from cvo.runner.events import Event
+from cvo.scenario.model import ScenarioError
+from cvo.scenario.replay import ReplayOutcome
+from cvo.sim.behaviour import parse_duration
+
+
+@dataclass
+class Check:
+    name: str
+    ok: bool
+    detail: str
+
+
+_TASK_SUFFIX = re.compile(r" \(\d+ of \d+\)$")
+
+
+def _text_matches(actual: Any, spec: Mapping[str, Any], key: str) -> str | None:
+    """Match ``key`` exactly, ``key-contains`` as a substring, ``key-matches`` as a regex."""
+    text = "" if actual is None else str(actual)
+    if key in spec and text != str(spec[key]):
+        return f"{key} is {text!r}, expected {spec[key]!r}"
+    if f"{key}-contains" in spec and str(spec[f"{key}-contains"]) not in text:
+        return f"{key} {text!r} does not contain {spec[f'{key}-contains']!r}"
+    if f"{key}-matches" in spec and not re.search(str(spec[f"{key}-matches"]), text):
+        return f"{key} {text!r} does not match /{spec[f'{key}-matches']}/"
+    return None
+
+
+def _check_result(out: ReplayOutcome, value: Any) -> Check:
+    return Check(f"result is {value}", out.result == value, f"result was {out.result}"
+                 + (f": {out.last.message}" if out.last and out.last.message else ""))
+
+
+def _check_elapsed(out: ReplayOutcome, value: Any) -> list[Check]:
+    checks = []
+    if not isinstance(value, Mapping):
+        raise ScenarioError("expect.elapsed: expected {min: DURATION, max: DURATION}")
+    for bound in ("min", "max"):
+        if bound in value:
+            limit = parse_duration(value[bound], f"expect.elapsed.{bound}")
+            ok = out.elapsed >= limit if bound == "min" else out.elapsed <= limit
+            checks.append(Check(f"elapsed {bound} {value[bound]}", ok, f"elapsed {out.elapsed:.0f}s"))
+    return checks
+
+
+def _check_conditions(out: ReplayOutcome, value: Any) -> list[Check]:
+    conditions = (out.cluster_version.get("status") or {}).get("conditions") or []
+    checks = []
+    for spec in value or []:
+        type_ = spec.get("type")
+        cond = find_condition(conditions, type_)
+        name = f"condition {type_}" + "".join(f" {k}={v!r}" for k, v in spec.items() if k != "type")
+        if cond is None:
+            checks.append(Check(name, spec.get("absent", False) is True, "condition absent"))
+            continue
+        if spec.get("absent"):
+            checks.append(Check(name, False, f"present: {cond.get('status')} {cond.get('message', '')!r}"))
+            continue
+        problems = [p for key in ("status", "reason", "message") if (p := _text_matches(cond.get(key), spec, key))]
+        checks.append(Check(name, not problems, "; ".join(problems) or f"{cond.get('status')} {cond.get('reason')}"))
+    return checks
+
+
+def _check_history(out: ReplayOutcome, value: Any) -> list[Check]:
+    history = (out.cluster_version.get("status") or {}).get("history") or []
+    expected = value.get("entries", []) if isinstance(value, Mapping) else value
+    checks = []
+    if isinstance(value, Mapping) and "count" in value:
+        checks.append(Check(f"history has {value['count']} entries", len(history) == value["count"],
+                            f"{len(history)} entries"))
+    for i, spec in enumerate(expected or []):
+        entry = history[i] if i < len(history) else None
+        name = f"history[{i}] " + " ".join(f"{k}={v}" for k, v in spec.items())
+        if entry is None:
+            checks.append(Check(name, False, f"history has only {len(history)} entries"))
+            continue
+        problems = [p for key in ("version", "state", "acceptedRisks") if (p := _text_matches(entry.get(key), spec, key))]
+        checks.append(Check(name, not problems, "; ".join(problems) or "ok"))
+    return checks
+
+
+def _check_operators(out: ReplayOutcome, value: Any) -> list[Check]:
+    by_name = {o["metadata"]["name"]: o for o in out.cluster_operators}
+    checks = []
+    for spec in value or []:
+        name = spec.get("name")
+        co = by_name.get(name)
+        label = f"clusteroperator {name} " + " ".join(f"{k}={v}" for k, v in spec.items() if k != "name")
+        if co is None:
+            checks.append(Check(label, False, "no such ClusterOperator"))
+            continue
+        status = co.get("status") or {}
+        versions = {v.get("name"): v.get("version") for v in status.get("versions") or []}
+        problems = []
+        if "version" in spec and versions.get("operator") != spec["version"]:
+            problems.append(f"operator version is {versions.get('operator')}")
+        for cond_type in ("Available", "Degraded", "Progressing", "Upgradeable", "Upgrading"):
+            key = cond_type.lower()
+            if key in spec:
+                cond = find_condition(status.get("conditions") or [], cond_type)
+                actual = cond.get("status") if cond else None
+                if actual != str(spec[key]):
+                    problems.append(f"{cond_type} is {actual}")
+        checks.append(Check(label, not problems, "; ".join(problems) or "ok"))
+    return checks
+
+
+def _event_matches(event: Event, spec: Mapping[str, Any]) -> bool:
+    if event.name != spec.get("name"):
+        return False
+    for key, expected in spec.items():
+        if key in ("name", "count", "absent", "after", "before"):
+            continue
+        base = key.removesuffix("-contains").removesuffix("-matches")
+        if _text_matches(event.fields.get(base), {key: expected}, base) is not None:
+            return False
+    return True
+
+
+def _check_events(out: ReplayOutcome, value: Any) -> list[Check]:
+    checks = []
+    for spec in value or []:
+        matching = [e for e in out.events if _event_matches(e, spec)]
+        label = "event " + " ".join(f"{k}={v!r}" for k, v in spec.items())
+        if spec.get("absent"):
+            checks.append(Check(label, not matching, f"{len(matching)} matching events"))
+        elif "count" in spec:
+            checks.append(Check(label, len(matching) == spec["count"], f"{len(matching)} matching events"))
+        else:
+            detail = (f"first at {matching[0].time - out.started}" if matching else "no matching event")
+            ok = bool(matching)
+            for bound in ("after", "before"):
+                if bound in spec and matching:
+                    limit = parse_duration(spec[bound], f"expect.events.{bound}")
+                    at = (matching[0].time - out.started).total_seconds()
+                    ok = ok and (at >= limit if bound == "after" else at <= limit)
+            checks.append(Check(label, ok, detail))
+    return checks
+
+
+def _first_index(out: ReplayOutcome, item: str) -> int | None:
+    """Where an order item first happened: ``operator:NAME`` (ready), ``KIND "ns/name"`` (applied)."""
+    if item.startswith("operator:"):
+        name = item.split(":", 1)[1]
+        return next((i for i, e in enumerate(out.events) if e.name == "task.done"
+                     and _TASK_SUFFIX.sub("", str(e.fields.get("task"))) == f'clusteroperator "{name}"'), None)
+    return next((i for i, e in enumerate(out.events) if e.name == "task.applied"
+                 and _TASK_SUFFIX.sub("", str(e.fields.get("task"))) == item), None)
+
+
+def _check_order(out: ReplayOutcome, value: Any) -> list[Check]:
+    checks = []
+    for chain in value or []:
+        if not isinstance(chain, list) or len(chain) < 2:
+            raise ScenarioError("expect.order: each entry is a list of two or more items, first to last")
+        positions = [_first_index(out, str(item)) for item in chain]
+        missing = [item for item, pos in zip(chain, positions, strict=True) if pos is None]
+        label = "order " + " < ".join(str(c) for c in chain)
+        if missing:
+            checks.append(Check(label, False, f"never happened: {missing[0]}"))
+            continue
+        ok = all(a < b for a, b in itertools.pairwise(positions))  # type: ignore[operator]
+        checks.append(Check(label, ok, f"event positions {positions}"))
+    return checks
+
+
+CHECKS: dict[str, Callable[[ReplayOutcome, Any], Check | list[Check]]] = {
+    "result": _check_result,
+    "elapsed": _check_elapsed,
+    "conditions": _check_conditions,
+    "history": _check_history,
+    "operators": _check_operators,
+    "events": _check_events,
+    "order": _check_order,
+}
+
+
+def evaluate(out: ReplayOutcome) -> list[Check]:
+    checks: list[Check] = []
+    for key, value in out.scenario.expect.items():
+        fn = CHECKS.get(key)
+        if fn is None:
+            raise ScenarioError(f"{out.scenario.path}: unknown expectation {key!r}; known: {', '.join(CHECKS)}")
+        try:
+            produced = fn(out, value)
+        except (AttributeError, TypeError) as err:
+            raise ScenarioError(f"{out.scenario.path}: expect.{key}: malformed ({err})") from None
+        checks.extend(produced if isinstance(produced, list) else [produced])
+    if not checks:
+        raise ScenarioError(f"{out.scenario.path}: no expectations: a scenario must check something")
+    return checks

@@ -1,0 +1,122 @@
+"""Scenario files: a starting cluster, operator behaviours, timed actions and expectations.
+
+The format is documented in docs/scenarios.md.  Parsing turns every mistake into a
+:class:`ScenarioError` naming the file and the key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from cvo.sim.behaviour import Behaviours, parse_duration
+
+ACTIONS = ("install", "upgrade", "reconcile", "cancel", "resume", "set-condition", "override", "clear-override",
+           "force", "delete", "apply", "patch", "cv-override", "fail-requests", "wait")
+RESULTS = ("completed", "failed", "timeout", "cancelled", "blocked", "degraded")
+
+
+class ScenarioError(ValueError):
+    """A scenario file that cannot be used; the message names the file and the problem."""
+
+
+@dataclass
+class Action:
+    at: float
+    kind: str
+    value: Any
+    index: int  # position in the file, for messages and stable ordering
+
+
+@dataclass
+class Scenario:
+    path: Path
+    name: str
+    description: str
+    behaviours: Behaviours
+    actions: list[Action]
+    expect: dict[str, Any]
+    installed: Path | None = None  # a release installed before the timeline starts
+    objects: list[dict[str, Any]] = field(default_factory=list)
+    openshift_apis: bool = True
+    interval: float = 180.0
+    timeout: float = 2 * 3600.0
+    capabilities: list[str] | None = None
+
+    def resolve(self, value: str) -> Path:
+        """A release path, relative to the scenario file."""
+        return (self.path.parent / value).resolve()
+
+
+def _duration(value: Any, where: str) -> float:
+    try:
+        return parse_duration(value, where)
+    except ValueError as err:
+        raise ScenarioError(str(err)) from None
+
+
+def _parse_actions(data: Any, where: str) -> list[Action]:
+    if data is None:
+        return []
+    if not isinstance(data, list):
+        raise ScenarioError(f"{where}: expected a list of actions")
+    actions = []
+    for index, item in enumerate(data):
+        spot = f"{where}[{index}]"
+        if not isinstance(item, Mapping):
+            raise ScenarioError(f"{spot}: expected a mapping like {{at: 10m, upgrade: ../payloads/x}}")
+        keys = [k for k in item if k != "at"]
+        if len(keys) != 1 or keys[0] not in ACTIONS:
+            raise ScenarioError(f"{spot}: expected exactly one action of {', '.join(ACTIONS)}; got {keys}")
+        actions.append(Action(_duration(item.get("at", 0), f"{spot}.at"), keys[0], item[keys[0]], index))
+    actions.sort(key=lambda a: (a.at, a.index))
+    return actions
+
+
+def load_scenario(path: Path) -> Scenario:
+    try:
+        data = yaml.safe_load(path.read_text())
+    except OSError as err:
+        raise ScenarioError(f"{path}: cannot read: {err.strerror}") from None
+    except yaml.YAMLError as err:
+        raise ScenarioError(f"{path}: invalid YAML: {str(err).splitlines()[0]}") from None
+    if not isinstance(data, Mapping):
+        raise ScenarioError(f"{path}: expected a mapping at the top")
+    known = {"name", "description", "cluster", "operators", "options", "actions", "expect"}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise ScenarioError(f"{path}: unknown key {unknown[0]!r}; known: {', '.join(sorted(known))}")
+    try:
+        behaviours = Behaviours.parse(data.get("operators"), f"{path}: operators")
+    except ValueError as err:
+        raise ScenarioError(str(err)) from None
+    cluster = data.get("cluster") or {}
+    options = data.get("options") or {}
+    expect = data.get("expect") or {}
+    if not isinstance(cluster, Mapping) or not isinstance(options, Mapping) or not isinstance(expect, Mapping):
+        raise ScenarioError(f"{path}: cluster, options and expect must be mappings")
+    scenario = Scenario(
+        path=path,
+        name=str(data.get("name") or path.stem),
+        description=str(data.get("description") or ""),
+        behaviours=behaviours,
+        actions=_parse_actions(data.get("actions"), f"{path}: actions"),
+        expect=dict(expect),
+        objects=list(cluster.get("objects") or []),
+        openshift_apis=bool(cluster.get("openshift-apis", True)),
+        interval=_duration(options.get("interval", "3m"), f"{path}: options.interval"),
+        timeout=_duration(options.get("timeout", "2h"), f"{path}: options.timeout"),
+        capabilities=options.get("capabilities"),
+    )
+    if cluster.get("installed"):
+        scenario.installed = scenario.resolve(str(cluster["installed"]))
+    result = expect.get("result")
+    if result is not None and result not in RESULTS:
+        raise ScenarioError(f"{path}: expect.result must be one of {', '.join(RESULTS)}")
+    if not scenario.actions and scenario.installed is None:
+        raise ScenarioError(f"{path}: no actions: add at least one (e.g. install: ../payloads/demo-4.16.0)")
+    return scenario

@@ -1,0 +1,284 @@
+"""Replaying a scenario: one embedded cluster, simulated operators and sweeps on a virtual clock."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from cvo.clock import Clock, run_virtual
+from cvo.cluster.api import ApiErrorKind, Ref, cv_ref
+from cvo.operator.clusteroperator import Condition, report_status
+from cvo.payload.filters import KNOWN_CAPABILITIES, ApplyFilter
+from cvo.payload.graph import Mode
+from cvo.payload.loader import LoadError, Release, load_release
+from cvo.runner.events import Event, Recorder
+from cvo.runner.worker import SweepOptions, SweepResult, Worker
+from cvo.scenario.model import Action, Scenario, ScenarioError
+from cvo.sim.behaviour import Behaviour, Behaviours
+from cvo.sim.cluster import SimCluster
+from cvo.sim.operators import OperatorSimulator
+
+EPOCH = datetime(2026, 1, 1, tzinfo=UTC)  # every replay starts here: timestamps are reproducible
+
+
+@dataclass
+class SweepRun:
+    kind: str  # install, upgrade, reconcile
+    release: Release
+    mode: Mode
+    task: asyncio.Task[SweepResult]
+    worker: Worker
+    cancelled: bool = False
+
+
+@dataclass
+class ReplayOutcome:
+    scenario: Scenario
+    events: list[Event]
+    result: str  # completed, degraded, timeout, failed, cancelled, blocked, none
+    last: SweepResult | None
+    cluster_version: dict[str, Any]
+    cluster_operators: list[dict[str, Any]]
+    started: datetime
+    finished: datetime
+    objects: dict[Ref, dict[str, Any]] = field(default_factory=dict)
+
+    @property
+    def elapsed(self) -> float:
+        return (self.finished - self.started).total_seconds()
+
+
+class Replay:
+    def __init__(self, scenario: Scenario) -> None:
+        self.scenario = scenario
+        self.clock = Clock(EPOCH)
+        self.recorder = Recorder()
+        self.cluster = SimCluster(clock=self.clock, openshift_apis=scenario.openshift_apis)
+        self.releases: dict[Path, Release] = {}
+        self.current: SweepRun | None = None
+        self.last: SweepRun | None = None
+        self.simulator: OperatorSimulator | None = None
+
+    def emit(self, event: str, **fields: Any) -> None:
+        self.recorder.emit(Event(self.clock.now(), event, fields))
+
+    def release(self, value: Any, where: str) -> Release:
+        if not isinstance(value, str):
+            raise ScenarioError(f"{self.scenario.path}: {where}: expected a release directory path")
+        path = self.scenario.resolve(value)
+        if path not in self.releases:
+            try:
+                self.releases[path] = load_release(path)
+            except LoadError as err:
+                raise ScenarioError(f"{self.scenario.path}: {where}: {err.errors[0]}") from None
+        return self.releases[path]
+
+    def options(self) -> SweepOptions:
+        caps = self.scenario.capabilities
+        apply_filter = ApplyFilter(enabled_capabilities=frozenset(KNOWN_CAPABILITIES if caps is None else caps))
+        return SweepOptions(interval=self.scenario.interval, timeout=self.scenario.timeout, capabilities=apply_filter)
+
+    # --- sweeps ---------------------------------------------------------------------------------
+
+    async def _stop_current(self, reason: str) -> None:
+        run = self.current
+        if run is None or run.task.done():
+            return
+        run.cancelled = True
+        run.task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await run.task
+        self.emit("sweep.cancelled", version=run.release.version, reason=reason)
+
+    async def start_sweep(self, kind: str, release: Release, mode: Mode) -> None:
+        await self._stop_current(f"new work: {kind} {release.version}")
+        worker = Worker(self.cluster, release, mode, self.recorder, self.clock, self.options())
+        task = asyncio.create_task(worker.run(), name=f"{kind} {release.version}")
+        self.current = self.last = SweepRun(kind, release, mode, task, worker)
+
+    async def _install_before(self, path: Path) -> None:
+        """``cluster.installed``: a completed install before the timeline starts (operators quick)."""
+        release = self.release(str(path), "cluster.installed")
+        quick = OperatorSimulator(self.cluster, self.clock, Behaviours(default=Behaviour(delay=1.0)))
+        quick.register_release(release)
+        await quick.start()
+        quiet = Recorder()
+        result = await Worker(self.cluster, release, Mode.INSTALL, quiet, self.clock, self.options()).run()
+        await quick.stop()
+        if not result.completed:
+            raise ScenarioError(f"{self.scenario.path}: cluster.installed: the install did not complete: "
+                                f"{result.message}")
+
+    # --- actions ----------------------------------------------------------------------------------
+
+    async def do(self, action: Action) -> None:
+        where = f"actions[{action.index}] ({action.kind})"
+        value = action.value
+        self.emit("scenario.action", action=action.kind, value=value if not isinstance(value, dict) else dict(value))
+        if action.kind == "install":
+            release = self.release(value, where)
+            self._register(release)
+            await self.start_sweep("install", release, Mode.INSTALL)
+        elif action.kind == "upgrade":
+            target = value.get("to") if isinstance(value, dict) else value
+            release = self.release(target, where)
+            self._register(release)
+            cv = await self.cluster.get(cv_ref())
+            if cv is None:
+                raise ScenarioError(f"{self.scenario.path}: {where}: nothing installed to upgrade")
+            spec = dict(cv.get("spec") or {})
+            spec["desiredUpdate"] = {"version": release.version, "image": release.image,
+                                     "force": bool(isinstance(value, dict) and value.get("force"))}
+            await self.cluster.update({**cv, "spec": spec})
+            await self.start_sweep("upgrade", release, Mode.UPDATE)
+        elif action.kind == "reconcile":
+            release = self._current_release(where)
+            await self.start_sweep("reconcile", release, Mode.RECONCILE)
+        elif action.kind == "cancel":
+            await self._stop_current("cancelled by the scenario")
+        elif action.kind == "resume":
+            if self.last is None:
+                raise ScenarioError(f"{self.scenario.path}: {where}: nothing to resume")
+            await self.start_sweep(self.last.kind, self.last.release, self.last.mode)
+        elif action.kind == "set-condition":
+            await self._set_condition(value, where)
+        elif action.kind == "delete":
+            await self.cluster.delete(self._ref(value, where))
+        elif action.kind in ("apply", "patch"):
+            await self._apply(action.kind, value, where)
+        elif action.kind == "cv-override":
+            cv = await self.cluster.get(cv_ref()) or {}
+            await self.cluster.update({**cv, "spec": {**(cv.get("spec") or {}), "overrides": list(value or [])}})
+        elif action.kind == "fail-requests":
+            self._fail_requests(value, where)
+        elif action.kind == "wait":
+            pass
+        else:
+            raise ScenarioError(f"{self.scenario.path}: {where}: the action {action.kind!r} is not supported yet")
+
+    def _register(self, release: Release) -> None:
+        assert self.simulator is not None
+        self.simulator.register_release(release)
+
+    def _current_release(self, where: str) -> Release:
+        if self.last is not None:
+            return self.last.release
+        if self.scenario.installed is not None:
+            return self.release(str(self.scenario.installed), where)
+        raise ScenarioError(f"{self.scenario.path}: {where}: no release to reconcile")
+
+    def _ref(self, value: Any, where: str) -> Ref:
+        if not isinstance(value, dict) or "kind" not in value or "name" not in value:
+            raise ScenarioError(f"{self.scenario.path}: {where}: expected {{kind, name, namespace?, apiVersion?}}")
+        api = str(value.get("apiVersion", "v1"))
+        group = api.rpartition("/")[0] if "/" in api else ""
+        return Ref(group, str(value["kind"]), str(value.get("namespace", "")), str(value["name"]))
+
+    async def _set_condition(self, value: Any, where: str) -> None:
+        if not isinstance(value, dict) or not {"clusteroperator", "type", "status"} <= set(value):
+            raise ScenarioError(f"{self.scenario.path}: {where}: expected {{clusteroperator, type, status, reason?, "
+                                f"message?}}")
+        condition = Condition(str(value["type"]), str(value["status"]), str(value.get("reason", "")),
+                              str(value.get("message", "")))
+        await report_status(self.cluster, str(value["clusteroperator"]), self.clock.now(), conditions=[condition])
+
+    async def _apply(self, kind: str, value: Any, where: str) -> None:
+        if not isinstance(value, dict):
+            raise ScenarioError(f"{self.scenario.path}: {where}: expected an object")
+        if kind == "apply":
+            ref = Ref.of(value)
+            live = await self.cluster.get(ref)
+            if live is None:
+                await self.cluster.create(dict(value))
+            else:
+                await self.cluster.update({**value, "metadata": {**live["metadata"], **value.get("metadata", {})}})
+            return
+        ref = self._ref(value, where)
+        live = await self.cluster.get(ref)
+        if live is None:
+            raise ScenarioError(f"{self.scenario.path}: {where}: {ref} does not exist")
+        await self.cluster.update(_merge_patch(live, value.get("merge") or {}))
+
+    def _fail_requests(self, value: Any, where: str) -> None:
+        if not isinstance(value, dict) or "kind" not in value:
+            raise ScenarioError(f"{self.scenario.path}: {where}: expected {{kind, name?, namespace?, error, count}}")
+        try:
+            error = ApiErrorKind(value.get("error", "Timeout"))
+        except ValueError:
+            known = ", ".join(k.value for k in ApiErrorKind)
+            raise ScenarioError(f"{self.scenario.path}: {where}: unknown error {value.get('error')!r}; known: {known}") from None
+        api = str(value.get("apiVersion", "v1"))
+        group = api.rpartition("/")[0] if "/" in api else ""
+        target: Any = self._ref(value, where) if "name" in value else (group, str(value["kind"]))
+        self.cluster.inject_failure(target, error, count=int(value.get("count", 1)))
+
+    # --- the timeline -------------------------------------------------------------------------------
+
+    async def run(self) -> ReplayOutcome:
+        loop = asyncio.get_running_loop()
+        for obj in self.scenario.objects:
+            await self.cluster.create(dict(obj))
+        if self.scenario.installed is not None:
+            await self._install_before(self.scenario.installed)
+        self.simulator = OperatorSimulator(self.cluster, self.clock, self.scenario.behaviours)
+        if self.scenario.installed is not None:
+            self.simulator.register_release(self.release(str(self.scenario.installed), "cluster.installed"))
+        await self.simulator.start()
+        started = self.clock.now()
+        origin = loop.time()
+        self.emit("scenario.started", scenario=self.scenario.name)
+        try:
+            for action in self.scenario.actions:
+                await asyncio.sleep(max(0.0, origin + action.at - loop.time()))
+                await self.do(action)
+            if self.current is not None and not self.current.task.done():
+                with contextlib.suppress(asyncio.CancelledError):
+                    await self.current.task
+        finally:
+            await self.simulator.stop()
+        finished = self.clock.now()
+        self.emit("scenario.finished")
+        return ReplayOutcome(
+            scenario=self.scenario, events=self.recorder.events, result=self._result(), last=self._last_result(),
+            cluster_version=await self.cluster.get(cv_ref()) or {},
+            cluster_operators=sorted(await self.cluster.list("config.openshift.io", "ClusterOperator"),
+                                     key=lambda o: o["metadata"]["name"]),
+            started=started, finished=finished,
+        )
+
+    def _last_result(self) -> SweepResult | None:
+        if self.last is None or not self.last.task.done() or self.last.task.cancelled():
+            return None
+        return self.last.task.result()
+
+    def _result(self) -> str:
+        if self.last is None:
+            return "none"
+        if self.last.cancelled or self.last.task.cancelled():
+            return "cancelled"
+        result = self.last.task.result()
+        if getattr(result, "blocked", False):
+            return "blocked"
+        if result.completed:
+            return "degraded" if result.report_errors else "completed"
+        return "timeout"
+
+
+def _merge_patch(live: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
+    out = dict(live)
+    for key, value in patch.items():
+        if value is None:
+            out.pop(key, None)
+        elif isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge_patch(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def replay(scenario: Scenario) -> ReplayOutcome:
+    return run_virtual(lambda: Replay(scenario).run())

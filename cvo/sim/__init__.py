@@ -1,0 +1,22 @@
+"""The embedded simulated cluster: an in-memory Kubernetes API server (the default backend).
+
+:class:`~cvo.sim.cluster.SimCluster` implements :class:`cvo.cluster.api.Cluster` with the server-side
+rules the CVO depends on:
+
+* every write bumps one global ``metadata.resourceVersion``; ``metadata.generation`` starts at 1 and
+  moves only when something outside ``metadata`` and ``status`` changes; a write that changes
+  nothing is not a write (no new resourceVersion, no watch event);
+* kinds with a status subresource drop ``status`` on create and keep the stored one on update;
+  ``update_status`` changes only ``status``; a stale ``resourceVersion`` is a CONFLICT;
+* a namespaced object needs its Namespace; deleting a Namespace deletes its contents, deleting a
+  CRD stops serving its kind and deletes its instances;
+* only served kinds can be written (:mod:`cvo.sim.kinds`); a CRD's kind is served once the CRD is
+  Established (at once, or after ``crd_establish_delay`` seconds of loop time);
+* watches, read hooks, injected failures and call statistics for the simulation and scenarios;
+* the whole state persists in one JSON file between commands.
+"""
+
+from cvo.sim.cluster import DEFAULT_NAMESPACES, SimCluster, SimStats
+from cvo.sim.kinds import ServedKinds
+
+__all__ = ["DEFAULT_NAMESPACES", "ServedKinds", "SimCluster", "SimStats"]

@@ -1,0 +1,145 @@
+"""How a simulated operator behaves: delays, failures and gates, per operator.
+
+Durations are seconds; in scenario files they may be written ``90s``, ``40m``, ``2h`` or
+``1h30m``.  Windows (``degraded``, ``upgradeable``) are ``{after, for}`` pairs: ``after`` counts
+from the start of the operator's rollout (``degraded``) or from the start of the simulation
+(``upgradeable``), ``for`` is the length (omitted: forever).
+"""
+
+from __future__ import annotations
+
+import re
+import zlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
+
+_DURATION = re.compile(r"^(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m)?(?:(\d+(?:\.\d+)?)s)?$")
+
+
+def parse_duration(value: Any, what: str = "duration") -> float:
+    if isinstance(value, bool):
+        raise ValueError(f"{what}: {value!r} is not a duration")
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str):
+        text = value.strip()
+        match = _DURATION.match(text)
+        if text and match and any(match.groups()):
+            h, m, s = (float(g) if g else 0.0 for g in match.groups())
+            return h * 3600 + m * 60 + s
+    raise ValueError(f"{what}: {value!r} is not a duration (use seconds or e.g. 90s, 40m, 1h30m)")
+
+
+@dataclass(frozen=True)
+class Window:
+    after: float = 0.0
+    length: float | None = None  # None: until the end
+
+    def contains(self, t: float) -> bool:
+        return t >= self.after and (self.length is None or t < self.after + self.length)
+
+    def edges(self) -> list[float]:
+        return [self.after] + ([] if self.length is None else [self.after + self.length])
+
+    @classmethod
+    def parse(cls, value: Any, what: str) -> Window:
+        if value is True:
+            return cls()
+        if not isinstance(value, Mapping):
+            raise ValueError(f"{what}: expected {{after: DURATION, for: DURATION}}")
+        unknown = set(value) - {"after", "for", "reason", "message"}
+        if unknown:
+            raise ValueError(f"{what}: unknown key {sorted(unknown)[0]!r}")
+        length = value.get("for")
+        return cls(parse_duration(value.get("after", 0), f"{what}.after"),
+                   None if length is None else parse_duration(length, f"{what}.for"))
+
+
+@dataclass(frozen=True)
+class Behaviour:
+    delay: float = 60.0  # rollout start -> new versions reported and Available=True
+    never_available: bool = False
+    degraded: Window | None = None  # Degraded=True during this window of the rollout
+    degraded_message: str = "Simulated degradation"
+    flapping: float = 0.0  # once ready, Available toggles every this many seconds ...
+    flaps: int = 0  # ... this many times
+    upgradeable: Window | None = None  # Upgradeable=False during this window (from simulation start)
+    upgradeable_reason: str = "Migrating"
+    upgradeable_message: str = "The operator is migrating its data; do not upgrade now"
+    upgrading_condition: bool = False  # report Upgrading=True while rolling out (seed 000)
+    version_early: bool = False  # report the new versions at rollout start, before operands finish
+    never_versions: bool = False  # become Available but never report the new versions
+    use_operator_condition: bool = False  # report Upgradeable on its OperatorCondition too (issue 4)
+
+
+_KEYS = {f.name.replace("_", "-"): f.name for f in fields(Behaviour)} | {f.name: f.name for f in fields(Behaviour)}
+
+
+def parse_behaviour(data: Mapping[str, Any], what: str, base: Behaviour | None = None) -> Behaviour:
+    """A behaviour from a scenario mapping, on top of ``base`` (the defaults)."""
+    values: dict[str, Any] = {}
+    for key, value in data.items():
+        name = _KEYS.get(key)
+        if name is None:
+            raise ValueError(f"{what}: unknown behaviour {key!r}; known: {', '.join(sorted(k for k in _KEYS if '-' not in k))}")
+        where = f"{what}.{key}"
+        if name in ("delay", "flapping"):
+            values[name] = parse_duration(value, where)
+        elif name in ("degraded", "upgradeable"):
+            values[name] = None if value in (None, False) else Window.parse(value, where)
+            if isinstance(value, Mapping):
+                prefix = "degraded" if name == "degraded" else "upgradeable"
+                if "reason" in value and name == "upgradeable":
+                    values["upgradeable_reason"] = str(value["reason"])
+                if "message" in value:
+                    values[f"{prefix}_message"] = str(value["message"])
+        elif name == "flaps":
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise ValueError(f"{where}: expected a non-negative integer")
+            values[name] = value
+        elif name in ("degraded_message", "upgradeable_reason", "upgradeable_message"):
+            values[name] = str(value)
+        else:
+            if not isinstance(value, bool):
+                raise ValueError(f"{where}: expected true or false")
+            values[name] = value
+    return replace(base or Behaviour(), **values)
+
+
+def default_delay(name: str, low: float = 30.0, high: float = 180.0) -> float:
+    """A stable pseudo-random delay per operator, so runs are reproducible."""
+    return low + (zlib.crc32(name.encode()) % int(high - low + 1))
+
+
+@dataclass
+class Behaviours:
+    """Per-operator behaviours with a default for the rest."""
+
+    default: Behaviour | None = None  # None: ``default_delay`` per operator, otherwise all defaults
+    operators: dict[str, Behaviour] = field(default_factory=dict)
+
+    def for_operator(self, name: str) -> Behaviour:
+        if name in self.operators:
+            return self.operators[name]
+        if self.default is not None:
+            return self.default
+        return Behaviour(delay=default_delay(name))
+
+    @classmethod
+    def parse(cls, data: Mapping[str, Any] | None, what: str = "operators") -> Behaviours:
+        if not data:
+            return cls()
+        if not isinstance(data, Mapping):
+            raise ValueError(f"{what}: expected a mapping of operator name to behaviour")
+        default = None
+        if "default" in data:
+            default = parse_behaviour(data["default"] or {}, f"{what}.default")
+        operators = {}
+        for name, value in data.items():
+            if name == "default":
+                continue
+            if not isinstance(value, Mapping):
+                raise ValueError(f"{what}.{name}: expected a mapping of behaviours")
+            operators[str(name)] = parse_behaviour(value, f"{what}.{name}", default)
+        return cls(default, operators)

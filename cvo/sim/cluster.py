@@ -1,0 +1,634 @@
+"""An in-memory Kubernetes API server: the embedded simulated cluster behind the :class:`Cluster` protocol.
+
+Objects are stored as their JSON bytes (decoded on demand), so every object handed out is a fresh
+copy made with one ``orjson.loads``; measured on the corpus this is 2–3× faster than ``deepcopy``.
+Writes are synchronous inside their coroutine: the server never yields, so a write and the watch
+events it queues happen atomically and in order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+import tempfile
+import weakref
+from collections import Counter
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from cvo.clock import Clock, parse_rfc3339, to_rfc3339
+from cvo.cluster.api import ApiError, ApiErrorKind, EventType, Object, Ref, WatchEvent
+from cvo.sim.kinds import (
+    CRD,
+    NAMESPACE,
+    GroupKind,
+    KindInfo,
+    ServedKinds,
+    accepted_names,
+    crd_kind,
+    crd_problem,
+)
+
+DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease", "openshift-config",
+                      "openshift-config-managed")
+STATE_FORMAT = 1
+READ_VERBS = ("get", "list")
+WRITE_VERBS = ("create", "update", "update_status", "delete")
+# Metadata only the server sets; a request's values are ignored.
+SERVER_METADATA = frozenset({"uid", "resourceVersion", "generation", "creationTimestamp", "managedFields",
+                             "selfLink", "deletionTimestamp", "deletionGracePeriodSeconds"})
+UNVERSIONED = frozenset({"metadata", "status"})  # top-level keys whose changes do not bump generation
+
+
+class _Entry:
+    """One stored object: its JSON bytes, decoded lazily (and once) when the server needs to look inside."""
+
+    __slots__ = ("_obj", "raw")
+
+    def __init__(self, raw: bytes, obj: Object | None = None) -> None:
+        self.raw = raw
+        self._obj = obj
+
+    @property
+    def obj(self) -> Object:
+        """The server's private view; never hand it out."""
+        if self._obj is None:
+            self._obj = orjson.loads(self.raw)
+        return self._obj
+
+    def copy(self) -> Object:
+        return orjson.loads(self.raw)
+
+
+@dataclass
+class SimStats:
+    """Calls per verb (failed ones included), injected failures, and writes that changed nothing."""
+
+    verbs: Counter[str] = field(default_factory=Counter)
+    injected: int = 0
+    noop_writes: int = 0
+
+    @property
+    def reads(self) -> int:
+        return sum(self.verbs[v] for v in READ_VERBS)
+
+    @property
+    def writes(self) -> int:
+        return sum(self.verbs[v] for v in WRITE_VERBS)
+
+
+@dataclass
+class _Injection:
+    target: Ref | GroupKind
+    kind: ApiErrorKind
+    remaining: int
+    message: str
+    verbs: frozenset[str]
+
+    def matches(self, verb: str, ref: Ref) -> bool:
+        if verb not in self.verbs:
+            return False
+        if isinstance(self.target, Ref):
+            return self.target == ref
+        return self.target == (ref.group, ref.kind)
+
+
+@dataclass(eq=False)
+class _Subscriber:
+    group: str
+    kind: str
+    namespace: str | None
+    name: str | None
+    queue: asyncio.Queue[WatchEvent | None] = field(default_factory=asyncio.Queue)
+
+    def matches(self, ref: Ref) -> bool:
+        return (ref.group == self.group and ref.kind == self.kind
+                and self.namespace in (None, ref.namespace) and self.name in (None, ref.name))
+
+
+class SimCluster:
+    """The simulated API server.  See the module docstring of :mod:`cvo.sim` for the rules it enforces."""
+
+    def __init__(self, clock: Clock | None = None, *, path: str | os.PathLike[str] | None = None,
+                 enforce_namespaces: bool = True, openshift_apis: bool = True,
+                 served_groups: Iterable[str] | None = None, crd_establish_delay: float = 0.0,
+                 namespaces: Iterable[str] = DEFAULT_NAMESPACES) -> None:
+        self.clock = clock or Clock()
+        self.path = Path(path) if path is not None else None
+        self.enforce_namespaces = enforce_namespaces
+        self.crd_establish_delay = crd_establish_delay
+        self.kinds = ServedKinds(openshift_apis, served_groups)
+        self.stats = SimStats()
+        self._objects: dict[GroupKind, dict[Ref, _Entry]] = {}
+        self._resource_version = 0
+        self._uid_counter = 0
+        self._subscribers: list[_Subscriber] = []
+        self._read_hooks: list[Callable[[Ref], object]] = []
+        self._injections: list[_Injection] = []
+        self._timers: dict[int, asyncio.TimerHandle] = {}
+        self._timer_keys = itertools.count()
+        for name in namespaces:
+            self._create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+
+    # ----------------------------------------------------------------------------------- protocol
+
+    @property
+    def openshift_apis(self) -> bool:
+        return self.kinds.openshift_apis
+
+    @openshift_apis.setter
+    def openshift_apis(self, value: bool) -> None:
+        self.kinds.openshift_apis = value
+
+    @property
+    def resource_version(self) -> int:
+        return self._resource_version
+
+    async def get(self, ref: Ref) -> Object | None:
+        self.stats.verbs["get"] += 1
+        for hook in list(self._read_hooks):
+            hook(ref)
+        entry = self._entry(ref)
+        return entry.copy() if entry else None
+
+    async def list(self, group: str, kind: str, namespace: str | None = None) -> list[Object]:
+        self.stats.verbs["list"] += 1
+        entries = self._objects.get((group, kind), {})
+        return [entries[r].copy() for r in sorted(entries) if namespace is None or r.namespace == namespace]
+
+    async def create(self, obj: Object) -> Object:
+        self.stats.verbs["create"] += 1
+        return self._create(obj, verb="create")
+
+    async def update(self, obj: Object) -> Object:
+        self.stats.verbs["update"] += 1
+        return self._update(obj)
+
+    async def update_status(self, obj: Object) -> Object:
+        self.stats.verbs["update_status"] += 1
+        return self._update_status(obj)
+
+    async def delete(self, ref: Ref) -> bool:
+        self.stats.verbs["delete"] += 1
+        self._check_injection("delete", ref)
+        return self._delete(ref)
+
+    async def serves(self, api_version: str, kind: str) -> bool:
+        return self.kinds.serves(api_version, kind)
+
+    def watch(self, group: str, kind: str, namespace: str | None = None, name: str | None = None,
+              ) -> AsyncIterator[WatchEvent]:
+        """Subscribes now (not at the first iteration); unsubscribes when the iterator is closed or dropped."""
+        self.stats.verbs["watch"] += 1
+        sub = _Subscriber(group, kind, namespace, name)
+        self._subscribers.append(sub)
+        stream = self._stream(sub)
+        weakref.finalize(stream, self._unsubscribe, sub)  # dropped before it was ever iterated
+        return stream
+
+    async def close(self) -> None:
+        """Ends every watch, cancels pending CRD establishment, and saves the state file if there is one."""
+        for sub in list(self._subscribers):
+            sub.queue.put_nowait(None)
+        for handle in self._timers.values():
+            handle.cancel()
+        self._timers.clear()
+        if self.path is not None:
+            self.save()
+
+    # -------------------------------------------------------------------------- scenario hooks
+
+    def on_read(self, callback: Callable[[Ref], object]) -> Callable[[], None]:
+        """Call ``callback(ref)`` on every ``get``; returns a function that removes it."""
+        self._read_hooks.append(callback)
+
+        def remove() -> None:
+            if callback in self._read_hooks:
+                self._read_hooks.remove(callback)
+
+        return remove
+
+    def inject_failure(self, target: Ref | GroupKind, kind: ApiErrorKind, count: int = 1,
+                       message: str | None = None, verbs: Iterable[str] = WRITE_VERBS) -> None:
+        """Make the next ``count`` writes to ``target`` (a Ref, or a (group, kind)) fail with ``kind``."""
+        unknown = set(verbs) - set(WRITE_VERBS)
+        if unknown:
+            raise ValueError(f"not write verbs: {sorted(unknown)}")
+        text = message or f"injected {kind.value} error"
+        self._injections.append(_Injection(target, kind, count, text, frozenset(verbs)))
+
+    def subscriber_count(self) -> int:
+        return len(self._subscribers)
+
+    def refs(self) -> list[Ref]:
+        """Every stored object's Ref, sorted."""
+        return sorted(ref for entries in self._objects.values() for ref in entries)
+
+    # ------------------------------------------------------------------------------ persistence
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str], clock: Clock | None = None, **options: Any) -> SimCluster:
+        """The cluster saved at ``path`` (a fresh one if the file is missing); ``clock`` continues its timeline."""
+        cluster = cls(clock, path=path, **options)
+        try:
+            data = Path(path).read_bytes()
+        except FileNotFoundError:
+            return cluster
+        state = _parse_state(Path(path), data)
+        _continue_timeline(cluster.clock, parse_rfc3339(state["clock_time"]))
+        cluster._restore(state)
+        return cluster
+
+    def save(self, path: str | os.PathLike[str] | None = None) -> None:
+        """Write the state file atomically (a temporary file renamed over the old one)."""
+        target = Path(path) if path is not None else self.path
+        if target is None:
+            raise ValueError("SimCluster.save: no path given and the cluster was not created with one")
+        objects = b",".join(self._objects[gk][ref].raw for gk, ref in _sorted_keys(self._objects))
+        header = orjson.dumps({"format": STATE_FORMAT, "clock_time": to_rfc3339(self.clock.now()),
+                               "resource_version": self._resource_version, "uid_counter": self._uid_counter})
+        _write_atomically(target, header[:-1] + b',"objects":[' + objects + b"]}")
+
+    def _restore(self, state: Mapping[str, Any]) -> None:
+        self._objects.clear()
+        for obj in state["objects"]:
+            self._objects.setdefault(_group_kind(obj), {})[Ref.of(obj)] = _Entry(orjson.dumps(obj), obj)
+        self._resource_version = state["resource_version"]
+        self._uid_counter = state["uid_counter"]
+        for entry in list(self._objects.get(CRD, {}).values()):
+            self._establish_now(entry.obj)
+
+    # ----------------------------------------------------------------------------------- writes
+
+    def _create(self, obj: Object, verb: str = "") -> Object:
+        ref, info = self._admit(obj, verb)
+        self._require_namespace(ref)
+        if self._entry(ref) is not None:
+            raise ApiError(ApiErrorKind.ALREADY_EXISTS, f'{info.resource} "{ref.name}" already exists', ref)
+        if (obj.get("metadata") or {}).get("resourceVersion"):
+            raise ApiError(ApiErrorKind.INVALID, f'{_kind_text(info)} "{ref.name}" is invalid: metadata.resourceVersion: '
+                           "Invalid value: resourceVersion should not be set on objects to be created", ref)
+        self._uid_counter += 1
+        meta = _request_metadata(obj, ref)
+        meta.update(uid=_uid(self._uid_counter), generation=1, creationTimestamp=to_rfc3339(self.clock.now()))
+        status = None if info.status_subresource else obj.get("status")
+        new = _compose(obj, meta, _default_status(ref, status))
+        if (ref.group, ref.kind) == CRD:
+            return self._write_crd(ref, new, None)
+        return self._commit(ref, new, EventType.ADDED)
+
+    def _update(self, obj: Object) -> Object:
+        ref, info = self._admit(obj, "update")
+        entry = self._require(ref, info)
+        _check_preconditions(ref, info, entry.obj, obj)
+        old = entry.obj
+        meta = _request_metadata(obj, ref)
+        meta.update({k: old["metadata"][k] for k in ("uid", "creationTimestamp", "generation")
+                     if k in old["metadata"]})
+        status = old.get("status") if info.status_subresource else obj.get("status")
+        new = _compose(obj, meta, status)
+        if _spec_changed(old, new):
+            meta["generation"] = old["metadata"].get("generation", 0) + 1
+        if (ref.group, ref.kind) == CRD:
+            return self._write_crd(ref, new, old)
+        return self._commit(ref, new, EventType.MODIFIED, old)
+
+    def _update_status(self, obj: Object) -> Object:
+        ref, info = self._admit(obj, "update_status")
+        entry = self._require(ref, info)
+        _check_preconditions(ref, info, entry.obj, obj)
+        old = entry.obj
+        new = _compose(old, dict(old["metadata"]), obj.get("status"))
+        return self._commit(ref, new, EventType.MODIFIED, old)
+
+    def _delete(self, ref: Ref) -> bool:
+        entry = self._objects.get((ref.group, ref.kind), {}).pop(ref, None)
+        if entry is None:
+            return False
+        if (ref.group, ref.kind) == NAMESPACE:
+            self._delete_all(lambda r: r.namespace == ref.name)
+        elif (ref.group, ref.kind) == CRD:
+            self._stop_serving(ref.name)
+        obj = entry.obj
+        obj["metadata"]["resourceVersion"] = str(self._next_resource_version())
+        self._notify(ref, EventType.DELETED, orjson.dumps(obj))
+        return True
+
+    def _delete_all(self, matches: Callable[[Ref], bool]) -> None:
+        for ref in [r for entries in self._objects.values() for r in entries if matches(r)]:
+            self._delete(ref)
+
+    def _commit(self, ref: Ref, new: Object, event: EventType, old: Object | None = None) -> Object:
+        """Store ``new`` (a composition that may share sub-objects with the request) and notify watchers."""
+        entries = self._objects.setdefault((ref.group, ref.kind), {})
+        if old is not None and _same_object(old, new):
+            self.stats.noop_writes += 1
+            return entries[ref].copy()
+        new["metadata"]["resourceVersion"] = str(self._resource_version + 1)
+        raw = _encode(ref, new)
+        self._next_resource_version()
+        entries[ref] = _Entry(raw)
+        self._notify(ref, event, raw)
+        return orjson.loads(raw)
+
+    def _next_resource_version(self) -> int:
+        self._resource_version += 1
+        return self._resource_version
+
+    # ------------------------------------------------------------------------------- validation
+
+    def _admit(self, obj: Object, verb: str) -> tuple[Ref, KindInfo]:
+        """Check a write request: kind, injected failures, served kind, name; returns its normalised Ref."""
+        api_version, kind = obj.get("apiVersion"), obj.get("kind")
+        if not api_version or not kind:
+            raise ApiError(ApiErrorKind.INVALID, "Object 'Kind' and 'apiVersion' are required", None)
+        ref = Ref.of(obj)
+        info = self.kinds.describe(ref.group, ref.kind)
+        ref = self._scoped(ref, info)
+        if verb:
+            self._check_injection(verb, ref)
+        if not self.kinds.serves(api_version, kind):
+            raise ApiError(ApiErrorKind.NO_KIND_MATCH, f'no matches for kind "{kind}" in version "{api_version}"', ref)
+        if not ref.name:
+            raise ApiError(ApiErrorKind.INVALID, f'{_kind_text(info)} "" is invalid: metadata.name: Required value: '
+                           "name or generateName is required", ref)
+        return ref, info
+
+    @staticmethod
+    def _scoped(ref: Ref, info: KindInfo) -> Ref:
+        """Cluster-scoped kinds lose a namespace (as on a real server); namespaced ones must have one."""
+        if info.namespaced is False and ref.namespace:
+            return Ref(ref.group, ref.kind, "", ref.name)
+        if info.namespaced and not ref.namespace:
+            raise ApiError(ApiErrorKind.INVALID, f'{_kind_text(info)} "{ref.name}" is invalid: metadata.namespace: '
+                           "Required value: the kind is namespaced", ref)
+        return ref
+
+    def _require_namespace(self, ref: Ref) -> None:
+        if self.enforce_namespaces and ref.namespace and self._entry(Ref(*NAMESPACE, "", ref.namespace)) is None:
+            raise ApiError(ApiErrorKind.NOT_FOUND, f'namespaces "{ref.namespace}" not found', ref)
+
+    def _require(self, ref: Ref, info: KindInfo) -> _Entry:
+        entry = self._entry(ref)
+        if entry is None:
+            raise ApiError(ApiErrorKind.NOT_FOUND, f'{info.resource} "{ref.name}" not found', ref)
+        return entry
+
+    def _check_injection(self, verb: str, ref: Ref) -> None:
+        for injection in self._injections:
+            if injection.matches(verb, ref):
+                injection.remaining -= 1
+                if injection.remaining <= 0:
+                    self._injections.remove(injection)
+                self.stats.injected += 1
+                raise ApiError(injection.kind, injection.message, ref)
+
+    def _entry(self, ref: Ref) -> _Entry | None:
+        return self._objects.get((ref.group, ref.kind), {}).get(ref)
+
+    # -------------------------------------------------------------------------------------- CRDs
+
+    def _write_crd(self, ref: Ref, new: Object, old: Object | None) -> Object:
+        """Store a CRD with the status the server's naming and establishing controllers give it."""
+        problem = crd_problem(new)
+        if problem:
+            raise ApiError(ApiErrorKind.INVALID, f'CustomResourceDefinition.apiextensions.k8s.io "{ref.name}" '
+                           f"is invalid: {problem}", ref)
+        immediate = self.crd_establish_delay <= 0
+        established = immediate or _is_established(new.get("status"))
+        new["status"] = _crd_status(new, new.get("status"), established, self.clock.now())
+        result = self._commit(ref, new, EventType.ADDED if old is None else EventType.MODIFIED, old)
+        if immediate:
+            self.kinds.register_crd(ref.name, crd_kind(new))
+        else:
+            self._schedule_establish(ref.name, result["metadata"]["uid"])
+        return result
+
+    def _schedule_establish(self, name: str, uid: str) -> None:
+        key = next(self._timer_keys)
+        loop = asyncio.get_running_loop()
+        self._timers[key] = loop.call_later(self.crd_establish_delay, self._establish_later, key, name, uid)
+
+    def _establish_later(self, key: int, name: str, uid: str) -> None:
+        self._timers.pop(key, None)
+        entry = self._entry(Ref(*CRD, "", name))
+        if entry is not None and entry.obj["metadata"].get("uid") == uid:
+            self._establish_now(entry.obj)
+
+    def _establish_now(self, crd: Object) -> None:
+        """Serve the CRD's kind and, if its status does not say so yet, mark it Established."""
+        if crd_problem(crd):
+            return
+        ref = Ref.of(crd)
+        self.kinds.register_crd(ref.name, crd_kind(crd))
+        if not _is_established(crd.get("status")):
+            status = _crd_status(crd, crd.get("status"), True, self.clock.now())
+            self._commit(ref, _compose(crd, dict(crd["metadata"]), status), EventType.MODIFIED, crd)
+
+    def _stop_serving(self, name: str) -> None:
+        info = self.kinds.unregister_crd(name)
+        if info is not None and self.kinds.lookup(info.group, info.kind) is None:
+            self._delete_all(lambda r: (r.group, r.kind) == (info.group, info.kind))
+
+    # ---------------------------------------------------------------------------------- watches
+
+    def _notify(self, ref: Ref, event: EventType, raw: bytes) -> None:
+        for sub in self._subscribers:
+            if sub.matches(ref):
+                sub.queue.put_nowait(WatchEvent(event, orjson.loads(raw)))
+
+    async def _stream(self, sub: _Subscriber) -> AsyncIterator[WatchEvent]:
+        try:
+            while (event := await sub.queue.get()) is not None:
+                yield event
+        finally:
+            self._unsubscribe(sub)
+
+    def _unsubscribe(self, sub: _Subscriber) -> None:
+        if sub in self._subscribers:
+            self._subscribers.remove(sub)
+
+
+# ------------------------------------------------------------------------------------- helpers
+
+
+def _group_kind(obj: Mapping[str, Any]) -> GroupKind:
+    ref = Ref.of(obj)
+    return ref.group, ref.kind
+
+
+def _kind_text(info: KindInfo) -> str:
+    return f"{info.kind}.{info.group}" if info.group else info.kind
+
+
+def _uid(counter: int) -> str:
+    return f"00000000-0000-4000-8000-{counter:012x}"
+
+
+def _encode(ref: Ref, obj: Object) -> bytes:
+    try:
+        return orjson.dumps(obj)
+    except orjson.JSONEncodeError as e:
+        raise ApiError(ApiErrorKind.INVALID, f"{ref} is invalid: not representable as JSON: {e}", ref) from e
+
+
+def _request_metadata(obj: Object, ref: Ref) -> dict[str, Any]:
+    """The request's metadata without the server-managed fields, with the normalised name and namespace."""
+    meta = {k: v for k, v in (obj.get("metadata") or {}).items() if k not in SERVER_METADATA}
+    meta["name"] = ref.name
+    if ref.namespace:
+        meta["namespace"] = ref.namespace
+    else:
+        meta.pop("namespace", None)
+    return meta
+
+
+def _compose(obj: Mapping[str, Any], meta: dict[str, Any], status: Any) -> Object:
+    """``obj`` with ``meta`` as metadata and ``status`` as status (absent when ``None``); a shallow copy."""
+    new = {k: v for k, v in obj.items() if k != "status"}
+    new["metadata"] = meta
+    if status is not None:
+        new["status"] = status
+    return new
+
+
+def _default_status(ref: Ref, status: Any) -> Any:
+    if (ref.group, ref.kind) == NAMESPACE and status is None:
+        return {"phase": "Active"}
+    return status
+
+
+def _check_preconditions(ref: Ref, info: KindInfo, stored: Object, request: Object) -> None:
+    requested = request.get("metadata") or {}
+    meta = stored["metadata"]
+    if requested.get("uid") and requested["uid"] != meta.get("uid"):
+        raise ApiError(ApiErrorKind.CONFLICT, f'Operation cannot be fulfilled on {info.resource} "{ref.name}": '
+                       f"Precondition failed: UID in precondition: {requested['uid']}, UID in object meta: "
+                       f"{meta.get('uid')}", ref)
+    if requested.get("resourceVersion") and requested["resourceVersion"] != meta.get("resourceVersion"):
+        raise ApiError(ApiErrorKind.CONFLICT, f'Operation cannot be fulfilled on {info.resource} "{ref.name}": '
+                       "the object has been modified; please apply your changes to the latest version and try "
+                       "again", ref)
+
+
+def _spec_changed(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+    """Whether anything outside metadata and status differs (what bumps metadata.generation)."""
+    keys = (old.keys() | new.keys()) - UNVERSIONED
+    return any(old.get(k) != new.get(k) for k in keys)
+
+
+def _same_object(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+    """Equal apart from metadata.resourceVersion: such a write changes nothing."""
+    if old.keys() != new.keys():
+        return False
+    strip = {"resourceVersion"}
+    old_meta = {k: v for k, v in old["metadata"].items() if k not in strip}
+    new_meta = {k: v for k, v in new["metadata"].items() if k not in strip}
+    return old_meta == new_meta and all(old[k] == new[k] for k in new if k != "metadata")
+
+
+def _is_established(status: Any) -> bool:
+    conditions = status.get("conditions") or [] if isinstance(status, dict) else []
+    return any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions)
+
+
+def _crd_status(crd: Mapping[str, Any], old: Any, established: bool, now: datetime) -> dict[str, Any]:
+    """NamesAccepted, Established (or Installing), acceptedNames and storedVersions for a CRD."""
+    old = old if isinstance(old, dict) else {}
+    previous = {c.get("type"): c for c in old.get("conditions") or []}
+    stamp = to_rfc3339(now)
+    wanted = [("NamesAccepted", "True", "NoConflicts", "no conflicts found"),
+              ("Established", "True", "InitialNamesAccepted", "the initial names have been accepted")
+              if established else ("Established", "False", "Installing", "the initial names have been accepted")]
+    conditions = [_condition(previous.get(t), t, s, r, m, stamp) for t, s, r, m in wanted]
+    conditions += [c for t, c in previous.items() if t not in ("NamesAccepted", "Established")]
+    storage = [v["name"] for v in crd["spec"]["versions"] if v.get("storage")]
+    stored_versions = list(old.get("storedVersions") or [])
+    stored_versions += [v for v in storage if v not in stored_versions]
+    return {**old, "conditions": conditions, "acceptedNames": accepted_names(crd),
+            "storedVersions": stored_versions}
+
+
+def _condition(previous: Mapping[str, Any] | None, type_: str, status: str, reason: str, message: str,
+               stamp: str) -> dict[str, Any]:
+    """A condition whose lastTransitionTime only moves when its status changes."""
+    if previous and previous.get("status") == status and previous.get("lastTransitionTime"):
+        stamp = previous["lastTransitionTime"]
+    return {"type": type_, "status": status, "lastTransitionTime": stamp, "reason": reason, "message": message}
+
+
+def _sorted_keys(objects: Mapping[GroupKind, Mapping[Ref, _Entry]]) -> list[tuple[GroupKind, Ref]]:
+    return sorted(((gk, ref) for gk, entries in objects.items() for ref in entries), key=lambda k: k[1])
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _continue_timeline(clock: Clock, saved: datetime) -> None:
+    """Move ``clock`` forward to ``saved`` if it is behind: the next command continues the same timeline.
+
+    A clock already at or past the saved time is left alone: time never runs backwards.
+    """
+    now = clock.now()
+    if now < saved:
+        clock.epoch += saved - now
+
+
+def _parse_state(path: Path, data: bytes) -> dict[str, Any]:
+    try:
+        return _validate_state(orjson.loads(data))
+    except orjson.JSONDecodeError as e:
+        problem = f"invalid JSON ({e})"
+    except ValueError as e:
+        problem = str(e)
+    problem = " ".join(problem.split())
+    raise ValueError(f"{path}: corrupt simulated-cluster state file: {problem}")
+
+
+def _validate_state(state: Any) -> dict[str, Any]:
+    """The state if well-formed; ValueError naming the first problem otherwise."""
+    if not isinstance(state, dict):
+        raise ValueError("expected a JSON object")
+    if state.get("format") != STATE_FORMAT:
+        raise ValueError(f"unsupported format {state.get('format')!r} (expected {STATE_FORMAT})")
+    for counter in ("resource_version", "uid_counter"):
+        value = state.get(counter)
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise ValueError(f"{counter} must be a non-negative integer, not {value!r}")
+    try:
+        parse_rfc3339(state.get("clock_time"))  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise ValueError(f"clock_time must be an RFC3339 time, not {state.get('clock_time')!r}") from None
+    _validate_objects(state.get("objects"))
+    return state
+
+
+def _validate_objects(objects: Any) -> None:
+    if not isinstance(objects, list):
+        raise ValueError("objects must be a list")
+    seen: set[Ref] = set()
+    for i, obj in enumerate(objects):
+        meta = obj.get("metadata") if isinstance(obj, dict) else None
+        if not isinstance(meta, dict) or not obj.get("apiVersion") or not obj.get("kind") or not meta.get("name"):
+            raise ValueError(f"objects[{i}] is not a Kubernetes object (apiVersion, kind, metadata.name)")
+        ref = Ref.of(obj)
+        if ref in seen:
+            raise ValueError(f"objects[{i}] duplicates {ref}")
+        seen.add(ref)

@@ -1,0 +1,274 @@
+"""Simulated operators: stand-ins for the operators of a payload, driven by what the sweep applies.
+
+Each ClusterOperator of a registered release is driven by the Deployments of its component (by
+file name, as the CVO's seed describes).  When those Deployments are in the cluster at a release's
+version (``RELEASE_VERSION`` in a container's env, or the release's images), the operator *rolls
+out* that version: it reports Progressing, and after its behaviour's delay the release's
+``status.versions`` with ``Available=True`` and ``Degraded=False`` — or misbehaves as configured.
+An operator whose component has no Deployment rolls out when the sweep first reads its
+ClusterOperator.  An operator whose Deployment sorts after its ClusterOperator never starts before
+the sweep waits on it: the seed's trap.
+
+All timing runs on the event loop's clock, so virtual time makes hours pass in milliseconds.
+Status is written with :mod:`cvo.operator.clusteroperator`, the library real operators use.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from cvo.clock import Clock
+from cvo.cluster.api import CLUSTER_OPERATOR, ApiError, Cluster, Object, Ref, co_ref, cv_ref
+from cvo.log import get_logger
+from cvo.operator.clusteroperator import Condition, report_status
+from cvo.payload.graph import operator_versions, parse_filename
+from cvo.payload.loader import Release
+from cvo.sim.behaviour import Behaviour, Behaviours
+
+log = get_logger("cvo.sim")
+
+
+@dataclass
+class OperatorModel:
+    """What the registered releases say about one operator."""
+
+    name: str
+    versions: dict[str, dict[str, str]] = field(default_factory=dict)  # release -> declared status.versions
+    deployments: dict[str, dict[Ref, tuple[str, ...]]] = field(default_factory=dict)  # release -> ref -> images
+    target: str | None = None  # the release it rolls out (or rolled out)
+    task: asyncio.Task[None] | None = None
+
+
+def _images(obj: dict[str, Any]) -> tuple[str, ...]:
+    spec = ((obj.get("spec") or {}).get("template") or {}).get("spec") or {}
+    return tuple(c.get("image", "") for c in spec.get("containers") or [] if isinstance(c, dict))
+
+
+def _release_version_env(obj: dict[str, Any]) -> str | None:
+    spec = ((obj.get("spec") or {}).get("template") or {}).get("spec") or {}
+    for container in spec.get("containers") or []:
+        for env in container.get("env") or []:
+            if isinstance(env, dict) and env.get("name") == "RELEASE_VERSION" and isinstance(env.get("value"), str):
+                return str(env["value"])
+    return None
+
+
+class OperatorSimulator:
+    def __init__(self, cluster: Cluster, clock: Clock, behaviours: Behaviours | None = None) -> None:
+        self.cluster = cluster
+        self.clock = clock
+        self.behaviours = behaviours or Behaviours()
+        self.operators: dict[str, OperatorModel] = {}
+        self.releases: list[str] = []  # registration order, newest last
+        self._by_deployment: dict[Ref, set[str]] = defaultdict(set)
+        self._tasks: list[asyncio.Task[None]] = []
+        self._origin: float | None = None
+        self._lock = asyncio.Lock()
+        # Namespaces the payload uses but never creates: in a real cluster operators create them
+        # for their operands, so the simulated operators do too, when they start.
+        self.operand_namespaces: set[str] = set()
+
+    # --- releases ------------------------------------------------------------------------------
+
+    def register_release(self, release: Release) -> None:
+        """Learn a release's operators, their declared versions and the Deployments that drive them."""
+        deployments: dict[str, dict[Ref, tuple[str, ...]]] = defaultdict(dict)
+        for m in release.manifests:
+            parsed = parse_filename(m.file)
+            if parsed and m.kind == "Deployment" and m.group == "apps":
+                deployments[parsed[1]][Ref(m.group, m.kind, m.namespace, m.name)] = _images(m.obj)
+        for m in release.manifests:
+            if m.kind != "ClusterOperator" or m.group != "config.openshift.io":
+                continue
+            model = self.operators.setdefault(m.name, OperatorModel(m.name))
+            model.versions[release.version] = dict(operator_versions(m))
+            parsed = parse_filename(m.file)
+            refs = deployments.get(parsed[1], {}) if parsed else {}
+            model.deployments[release.version] = dict(refs)
+            for ref in refs:
+                self._by_deployment[ref].add(m.name)
+        if release.version in self.releases:
+            self.releases.remove(release.version)
+        self.releases.append(release.version)
+        created = {m.name for m in release.manifests if m.kind == "Namespace" and m.group == ""}
+        self.operand_namespaces |= {m.namespace for m in release.manifests if m.namespace} - created
+
+    # --- lifecycle -----------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Watch the cluster, and catch up with what is already there (operators restarting)."""
+        self._origin = self.clock.monotonic()
+        for namespace in sorted(self.operand_namespaces):
+            if await self.cluster.get(Ref("", "Namespace", "", namespace)) is None:
+                with contextlib.suppress(ApiError):
+                    await self.cluster.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+        watch_ready = [asyncio.Event(), asyncio.Event()]
+        self._tasks.append(asyncio.create_task(self._watch_deployments(watch_ready[0]), name="sim deployments"))
+        self._tasks.append(asyncio.create_task(self._watch_operators(watch_ready[1]), name="sim clusteroperators"))
+        await asyncio.gather(*(e.wait() for e in watch_ready))
+        on_read = getattr(self.cluster, "on_read", None)
+        if callable(on_read):
+            on_read(self._on_read)
+        for name, model in self.operators.items():
+            b = self.behaviours.for_operator(name)
+            if b.upgradeable is not None:
+                self._tasks.append(asyncio.create_task(self._upgradeable_window(name, b), name=f"sim gate {name}"))
+            await self._reconsider(model)
+
+    async def stop(self) -> None:
+        tasks = self._tasks + [m.task for m in self.operators.values() if m.task is not None]
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self._tasks.clear()
+
+    async def _watch_deployments(self, ready: asyncio.Event) -> None:
+        stream = self.cluster.watch("apps", "Deployment")
+        ready.set()
+        async for event in stream:
+            ref = Ref.of(event.obj)
+            for name in sorted(self._by_deployment.get(ref, ())):
+                await self._reconsider(self.operators[name])
+
+    async def _watch_operators(self, ready: asyncio.Event) -> None:
+        stream = self.cluster.watch(*CLUSTER_OPERATOR)
+        ready.set()
+        async for event in stream:
+            if event.type == "ADDED":
+                model = self.operators.get((event.obj.get("metadata") or {}).get("name", ""))
+                if model is not None and not self._has_deployments(model):
+                    await self._reconsider(model)
+
+    def _on_read(self, ref: Ref) -> None:
+        if (ref.group, ref.kind) != CLUSTER_OPERATOR:
+            return
+        model = self.operators.get(ref.name)
+        if model is not None and not self._has_deployments(model):
+            asyncio.get_running_loop().create_task(self._reconsider(model))
+
+    def _has_deployments(self, model: OperatorModel) -> bool:
+        return any(model.deployments.values())
+
+    # --- deciding what to roll out --------------------------------------------------------------
+
+    async def _deployed_version(self, model: OperatorModel) -> str | None:
+        """The newest registered release whose Deployments for this operator are all in the cluster."""
+        for version in reversed(self.releases):
+            refs = model.deployments.get(version)
+            if not refs:
+                continue
+            for ref, images in refs.items():
+                live = await self.cluster.get(ref)
+                if live is None:
+                    break
+                env = _release_version_env(live)
+                if env is not None and env != version:
+                    break
+                if env is None and _images(live) != images:
+                    break
+            else:
+                return version
+        return None
+
+    async def _desired_version(self, model: OperatorModel) -> str | None:
+        """For an operator without Deployments: the release the sweep is working towards."""
+        cv = await self.cluster.get(cv_ref())
+        desired = ((cv or {}).get("status") or {}).get("desired") or {}
+        version = desired.get("version")
+        if version in model.versions and await self.cluster.get(co_ref(model.name)) is not None:
+            return str(version)
+        return None
+
+    async def _reconsider(self, model: OperatorModel) -> None:
+        async with self._lock:
+            if self._has_deployments(model):
+                version = await self._deployed_version(model)
+            else:
+                version = await self._desired_version(model)
+            if version is None or version == model.target:
+                return
+            live = await self.cluster.get(co_ref(model.name))
+            reported = {v.get("name"): v.get("version")
+                        for v in ((live or {}).get("status") or {}).get("versions") or []}
+            model.target = version
+            if model.task is not None:
+                model.task.cancel()
+            if reported and reported == model.versions[version] and self._is_available(live):
+                return  # already there: an operator restarting with nothing to do
+            log.info("operator rolling out", operator=model.name, version=version)
+            model.task = asyncio.create_task(self._rollout(model, version, reported),
+                                             name=f"sim rollout {model.name}")
+
+    @staticmethod
+    def _is_available(live: Object | None) -> bool:
+        for cond in ((live or {}).get("status") or {}).get("conditions") or []:
+            if cond.get("type") == "Available":
+                return bool(cond.get("status") == "True")
+        return False
+
+    # --- the rollout timeline -------------------------------------------------------------------
+
+    def _state(self, b: Behaviour, t: float, version: str, new: dict[str, str], old: dict[str, str],
+               install: bool) -> tuple[dict[str, str], list[Condition]]:
+        ready = t >= b.delay
+        versions = new if (ready and not b.never_versions) or b.version_early else old
+        if b.never_available:
+            available = Condition("Available", "False", "OperandsUnavailable",
+                                  "Operands never become available (simulated)")
+        elif ready:
+            up = True
+            if b.flapping > 0 and b.flaps > 0:
+                k = int((t - b.delay) // b.flapping)
+                up = k >= 2 * b.flaps or k % 2 == 0
+            available = (Condition("Available", "True", "AsExpected", f"Operands are available at {version}") if up
+                         else Condition("Available", "False", "Flapping", "Operands are restarting (simulated flapping)"))
+        elif install:
+            available = Condition("Available", "False", "Starting", f"Waiting for operands of {version} to start")
+        else:
+            available = Condition("Available", "True", "AsExpected", "Previous operands are serving")
+        degraded = b.degraded is not None and b.degraded.contains(t)
+        conditions = [
+            available,
+            Condition("Degraded", "True", "SimulatedDegradation", b.degraded_message) if degraded
+            else Condition("Degraded", "False", "AsExpected"),
+            Condition("Progressing", "False", "AsExpected", f"Deployed {version}") if ready
+            else Condition("Progressing", "True", "Upgrading" if not install else "Installing", f"Moving to {version}"),
+        ]
+        if b.upgrading_condition:
+            conditions.append(Condition("Upgrading", "False", "UpgradeDone", f"Successfully upgraded to {version}")
+                              if ready else Condition("Upgrading", "True", "Migrating", f"Upgrading to {version}"))
+        return versions, conditions
+
+    def _edges(self, b: Behaviour) -> list[float]:
+        edges = {0.0, b.delay}
+        if b.degraded is not None:
+            edges.update(b.degraded.edges())
+        if b.flapping > 0:
+            edges.update(b.delay + k * b.flapping for k in range(1, 2 * b.flaps + 1))
+        return sorted(e for e in edges if e >= 0)
+
+    async def _rollout(self, model: OperatorModel, version: str, reported: dict[str, str]) -> None:
+        b = self.behaviours.for_operator(model.name)
+        new = model.versions[version]
+        install = not reported
+        start = self.clock.monotonic()
+        for edge in self._edges(b):
+            await asyncio.sleep(max(0.0, start + edge - self.clock.monotonic()))
+            versions, conditions = self._state(b, edge, version, new, reported, install)
+            await report_status(self.cluster, model.name, self.clock.now(),
+                                versions=versions if versions else None, conditions=conditions)
+
+    async def _upgradeable_window(self, name: str, b: Behaviour) -> None:
+        assert b.upgradeable is not None and self._origin is not None
+        for index, edge in enumerate(b.upgradeable.edges()):
+            await asyncio.sleep(max(0.0, self._origin + edge - self.clock.monotonic()))
+            blocked = index == 0
+            condition = (Condition("Upgradeable", "False", b.upgradeable_reason, b.upgradeable_message) if blocked
+                         else Condition("Upgradeable", "True", "AsExpected"))
+            await report_status(self.cluster, name, self.clock.now(), conditions=[condition])

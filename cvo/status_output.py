@@ -1,0 +1,153 @@
+"""ClusterVersion and ClusterOperator tables, as ``oc get clusterversion`` and ``oc get clusteroperators`` print them.
+
+Columns follow the CRDs' printer columns; SINCE is kubectl's ``HumanDuration`` of a condition's
+``lastTransitionTime``; columns are aligned like kubectl's tab writer (3 spaces of padding, cells at
+least 6 wide).  Nothing here reads a clock: ``now`` is passed in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import Any, TextIO
+
+from cvo.clock import parse_rfc3339
+from cvo.cvstatus import current_version, find_condition
+
+_PADDING = 3
+_MIN_WIDTH = 6
+
+
+def format_age(delta: timedelta) -> str:
+    """kubectl's ``duration.HumanDuration``: about 2–3 significant figures (45s, 5m, 3h12m, 2d3h)."""
+    seconds = int(delta.total_seconds())  # truncated towards zero, like Go's int()
+    if seconds < -1:
+        return "<invalid>"
+    if seconds < 0:
+        return "0s"
+    if seconds < 120:
+        return f"{seconds}s"
+    minutes = seconds // 60
+    if minutes < 10:
+        return _two_units(minutes, "m", seconds % 60, "s")
+    if minutes < 180:
+        return f"{minutes}m"
+    return _format_hours(minutes // 60, minutes % 60)
+
+
+def _format_hours(hours: int, minutes: int) -> str:
+    if hours < 8:
+        return _two_units(hours, "h", minutes, "m")
+    if hours < 48:
+        return f"{hours}h"
+    days = hours // 24
+    if hours < 24 * 8:
+        return _two_units(days, "d", hours % 24, "h")
+    if hours < 24 * 365 * 2:
+        return f"{days}d"
+    if hours < 24 * 365 * 8:
+        return _two_units(days // 365, "y", days % 365, "d")
+    return f"{days // 365}y"
+
+
+def _two_units(big: int, big_unit: str, small: int, small_unit: str) -> str:
+    return f"{big}{big_unit}{small}{small_unit}" if small else f"{big}{big_unit}"
+
+
+def _parse_time(text: str) -> datetime:
+    try:
+        return parse_rfc3339(text)
+    except ValueError:
+        return datetime.fromisoformat(text)
+
+
+def _since(obj: Mapping[str, Any], condition_type: str, now: datetime) -> str:
+    """The age of a condition's lastTransitionTime; empty when there is none."""
+    condition = find_condition(_conditions(obj), condition_type)
+    stamp = (condition or {}).get("lastTransitionTime")
+    if not stamp:
+        return ""
+    try:
+        return format_age(now - _parse_time(stamp))
+    except ValueError:
+        return "<invalid>"
+
+
+def _conditions(obj: Mapping[str, Any]) -> list[dict[str, Any]]:
+    return (obj.get("status") or {}).get("conditions") or []
+
+
+def _condition_field(obj: Mapping[str, Any], condition_type: str, key: str) -> str:
+    condition = find_condition(_conditions(obj), condition_type)
+    return str((condition or {}).get(key, ""))
+
+
+def _single_line(text: str) -> str:
+    """A multi-line message on one line, so it does not break the table."""
+    return " ".join(text.split())
+
+
+def _name(obj: Mapping[str, Any]) -> str:
+    return (obj.get("metadata") or {}).get("name", "")
+
+
+def format_table(rows: Sequence[Sequence[str]]) -> str:
+    """Align columns like kubectl's tab writer; the last column is not padded, lines carry no trailing blanks."""
+    if not rows:
+        return ""
+    columns = len(rows[0])
+    widths = [max(_MIN_WIDTH, max(len(row[i]) for row in rows) + _PADDING) for i in range(columns - 1)]
+    lines = ["".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False)) + row[-1]
+             for row in rows]
+    return "\n".join(line.rstrip() for line in lines) + "\n"
+
+
+def clusterversion_table(cv: Mapping[str, Any], now: datetime) -> str:
+    """NAME, VERSION (the current version), AVAILABLE, PROGRESSING, SINCE and STATUS (the Progressing message)."""
+    status = cv.get("status") or {}
+    row = [
+        _name(cv),
+        current_version(status.get("history") or []),
+        _condition_field(cv, "Available", "status"),
+        _condition_field(cv, "Progressing", "status"),
+        _since(cv, "Progressing", now),
+        _single_line(_condition_field(cv, "Progressing", "message")),
+    ]
+    return format_table([["NAME", "VERSION", "AVAILABLE", "PROGRESSING", "SINCE", "STATUS"], row])
+
+
+def operator_version(co: Mapping[str, Any]) -> str:
+    """``versions[name=operator].version``."""
+    versions = (co.get("status") or {}).get("versions") or []
+    return next((v.get("version", "") for v in versions if v.get("name") == "operator"), "")
+
+
+def operator_message(co: Mapping[str, Any]) -> str:
+    """The message of the first unhealthy condition: Available=False, else Degraded=True, else Progressing=True."""
+    for condition_type, bad in (("Available", "False"), ("Degraded", "True"), ("Progressing", "True")):
+        if _condition_field(co, condition_type, "status") == bad:
+            return _single_line(_condition_field(co, condition_type, "message"))
+    return ""
+
+
+def clusteroperators_table(cos: Sequence[Mapping[str, Any]], now: datetime) -> str:
+    """One row per ClusterOperator, sorted by name; SINCE is the age of the Available condition."""
+    rows = [["NAME", "VERSION", "AVAILABLE", "PROGRESSING", "DEGRADED", "SINCE", "MESSAGE"]]
+    for co in sorted(cos, key=_name):
+        rows.append([
+            _name(co),
+            operator_version(co),
+            _condition_field(co, "Available", "status"),
+            _condition_field(co, "Progressing", "status"),
+            _condition_field(co, "Degraded", "status"),
+            _since(co, "Available", now),
+            operator_message(co),
+        ])
+    return format_table(rows)
+
+
+def write_status_text(cv: Mapping[str, Any], cos: Sequence[Mapping[str, Any]], now: datetime, out: TextIO) -> None:
+    """Both tables, separated by a blank line."""
+    out.write(clusterversion_table(cv, now))
+    out.write("\n")
+    out.write(clusteroperators_table(cos, now))

@@ -1,0 +1,149 @@
+"""`oc get clusterversion` / `oc get clusteroperators` style tables."""
+
+from __future__ import annotations
+
+import io
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from cvo.clock import to_rfc3339
+from cvo.cvstatus import SyncStatus, cluster_version_object, update_cluster_version_status
+from cvo.status_output import (
+    clusteroperators_table,
+    clusterversion_table,
+    format_age,
+    format_table,
+    operator_message,
+    write_status_text,
+)
+
+NOW = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
+
+
+def ago(**kw: float) -> str:
+    return to_rfc3339(NOW - timedelta(**kw))
+
+
+def co(name: str, version: str | None = "4.16.0", since: str | None = None, messages: dict[str, str] | None = None,
+       **statuses: str) -> dict[str, Any]:
+    """A ClusterOperator; ``statuses`` overrides Available=True, Progressing=False, Degraded=False."""
+    wanted = {"Available": "True", "Progressing": "False", "Degraded": "False", **statuses}
+    conditions = []
+    for type_, status in wanted.items():
+        c = {"type": type_, "status": status, "lastTransitionTime": since or ago(minutes=12)}
+        if messages and type_ in messages:
+            c["message"] = messages[type_]
+        conditions.append(c)
+    status: dict[str, Any] = {"conditions": conditions}
+    if version is not None:
+        status["versions"] = [{"name": "operand", "version": "9.9"}, {"name": "operator", "version": version}]
+    return {"apiVersion": "config.openshift.io/v1", "kind": "ClusterOperator", "metadata": {"name": name},
+            "status": status}
+
+
+def reconciled_cv(version: str = "4.16.0", minutes_ago: float = 5) -> dict[str, Any]:
+    cv = cluster_version_object()
+    cv["status"] = update_cluster_version_status(
+        {}, SyncStatus(version, f"img:{version}", completed=1, reconciling=True), NOW - timedelta(minutes=minutes_ago))
+    return cv
+
+
+@pytest.mark.parametrize(("delta", "text"), [
+    (timedelta(seconds=-5), "<invalid>"),
+    (timedelta(seconds=-1), "0s"),
+    (timedelta(0), "0s"),
+    (timedelta(seconds=45), "45s"),
+    (timedelta(seconds=119), "119s"),
+    (timedelta(minutes=2), "2m"),
+    (timedelta(minutes=5, seconds=30), "5m30s"),
+    (timedelta(minutes=10, seconds=30), "10m"),
+    (timedelta(minutes=179), "179m"),
+    (timedelta(hours=3), "3h"),
+    (timedelta(hours=3, minutes=12), "3h12m"),
+    (timedelta(hours=8, minutes=30), "8h"),
+    (timedelta(hours=47), "47h"),
+    (timedelta(days=2), "2d"),
+    (timedelta(days=2, hours=3), "2d3h"),
+    (timedelta(days=8, hours=3), "8d"),
+    (timedelta(days=730), "2y"),
+    (timedelta(days=735), "2y5d"),
+    (timedelta(days=365 * 9), "9y"),
+])
+def test_format_age_like_kubectl(delta: timedelta, text: str) -> None:
+    assert format_age(delta) == text
+
+
+def test_clusterversion_table() -> None:
+    assert clusterversion_table(reconciled_cv(), NOW) == (
+        "NAME      VERSION   AVAILABLE   PROGRESSING   SINCE   STATUS\n"
+        "version   4.16.0    True        False         5m      Cluster version is 4.16.0\n")
+
+
+def test_clusterversion_version_is_the_current_not_the_desired_version() -> None:
+    cv = reconciled_cv("4.15.0", minutes_ago=60 * 24)
+    cv["status"] = update_cluster_version_status(cv["status"], SyncStatus("4.16.0", "img:4.16.0", done=10, total=40),
+                                                 NOW - timedelta(minutes=3, seconds=20))
+    assert clusterversion_table(cv, NOW).splitlines()[1] == (
+        "version   4.15.0    True        True          3m20s   Working towards 4.16.0: 10 of 40 done (25% complete)")
+
+
+def test_clusterversion_without_status() -> None:
+    assert clusterversion_table(cluster_version_object(), NOW) == (
+        "NAME      VERSION   AVAILABLE   PROGRESSING   SINCE   STATUS\n"
+        "version\n")
+
+
+def test_clusteroperators_table() -> None:
+    assert clusteroperators_table([co("authentication")], NOW) == (
+        "NAME             VERSION   AVAILABLE   PROGRESSING   DEGRADED   SINCE   MESSAGE\n"
+        "authentication   4.16.0    True        False         False      12m\n")
+
+
+def test_clusteroperators_are_sorted_and_aligned() -> None:
+    table = clusteroperators_table([
+        co("kube-apiserver", since=ago(hours=3, minutes=12), Progressing="True",
+           messages={"Progressing": "NodeInstallerProgressing: 1 node is at revision 7"}),
+        co("dns", version=None, since=ago(seconds=45), Available="False",
+           messages={"Available": "DNS default is not available"}),
+    ], NOW)
+    assert table == (
+        "NAME             VERSION   AVAILABLE   PROGRESSING   DEGRADED   SINCE   MESSAGE\n"
+        "dns                        False       False         False      45s     DNS default is not available\n"
+        "kube-apiserver   4.16.0    True        True          False      3h12m   "
+        "NodeInstallerProgressing: 1 node is at revision 7\n")
+
+
+def test_operator_message_prefers_unavailable_then_degraded_then_progressing() -> None:
+    messages = {"Available": "down", "Degraded": "sad", "Progressing": "moving"}
+    assert operator_message(co("x", messages=messages, Available="False", Degraded="True", Progressing="True")) == "down"
+    assert operator_message(co("x", messages=messages, Degraded="True", Progressing="True")) == "sad"
+    assert operator_message(co("x", messages=messages, Progressing="True")) == "moving"
+    assert operator_message(co("x", messages={"Available": "All is well"})) == ""
+
+
+def test_missing_conditions_leave_cells_empty() -> None:
+    bare = {"metadata": {"name": "new-operator"}, "status": {}}
+    assert clusteroperators_table([bare], NOW).splitlines()[1] == "new-operator"
+
+
+def test_multi_line_messages_stay_on_one_row() -> None:
+    table = clusteroperators_table([co("x", messages={"Degraded": "A: one\nB: two"}, Degraded="True")], NOW)
+    assert table.splitlines()[1].endswith("A: one B: two")
+    assert len(table.splitlines()) == 2
+
+
+def test_format_table_pads_to_kubectl_minimum_width() -> None:
+    assert format_table([["A", "B", "C"], ["x", "y", "z"]]) == "A     B     C\nx     y     z\n"
+
+
+def test_write_status_text() -> None:
+    out = io.StringIO()
+    write_status_text(reconciled_cv(), [co("authentication")], NOW, out)
+    assert out.getvalue() == (
+        "NAME      VERSION   AVAILABLE   PROGRESSING   SINCE   STATUS\n"
+        "version   4.16.0    True        False         5m      Cluster version is 4.16.0\n"
+        "\n"
+        "NAME             VERSION   AVAILABLE   PROGRESSING   DEGRADED   SINCE   MESSAGE\n"
+        "authentication   4.16.0    True        False         False      12m\n")
