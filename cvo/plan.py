@@ -37,7 +37,8 @@ class Plan:
 
     @property
     def waited_operators(self) -> list[Task]:
-        return [t for t in self.tasks if t.wait is not None and t.wait.kind == "ClusterOperator"]
+        """ClusterOperator tasks the sweep waits on; a task skipped at apply time is never waited on."""
+        return [t for t in self.tasks if t.wait is not None and t.wait.kind == "ClusterOperator" and t.skip is None]
 
 
 def make_plan(

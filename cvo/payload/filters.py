@@ -84,6 +84,19 @@ def _split(value: str, sep: str = ",") -> list[str]:
     return [part.strip() for part in value.split(sep) if part.strip()]
 
 
+def _go_quote(text: str) -> str:
+    """Go's ``%q`` for the printable text annotations hold."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _go_parse_uint(text: str) -> int | str:
+    """``strconv.ParseUint(text, 10, 64)``: the value, or Go's error text (ASCII digits only, no sign)."""
+    if not text or not text.isascii() or not text.isdigit():
+        return f"strconv.ParseUint: parsing {_go_quote(text)}: invalid syntax"
+    value = int(text)
+    return value if value < 2**64 else f"strconv.ParseUint: parsing {_go_quote(text)}: value out of range"
+
+
 def _feature_set_reason(feature_set: str, annotations: Mapping[str, str]) -> str | None:
     value = annotations.get(FEATURE_SET_ANNOTATION)
     if value is None:
@@ -93,8 +106,8 @@ def _feature_set_reason(feature_set: str, annotations: Mapping[str, str]) -> str
     for item in values:
         if item not in KNOWN_FEATURE_SETS:
             return (
-                f"unrecognized value {item!r} in {FEATURE_SET_ANNOTATION}={value}; "
-                f"known values are: {','.join(KNOWN_FEATURE_SETS)}"
+                f"unrecognized value {_go_quote(item)} in {FEATURE_SET_ANNOTATION}={value}; "
+                f"known values are: {','.join(sorted(KNOWN_FEATURE_SETS))}"
             )
     if wanted not in values:
         return f'"{wanted}" is required, and {FEATURE_SET_ANNOTATION}={",".join(sorted(set(values)))}'
@@ -127,12 +140,13 @@ def _major_version_reason(m: Manifest, major: int, annotations: Mapping[str, str
     excluded: set[int] = set()
     for term in _split(value):
         target, text = (excluded, term[1:]) if term.startswith("-") else (included, term)
-        if not text.isdigit():
+        number = _go_parse_uint(text)
+        if isinstance(number, str):
             kind = "excluded" if target is excluded else "included"
-            return f"invalid {kind} major version {text!r} in annotation"
-        target.add(int(text))
+            return f"invalid {kind} major version {_go_quote(text)} in annotation: {number}"
+        target.add(number)
     if included & excluded:
-        return f"inclusion and exclusion requirements overlap: {sorted(included & excluded)}"
+        return f"inclusion and exclusion requirements overlap: [{' '.join(map(str, sorted(included & excluded)))}]"
     if major in included:
         return None
     if major in excluded:

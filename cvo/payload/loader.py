@@ -101,7 +101,7 @@ def _sorted_entries(directory: Path) -> list[os.DirEntry[str]]:
 
 def _collect(
     directory: Path, rel: str, skip_names: frozenset[str], render_ctx: TemplateContext | None,
-    skipped: list[SkippedFile], errors: list[str],
+    skipped: list[SkippedFile], errors: list[tuple[str, str]],
 ) -> list[_Source]:
     sources: list[_Source] = []
     for entry in _sorted_entries(directory):
@@ -117,13 +117,13 @@ def _collect(
         try:
             data = read_file(Path(entry.path), path)
         except ManifestError as err:
-            errors.append(str(err))
+            errors.append((path, str(err)))
             continue
         if render_ctx is not None and b"{{" in data:
             try:
                 data = render(data.decode("utf-8-sig"), render_ctx).encode()
             except UnicodeDecodeError as err:
-                errors.append(f"{path}: not UTF-8 text: {err.reason}")
+                errors.append((path, f"{path}: not UTF-8 text: {err.reason}"))
                 continue
             except TemplateError as err:
                 log.warning("skipping manifest that does not render", file=path, reason=str(err))
@@ -131,6 +131,12 @@ def _collect(
                 continue
         sources.append(_Source(path, entry.name, data))
     return sources
+
+
+def _payload_order(path: str) -> tuple[int, bytes]:
+    """Sort key of a file's relative path in payload order: manifests/, then release-manifests/."""
+    directory, _, name = path.rpartition("/")
+    return (1 if directory == RELEASE_MANIFEST_DIR else 0, os.fsencode(name))
 
 
 # Work shared with forked parser processes: set before the pool starts, read by index.
@@ -237,7 +243,7 @@ def load_release(
     image = release_image or f"file://{root.resolve()}"
 
     skipped: list[SkippedFile] = []
-    errors: list[str] = []
+    errors: list[tuple[str, str]] = []  # (path, message)
     sources: list[_Source] = []
     if release_dir.is_dir():
         cvo_dir = root / CVO_MANIFEST_DIR
@@ -274,11 +280,13 @@ def load_release(
         results = _parse_all([sources[i] for i in misses], jobs or default_jobs())
         for local, headers, error in results:
             if error is not None:
-                errors.append(error)
+                errors.append((sources[misses[local]].path, error))
             else:
                 parsed[misses[local]] = headers
     if errors:
-        raise LoadError(errors)
+        # One line per problem, in payload order whatever the order the parser workers finished in.
+        errors.sort(key=lambda e: _payload_order(e[0]))
+        raise LoadError([message for _, message in errors])
     if cache is not None and misses:
         cache.save({key: parsed[i] for i, key in enumerate(digests) if parsed[i] is not None})  # type: ignore[misc]
 

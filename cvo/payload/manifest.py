@@ -111,7 +111,10 @@ def _header(doc: dict[str, Any], path: str, number: int) -> Header:
     bad = [k for k, v in annotations.items() if not isinstance(v, str)]
     if bad:
         raise ManifestError(path, f"annotation {bad[0]!r} must be a string (quote the value)", number)
-    raw = orjson.dumps(doc)
+    try:
+        raw = orjson.dumps(doc)
+    except orjson.JSONEncodeError as err:  # e.g. nested deeper than orjson's 254 levels
+        raise ManifestError(path, f"cannot be converted to JSON: {err}", number) from None
     return (number, api_version, kind, name, namespace, annotations, raw)
 
 

@@ -70,17 +70,23 @@ def parse_release_metadata(data: bytes, path: str) -> ReleaseMetadata:
     warnings: list[str] = []
     metadata = doc.get("metadata") or {}
     if not isinstance(metadata, dict):
-        warnings.append("'metadata' is not an object; ignored")
+        warnings.append("'metadata' is not an object and is ignored; make it a JSON object")
         metadata = {}
     channels: tuple[str, ...] = ()
     raw_channels = metadata.get(CHANNELS_KEY)
     if isinstance(raw_channels, str):
         channels = tuple(sorted(c for c in raw_channels.split(",") if c))
     elif raw_channels is not None:
-        warnings.append(f"metadata {CHANNELS_KEY!r} is not a comma-separated string; ignored")
+        warnings.append(
+            f"metadata {CHANNELS_KEY!r} is not a string and is ignored; "
+            'write the channels as one comma-separated string, e.g. "stable-4.16,fast-4.16"'
+        )
     architecture = metadata.get(ARCHITECTURE_KEY, "")
     if architecture and architecture != "multi":
-        warnings.append(f"metadata {ARCHITECTURE_KEY}={architecture!r} is not 'multi'; ignored")
+        warnings.append(
+            f"metadata {ARCHITECTURE_KEY}={architecture!r} is ignored: the only value the CVO knows is "
+            "'multi'; remove it or set it to multi"
+        )
         architecture = ""
     url = metadata.get("url", "")
     return ReleaseMetadata(
@@ -104,6 +110,8 @@ def parse_image_references(data: bytes, path: str) -> ImageReferences:
             docs = [d for d in load_documents(data) if d is not None]
         except DocumentError as err:
             raise ManifestError(path, f"invalid YAML/JSON: {err}") from None
+        except UnicodeDecodeError as err:
+            raise ManifestError(path, f"not UTF-8 text: {err.reason}") from None
     if len(docs) != 1 or not isinstance(docs[0], dict):
         raise ManifestError(path, "must hold exactly one ImageStream object")
     doc = docs[0]
@@ -111,11 +119,15 @@ def parse_image_references(data: bytes, path: str) -> ImageReferences:
         raise ManifestError(
             path, f"image-references is a {doc.get('apiVersion')}/{doc.get('kind')}, not a v1 ImageStream"
         )
-    name = (doc.get("metadata") or {}).get("name")
+    metadata = doc.get("metadata") or {}
+    name = metadata.get("name") if isinstance(metadata, dict) else None
     if not isinstance(name, str) or not name:
         raise ManifestError(path, "ImageStream has no metadata.name")
     images: dict[str, str] = {}
-    tags = (doc.get("spec") or {}).get("tags") or []
+    spec = doc.get("spec") or {}
+    if not isinstance(spec, dict):
+        raise ManifestError(path, "spec must be an object")
+    tags = spec.get("tags") or []
     if not isinstance(tags, list):
         raise ManifestError(path, "spec.tags must be a list")
     for i, tag in enumerate(tags):

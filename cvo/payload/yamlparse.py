@@ -9,7 +9,9 @@ into JSON by ``sigs.k8s.io/yaml`` on top of ``go-yaml`` v2.  This module reprodu
   strings, as go-yaml v2 keeps them when decoding into ``interface{}``; the YAML ``=`` value is the
   string ``"="`` (PyYAML's safe loader rejects it);
 * duplicate mapping keys: the last one wins, as in go-yaml v2;
-* merge keys (``<<``), anchors and aliases;
+* merge keys (``<<``) with go-yaml v2's precedence: keys are set in document order, so a merge
+  overrides the keys before it and is overridden by the keys after it, and in ``<<: [*a, *b]``
+  ``*a`` wins over ``*b``; anchors and aliases (an alias inside its own anchor is an error);
 * a UTF-8 byte-order mark is ignored;
 * non-string keys become strings the way ``sigs.k8s.io/yaml`` writes them.
 
@@ -24,7 +26,7 @@ import re
 from typing import Any
 
 import orjson
-from yaml import MarkedYAMLError
+from yaml import MarkedYAMLError, YAMLError
 from yaml._yaml import CParser  # the libyaml-backed parser; required (checked at import)
 from yaml.events import (
     AliasEvent,
@@ -167,19 +169,21 @@ def _key_string(key: Any) -> str:
     raise TypeError(f"unsupported mapping key {key!r}")
 
 
-def _merge_into(target: dict[str, Any], source: Any, explicit: set[str]) -> None:
-    sources = source if isinstance(source, list) else [source]
+def _merge_into(target: dict[str, Any], source: Any) -> None:
+    """go-yaml v2's ``merge``: the merged keys are set now, over any key set before the ``<<``.
+
+    In a sequence the earlier mappings take precedence, so they are applied last.
+    """
+    sources = reversed(source) if isinstance(source, list) else (source,)
     for item in sources:
         if not isinstance(item, dict):
-            raise DocumentError("merge key '<<' must refer to a mapping or a list of mappings")
-        for key, value in item.items():
-            if key not in explicit:
-                target[key] = value
+            raise DocumentError("map merge requires map or sequence of maps as the value")
+        target.update(item)
 
 
 def _build(get_event: Any, first: Any, anchors: dict[str, Any]) -> Any:
     """Construct one node starting at event ``first``, consuming events iteratively."""
-    # Each frame: [container, pending_key, is_mapping, anchor, explicit_keys]
+    # Each frame: [container, pending_key, is_mapping, anchor]
     stack: list[list[Any]] = []
     event = first
     while True:
@@ -192,17 +196,23 @@ def _build(get_event: Any, first: Any, anchors: dict[str, Any]) -> Any:
                 value = resolve_plain(event.value)
             else:
                 value = event.value
-            if event.anchor is not None:
+            if value is _MERGE:
+                # ``<<`` merges only as a mapping key; anywhere else it is the string "<<".
+                if event.anchor is not None:
+                    anchors[event.anchor] = "<<"
+                if not (stack and stack[-1][2] and stack[-1][1] is _NO_KEY):
+                    value = "<<"
+            elif event.anchor is not None:
                 anchors[event.anchor] = value
         elif etype is MappingStartEvent:
-            frame = [{}, _NO_KEY, True, event.anchor, set()]
+            frame = [{}, _NO_KEY, True, event.anchor]
             if event.anchor is not None:
                 anchors[event.anchor] = frame[0]
             stack.append(frame)
             event = get_event()
             continue
         elif etype is SequenceStartEvent:
-            frame = [[], _NO_KEY, False, event.anchor, None]
+            frame = [[], _NO_KEY, False, event.anchor]
             if event.anchor is not None:
                 anchors[event.anchor] = frame[0]
             stack.append(frame)
@@ -214,7 +224,10 @@ def _build(get_event: Any, first: Any, anchors: dict[str, Any]) -> Any:
             try:
                 value = anchors[event.anchor]
             except KeyError:
-                raise DocumentError(f"unknown anchor '{event.anchor}' referenced") from None
+                raise DocumentError(f"unknown anchor '{event.anchor}' referenced", line=_line(event)) from None
+            if isinstance(value, dict | list) and any(f[0] is value for f in stack):
+                # go-yaml v2 refuses this too; the value would contain itself and never become JSON.
+                raise DocumentError(f"anchor '{event.anchor}' value contains itself", line=_line(event))
         else:  # pragma: no cover - libyaml guarantees well-formed event streams
             raise DocumentError(f"unexpected YAML event {etype.__name__}")
 
@@ -225,22 +238,31 @@ def _build(get_event: Any, first: Any, anchors: dict[str, Any]) -> Any:
             key = frame[1]
             if key is _NO_KEY:
                 if isinstance(value, dict | list):
-                    raise DocumentError("mapping keys must be scalars to convert the document to JSON")
+                    raise DocumentError(
+                        "mapping keys must be scalars to convert the document to JSON", line=_line(event)
+                    )
                 frame[1] = value
             else:
                 frame[1] = _NO_KEY
                 if key is _MERGE:
-                    _merge_into(frame[0], value, frame[4])
+                    try:
+                        _merge_into(frame[0], value)
+                    except DocumentError as err:
+                        err.line = _line(event)
+                        raise
                 else:
-                    skey = _key_string(key)
-                    frame[0][skey] = value  # duplicate keys: the last one wins, as in go-yaml v2
-                    frame[4].add(skey)
+                    frame[0][_key_string(key)] = value  # duplicate keys: the last one wins, as in go-yaml v2
         else:
             frame[0].append(value)
         event = get_event()
 
 
 _NO_KEY = object()
+
+
+def _line(event: Any) -> int | None:
+    mark = getattr(event, "start_mark", None)
+    return mark.line + 1 if mark is not None else None
 
 
 def _load_yaml(data: bytes) -> list[Any]:
@@ -270,6 +292,20 @@ def _load_yaml(data: bytes) -> list[Any]:
         line = mark.line + 1 if mark is not None else None
         problem = err.problem or err.context or "invalid YAML"
         raise DocumentError(f"{problem}", len(documents) + 1, line) from None
+    except YAMLError as err:
+        # libyaml's reader: bytes that are not UTF-8 (or UTF-16 with a BOM), control characters.
+        position = getattr(err, "position", None)
+        character = getattr(err, "character", None)
+        reason = getattr(err, "reason", None) or "unreadable YAML stream"
+        where = []
+        if isinstance(character, int) and character >= 0:
+            where.append(f"#x{character:02x}")
+        line = None
+        if isinstance(position, int):
+            where.append(f"at byte {position}")
+            line = data.count(b"\n", 0, position) + 1
+        detail = f" ({' '.join(where)})" if where else ""
+        raise DocumentError(f"{reason}{detail}", len(documents) + 1, line) from None
     finally:
         parser.dispose()
     return documents
