@@ -12,10 +12,18 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
-## make demo: run cvo on the demo release on the embedded simulated cluster
+DEMO_STATE := .cvo-demo-state.json
+DEMO_SPEED ?= 600
+
+## make demo: install 4.16.0, upgrade to 4.16.3 and 4.17.0 on the embedded simulated cluster
 demo: $(STAMP)
-	$(BIN)/cvo plan payloads/demo-4.16.0
+	@rm -f $(DEMO_STATE)
 	$(BIN)/cvo lint payloads/demo-4.16.0
+	$(BIN)/cvo plan payloads/demo-4.17.0 | head -12
+	$(BIN)/cvo install payloads/demo-4.16.0 --state $(DEMO_STATE) --speed $(DEMO_SPEED)
+	$(BIN)/cvo upgrade --to payloads/demo-4.16.3 --state $(DEMO_STATE) --speed $(DEMO_SPEED)
+	$(BIN)/cvo upgrade --to payloads/demo-4.17.0 --state $(DEMO_STATE) --speed $(DEMO_SPEED)
+	$(BIN)/cvo status --state $(DEMO_STATE)
 
 ## make test: lint the code and run the whole test suite
 test: $(STAMP)

@@ -25,7 +25,7 @@ REPO = Path(__file__).resolve().parent.parent
 CORPUS = REPO.parent / "shared" / "corpus" / "ocp-5.0-nightly"
 sys.path.insert(0, str(REPO))
 
-from bench.scale import scaled_corpus  # noqa: E402
+from bench.scale import derived_release, scaled_corpus  # noqa: E402
 
 
 @dataclass
@@ -34,17 +34,15 @@ class Run:
     max_rss_kb: int
 
 
-def run_process(argv: list[str], env: dict[str, str], stdout: int | None = subprocess.DEVNULL) -> Run:
-    start = time.perf_counter()
-    proc = subprocess.Popen(argv, stdout=stdout, stderr=subprocess.PIPE, env=env)
-    _, status, usage = os.wait4(proc.pid, 0)
-    elapsed = time.perf_counter() - start
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode != 0:
-        err = proc.stderr.read().decode() if proc.stderr else ""
-        raise SystemExit(f"benchmark command failed ({proc.returncode}): {' '.join(argv)}\n{err}")
-    if proc.stderr:
-        proc.stderr.close()
+def run_process(argv: list[str], env: dict[str, str]) -> Run:
+    with tempfile.TemporaryFile() as err_file:
+        start = time.perf_counter()
+        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err_file, env=env)
+        _, status, usage = os.wait4(proc.pid, 0)
+        elapsed = time.perf_counter() - start
+        if os.waitstatus_to_exitcode(status) != 0:
+            err_file.seek(0)
+            raise SystemExit(f"benchmark command failed: {' '.join(argv)}\n{err_file.read().decode()[-2000:]}")
     return Run(elapsed, usage.ru_maxrss)
 
 
@@ -182,7 +180,73 @@ def plan_section(repeats: int) -> list[str]:
     return lines
 
 
-SECTIONS: dict[str, Section] = {"plan": plan_section}
+CORPUS_VERSION = "5.0.0-0.nightly-2026-08-22-120000"
+NEXT_VERSION = "5.0.1-0.nightly-2026-09-05-120000"
+
+
+def sweep_once(release: Path, target: Path, state: Path, env: dict[str, str]) -> dict[str, float]:
+    """One install of ``release`` then an upgrade to ``target``, each a whole ``cvo`` process."""
+    state.unlink(missing_ok=True)
+    out: dict[str, float] = {}
+    for step, argv in (("install", cvo("install", str(release), "--state", str(state), "-o", "json")),
+                       ("upgrade", cvo("upgrade", "--to", str(target), "--state", str(state), "-o", "json"))):
+        with tempfile.TemporaryFile() as out_file, tempfile.TemporaryFile() as err_file:
+            start = time.perf_counter()
+            proc = subprocess.Popen(argv, stdout=out_file, stderr=err_file, env=env)  # files: pipes could fill
+            _, status, usage = os.wait4(proc.pid, 0)
+            wall = time.perf_counter() - start
+            out_file.seek(0)
+            err_file.seek(0)
+            stdout, stderr = out_file.read(), err_file.read()
+        if os.waitstatus_to_exitcode(status) != 0:
+            raise SystemExit(f"benchmark {step} failed: {stderr.decode()[-2000:]}")
+        doc = json.loads(stdout)
+        out[f"{step}_wall"] = wall
+        out[f"{step}_sim"] = float(doc["simulatedSeconds"])
+        out[f"{step}_tasks"] = float(doc["total"])
+        out[f"{step}_rss"] = usage.ru_maxrss / 1024
+        out[f"{step}_sweep"] = float(doc["wallSeconds"])
+    return out
+
+
+def sweep_section(repeats: int) -> list[str]:
+    lines = ["## Simulated sweeps of the corpus (`cvo install`, then `cvo upgrade` to a derived next version)", ""]
+    tmp = Path(tempfile.mkdtemp(prefix="cvo-bench-sweep-"))
+    runs = max(3, repeats // 2)
+    try:
+        rows = []
+        for factor in (1, 5, 20):
+            base = CORPUS if factor == 1 else scaled_corpus(CORPUS, factor, tmp / f"x{factor}")
+            nxt = derived_release(base, CORPUS_VERSION, NEXT_VERSION, tmp / f"next{factor}")
+            env = dict(os.environ, CVO_CACHE_DIR=str(tmp / "cache"))
+            sweep_once(base, nxt, tmp / "warmup.json", env)  # fills the parse cache: sweeps, not parsing, are measured
+            samples = [sweep_once(base, nxt, tmp / f"state{factor}.json", env) for _ in range(runs if factor < 20 else 3)]
+            rows.append((factor, {k: statistics.median(s[k] for s in samples) for k in samples[0]}))
+        lines += [
+            f"Every ClusterOperator reports after its default simulated delay (30–180 s, fixed per operator "
+            f"name). Median of {runs} runs (3 at 20×), parse cache warm. *process* is the whole `cvo` command "
+            "(start-up, load, sweep, report); *sweep* is the sweep alone.",
+            "",
+            "| corpus | step | tasks | process wall s | sweep wall s | simulated | tasks/s (sweep) | peak RSS MB |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
+        for factor, r in rows:
+            for step in ("install", "upgrade"):
+                tasks = r[f"{step}_tasks"]
+                lines.append(
+                    f"| {factor}× | {step} | {tasks:.0f} | {r[f'{step}_wall']:.2f} | {r[f'{step}_sweep']:.2f} | "
+                    f"{r[f'{step}_sim'] / 60:.1f} min | {tasks / max(r[f'{step}_sweep'], 1e-9):.0f} | "
+                    f"{r[f'{step}_rss']:.0f} |")
+        base_install = rows[0][1]["install_sweep"]
+        lines += ["", "Sweep wall time relative to 1× (linear would be 5.0 and 20.0): " + ", ".join(
+            f"{f}×: install {r['install_sweep'] / base_install:.1f}, upgrade "
+            f"{r['upgrade_sweep'] / rows[0][1]['upgrade_sweep']:.1f}" for f, r in rows[1:]), ""]
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return lines
+
+
+SECTIONS: dict[str, Section] = {"plan": plan_section, "sweep": sweep_section}
 
 
 def main() -> int:

@@ -47,3 +47,17 @@ def scaled_corpus(source: Path, factor: int, target: Path) -> Path:
         for copy in range(1, factor):
             (out / _renamed(path.name, copy)).write_bytes(template.replace(MARK.encode(), f"-c{copy}".encode()))
     return target
+
+
+def derived_release(source: Path, old: str, new: str, target: Path) -> Path:
+    """A copy of ``source`` whose version strings say ``new``: the next release to upgrade to."""
+    for directory in ("manifests", "release-manifests"):
+        out = target / directory
+        out.mkdir(parents=True, exist_ok=True)
+        src_dir = source / directory
+        if not src_dir.is_dir():
+            continue
+        for path in src_dir.iterdir():
+            if path.is_file():
+                (out / path.name).write_bytes(path.read_bytes().replace(old.encode(), new.encode()))
+    return target

@@ -31,6 +31,7 @@ from cvo.cli.progress import LiveDisplay, LogReporter, format_duration, wants_li
 from cvo.clock import Clock, run_virtual
 from cvo.cluster.api import cv_ref
 from cvo.cvstatus import current_version
+from cvo.log import configure
 from cvo.payload.graph import Mode
 from cvo.payload.loader import LoadError, Release, load_release
 from cvo.runner.events import Fanout
@@ -110,6 +111,8 @@ def _sweep(args: argparse.Namespace, prepare: Callable[[Backend], Awaitable[tupl
     """Open the cluster, let ``prepare`` pick the release and mode, run the worker, report."""
     behaviours = load_behaviours(args)
     options = _options(args)
+    if not wants_live_display(args.log_format):
+        configure(args.log_format, max(args.verbose, 1))  # without a live display, progress is the info log
     path = state_path(args)
     clock = Clock(saved_time(path))
     live: LiveDisplay | None = None
@@ -170,6 +173,9 @@ def _report(args: argparse.Namespace, result: SweepResult, cos: list[dict[str, A
               f"{format_duration(simulated)} on the cluster's clock, {wall:.2f}s wall")
     if not result.ok:
         print_error(result.message or "the sweep failed")
+        if result.failure is not None and result.failure.nested:
+            for line in result.failure.nested.splitlines():
+                print(f"  detail: {line}", file=sys.stderr)
 
 
 def run_install(args: argparse.Namespace) -> int:

@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,6 +30,8 @@ TYPED_GROUPS = frozenset({
     "security.openshift.io", "image.openshift.io", "config.openshift.io", "operators.coreos.com",
 })
 SKIPPED_KEYS = frozenset({"apiVersion", "kind", "metadata", "status"})
+Mutator = Callable[[dict[str, Any]], dict[str, Any]]
+MERGED_MAPS = {("v1", "ConfigMap"): ("data", "binaryData")}
 
 
 @dataclass
@@ -77,8 +80,10 @@ def _merge_meta(live_meta: dict[str, Any], desired_meta: dict[str, Any]) -> bool
     return changed
 
 
-def desired_object(task: Task) -> dict[str, Any]:
+def desired_object(task: Task, mutate: Mutator | None = None) -> dict[str, Any]:
     obj = task.manifest.copy_obj()
+    if mutate is not None:
+        obj = mutate(obj)
     if task.manifest.kind == "Deployment" and task.manifest.group == "apps":
         spec = obj.setdefault("spec", {})
         spec.setdefault("replicas", 1)  # a manifest that omits replicas means 1
@@ -91,11 +96,13 @@ def merge(desired: dict[str, Any], live: dict[str, Any], typed: bool) -> dict[st
     merged["metadata"] = dict(live.get("metadata") or {})
     desired_meta = desired.get("metadata") or {}
     body_changed = False
+    merge_keys = MERGED_MAPS.get((desired.get("apiVersion", ""), desired.get("kind", "")), ())
     for key, value in desired.items():
         if key in SKIPPED_KEYS:
             continue
         if not contains(value, live.get(key)):
-            merged[key] = value
+            # ConfigMap data is merged key by key: keys only the live object has are kept.
+            merged[key] = {**(live.get(key) or {}), **value} if key in merge_keys and isinstance(value, dict) else value
             body_changed = True
     if typed:
         meta_changed = _merge_meta(merged["metadata"], desired_meta)
@@ -110,8 +117,12 @@ def merge(desired: dict[str, Any], live: dict[str, Any], typed: bool) -> dict[st
     return merged
 
 
-async def apply_task(cluster: Cluster, task: Task, mode: Mode, deletes: DeleteTracker) -> ApplyOutcome:
-    """Apply ``task`` once; raises :class:`ApiError` (retried by the caller) or :class:`UpdateError`."""
+async def apply_task(cluster: Cluster, task: Task, mode: Mode, deletes: DeleteTracker,
+                     mutate: Mutator | None = None) -> ApplyOutcome:
+    """Apply ``task`` once; raises :class:`ApiError` (retried by the caller) or :class:`UpdateError`.
+
+    ``mutate`` adjusts the desired object first (cvo injects ``OPERATOR_CONDITION_NAME``).
+    """
     m = task.manifest
     if (problem := task.invalid_delete) is not None:
         raise UpdateError("UpdatePayloadResourceInvalid", f"Could not update {task}: {problem}", task=str(task))
@@ -124,11 +135,11 @@ async def apply_task(cluster: Cluster, task: Task, mode: Mode, deletes: DeleteTr
     if m.kind == "ClusterOperator" and m.group == "config.openshift.io":
         return await _cluster_operator(cluster, task, live, mode)
     if live is None:
-        created = await cluster.create(desired_object(task))
+        created = await cluster.create(desired_object(task, mutate))
         return ApplyOutcome("created", created)
     if task.create_only:
         return ApplyOutcome("unchanged", live)
-    update = merge(desired_object(task), live, typed=m.group in TYPED_GROUPS)
+    update = merge(desired_object(task, mutate), live, typed=m.group in TYPED_GROUPS)
     if update is None:
         return ApplyOutcome("unchanged", live)
     return ApplyOutcome("updated", await cluster.update(update))

@@ -40,14 +40,14 @@ def check_operator_health(name: str, expected_versions: tuple[tuple[str, str], .
     undone = []
     for vname, version in expected_versions:
         current = live_versions.get(vname)
-        if current is None:
+        if not current:  # missing or empty: the operator has not reported it
             undone.append(f"{vname} to {version}")
         elif current != version:
             undone.append(f"{vname} from {current} to {version}")
     undone.sort()
     available = condition_status(live, "Available") == "True"
     degraded = condition_status(live, "Degraded") != "False"  # a missing Degraded counts as degraded
-    progressing = condition_status(live, "Progressing") == "True"
+    progressing = condition_status(live, "Progressing") != "False"  # only Progressing=False clears it
     generic = (f"cluster operator {name}: available={str(available).lower()}, "
                f"progressing={str(progressing).lower()}, degraded={str(degraded).lower()}, "
                f"undone={', '.join(undone)}")

@@ -10,18 +10,41 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import defaultdict
+from collections.abc import Callable, Hashable
+from typing import Any
 
 from cvo.cluster.api import Cluster
 from cvo.log import get_logger
 
 log = get_logger("cvo.notify")
+_UNSEEN = object()
+
+
+def _conditions(obj: dict[str, Any], *types: str) -> tuple[str | None, ...]:
+    by_type = {c.get("type"): c.get("status") for c in (obj.get("status") or {}).get("conditions") or []}
+    return tuple(by_type.get(t) for t in types)
+
+
+def operator_health_key(obj: dict[str, Any]) -> Hashable:
+    """What the CVO's ClusterOperator event handler looks at: versions, Available, Degraded (and
+    cvo's Upgrading).  Other changes (Upgradeable, relatedObjects, messages) wake nobody."""
+    versions = tuple(sorted((v.get("name", ""), v.get("version", ""))
+                            for v in (obj.get("status") or {}).get("versions") or []))
+    return versions, _conditions(obj, "Available", "Degraded", "Upgrading")
+
+
+def established_key(obj: dict[str, Any]) -> Hashable:
+    return _conditions(obj, "Established")
 
 
 class Notifier:
-    def __init__(self, cluster: Cluster, group: str, kind: str) -> None:
+    def __init__(self, cluster: Cluster, group: str, kind: str,
+                 key: Callable[[dict[str, Any]], Hashable] | None = None) -> None:
         self.cluster = cluster
         self.group = group
         self.kind = kind
+        self.key = key
+        self._last_keys: dict[str, Hashable] = {}
         self._versions: dict[str, int] = defaultdict(int)
         self._any_version = 0
         self._changed = asyncio.Condition()
@@ -32,6 +55,10 @@ class Notifier:
         if self._task is None:
             self._task = asyncio.create_task(self._run(), name=f"watch {self.kind}")
             await self._ready.wait()
+            if self.key is not None:  # what is already there is the baseline, not a change
+                for obj in await self.cluster.list(self.group, self.kind):
+                    name = (obj.get("metadata") or {}).get("name", "")
+                    self._last_keys.setdefault(name, self.key(obj))
 
     async def stop(self) -> None:
         if self._task is not None:
@@ -47,6 +74,11 @@ class Notifier:
                 self._ready.set()
                 async for event in stream:
                     name = (event.obj.get("metadata") or {}).get("name", "")
+                    if self.key is not None and event.type != "DELETED":
+                        key = self.key(event.obj)
+                        if self._last_keys.get(name, _UNSEEN) == key:
+                            continue
+                        self._last_keys[name] = key
                     async with self._changed:
                         self._versions[name] += 1
                         self._any_version += 1

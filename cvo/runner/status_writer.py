@@ -7,6 +7,7 @@ completions do not become a thousand writes.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Any
 
@@ -15,6 +16,7 @@ from cvo.cluster.api import ApiError, ApiErrorKind, Cluster, cv_ref
 from cvo.cvstatus import SyncStatus, cluster_version_object, update_cluster_version_status
 from cvo.errors import UpdateError
 from cvo.runner.events import Event, Reporter
+from cvo.upgradeable import Blocker, apply_upgradeable
 
 
 def _condition_key(status: dict[str, Any]) -> dict[str, tuple[str, str, str]]:
@@ -33,6 +35,9 @@ class StatusWriter:
         self._last_write: float | None = None
         self._release_accepted: tuple[str, str, str] | None = None
         self._cv: dict[str, Any] | None = None
+        # Where the Upgradeable condition comes from; evaluated on every forced (edge) write.
+        self.upgradeable: Callable[[], Awaitable[list[Blocker]]] | None = None
+        self.accepted_risks = ""
 
     async def current(self) -> dict[str, Any]:
         cv = await self.cluster.get(self.ref)
@@ -66,9 +71,11 @@ class StatusWriter:
             version=version, image=image, done=done, total=total, completed=completed, reconciling=reconciling,
             failure=failure, errors=list(errors or ([] if failure is None else [failure])), initial=initial,
             co_start_times=dict(co_start_times),
-            release_accepted=self._release_accepted,
+            release_accepted=self._release_accepted, accepted_risks=self.accepted_risks,
         )
         new_status = update_cluster_version_status(old_status, sync, self.clock.now())
+        if force and self.upgradeable is not None:
+            new_status = apply_upgradeable(new_status, await self.upgradeable(), self.clock.now())
         if new_status == old_status:
             self._last_write = now_mono
             return

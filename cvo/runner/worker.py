@@ -23,15 +23,20 @@ import networkx as nx
 from cvo.clock import Clock
 from cvo.cluster.api import CLUSTER_OPERATOR, ApiError, ApiErrorKind, Cluster, Ref
 from cvo.errors import Effect, UpdateError, summarize, wrap_apply_error
+from cvo.olm import OC_GROUP, OC_KIND
 from cvo.payload.filters import ApplyFilter, Override
 from cvo.payload.graph import Mode, Task, build_graph, make_tasks, max_workers, operator_versions
 from cvo.payload.loader import Release
+from cvo.payload.operators import operator_deployments
 from cvo.runner.apply import DeleteTracker, apply_task, precreate_cluster_operator
 from cvo.runner.events import Event, Progress, Reporter, Waiting
 from cvo.runner.graph_runner import run_graph
 from cvo.runner.health import check_crd, check_deployment, check_job, check_operator_health, no_versions_error
-from cvo.runner.notify import Notifier
+from cvo.runner.notify import Notifier, established_key, operator_health_key
+from cvo.runner.operator_conditions import OperatorConditionManager
 from cvo.runner.status_writer import StatusWriter
+from cvo.upgradeable import Blocker
+from cvo.upgradeable import blockers as upgradeable_blockers
 
 
 @dataclass(frozen=True)
@@ -60,6 +65,7 @@ class Backoff:
         return calls, sleeps
 
 
+CONTEXT_REASON = "UpdatePayloadFailed"  # an attempt cut short by its deadline (the CVO's errContext)
 INSTALL_BACKOFF = Backoff(1.0, 2.0, 4, 15.0)  # 4 calls, waits 1, 2, 4 s
 UPDATE_BACKOFF = Backoff(10.0, 1.3, 3, 15.0)  # 2 calls, waits 10 s then a trailing 13 s
 
@@ -73,6 +79,8 @@ class SweepOptions:
     seed: int = 0  # for the back-off jitter
     status_throttle: float = 15.0
     capabilities: ApplyFilter | None = None
+    accepted_risks: str = ""  # recorded on the history entry (warnings the update went ahead with)
+    release_accepted: tuple[str, str, str] | None = None  # default: True/PayloadLoaded for this release
 
 
 @dataclass
@@ -113,11 +121,17 @@ class Worker:
         self.deletes = DeleteTracker()
         self.co_start_times: dict[str, datetime] = {}
         self.status = StatusWriter(cluster, clock, throttle=self.options.status_throttle, reporter=reporter)
-        self.co_notifier = Notifier(cluster, *CLUSTER_OPERATOR)
-        self.crd_notifier = Notifier(cluster, "apiextensions.k8s.io", "CustomResourceDefinition")
+        self.co_notifier = Notifier(cluster, *CLUSTER_OPERATOR, key=operator_health_key)
+        self.crd_notifier = Notifier(cluster, "apiextensions.k8s.io", "CustomResourceDefinition", key=established_key)
+        self.olm = OperatorConditionManager(cluster, release.manifests)
+        self._operator_deployments = operator_deployments(release.manifests)
+        self._index = {id(m): i for i, m in enumerate(release.manifests, start=1)}
+        self.status.upgradeable = self.blockers
+        self.status.accepted_risks = self.options.accepted_risks
         self._rng = random.Random(self.options.seed)
         self._failure: UpdateError | None = None
         self._failure_errors: list[UpdateError] = []  # what ``_failure`` summarises
+        self._failure_fraction = 0.0  # how far the failed walk got
         self._completed = 0
         self._tasks: list[Task] = []
 
@@ -126,15 +140,26 @@ class Worker:
     def emit(self, name: str, **fields: object) -> None:
         self.reporter.emit(Event(self.clock.now(), name, dict(fields)))
 
+    def _fraction(self) -> float:
+        return self.progress.done / self.progress.total if self.progress.total else 0.0
+
     async def _write_status(self, force: bool = False, failure: UpdateError | None = None,
                             completed: int | None = None) -> None:
+        """Report progress.  Waits of this attempt are the failure; otherwise an earlier attempt's
+        failure stays until this walk gets further than it did (``statusWrapper.Report`` drops a
+        report that clears a failure with a lower fraction)."""
+        waiting = [w.error for w in self.progress.waiting.values()]
         if failure is not None:
             current, errors = failure, [failure]
+        elif waiting:
+            current, errors = summarize(waiting), waiting
         elif self._failure is not None:
-            current, errors = self._failure, self._failure_errors
+            if self._fraction() <= self._failure_fraction:
+                return  # keep showing the earlier failure as it was written
+            self._failure, self._failure_errors = None, []
+            current, errors = None, []
         else:
-            errors = [w.error for w in self.progress.waiting.values()]
-            current = summarize(errors)
+            current, errors = None, []
         await self.status.write(
             version=self.release.version, image=self.release.image, done=self.progress.done,
             total=self.progress.total, completed=self._completed if completed is None else completed,
@@ -148,9 +173,11 @@ class Worker:
         loop = asyncio.get_running_loop()
         started = self.clock.now()
         deadline = None if self.options.timeout is None else loop.time() + self.options.timeout
-        await self.status.ensure(self.release.version, self.release.image, self.release_accepted())
+        await self.status.ensure(self.release.version, self.release.image,
+                                 self.options.release_accepted or self.release_accepted())
         await self.co_notifier.start()
         await self.crd_notifier.start()
+        await self.olm.start_sync()
         attempt_no = self.options.attempt
         attempts = 0
         consecutive_errors = 0
@@ -164,19 +191,26 @@ class Worker:
                     self._completed += 1
                     self._failure, self._failure_errors = None, []
                     await self._write_status(force=True)
-                    # As in the CVO, success moves the worker to Reconciling: "Cluster version is V".
-                    self.mode = Mode.RECONCILE
-                    await self._write_status(force=True)
                     if attempt.report_errors:
+                        # Complete() then Errors(): the install is recorded as done, then the
+                        # reported (Degraded) errors show with Completed=0, still in install mode.
                         failure = summarize(attempt.report_errors)
                         await self._write_status(force=True, failure=failure, completed=0)
                         self._failure, self._failure_errors = failure, list(attempt.report_errors)
+                    else:
+                        # As in the CVO, success moves the worker to Reconciling: "Cluster version is V".
+                        self.mode = Mode.RECONCILE
+                        await self._write_status(force=True)
                     self.emit("sweep.completed", version=self.release.version, attempts=attempts,
                               elapsed=(self.clock.now() - started).total_seconds())
                     return await self._result(True, attempts, started, attempt.report_errors)
-                self._failure_errors = list(attempt.errors.values())
-                self._failure = summarize(self._failure_errors)
-                await self._write_status(force=True)
+                real = [e for e in attempt.errors.values() if e.reason != CONTEXT_REASON]
+                if real or self._failure is None:
+                    # Cancellation and timeouts alone do not replace the failure (summarizeTaskGraphErrors).
+                    self._failure_errors = real or list(attempt.errors.values())
+                    self._failure = summarize(self._failure_errors)
+                    self._failure_fraction = self._fraction()
+                    await self._write_status(force=True, failure=self._failure)
                 consecutive_errors += 1
                 attempt_no += 1
                 if deadline is not None and loop.time() >= deadline:
@@ -191,9 +225,20 @@ class Worker:
                 woke = await self.co_notifier.wait_change(None, mark, delay)
                 if woke:
                     self.emit("attempt.woken", reason="ClusterOperator changed")
+                if deadline is not None and loop.time() >= deadline:
+                    self.emit("sweep.timeout", attempts=attempts, message=self._failure.message if self._failure else "")
+                    return await self._result(False, attempts, started, [])
         finally:
             await self.co_notifier.stop()
             await self.crd_notifier.stop()
+            await self.olm.stop_sync()
+
+    async def blockers(self) -> list[Blocker]:
+        """What blocks minor and major updates now (the ClusterVersion's Upgradeable condition)."""
+        cv = await self.status.current()
+        cos = await self.cluster.list(*CLUSTER_OPERATOR)
+        ocs = await self.cluster.list(OC_GROUP, OC_KIND) if await self.olm.served() else []
+        return upgradeable_blockers(cv, cos, ocs, self.deletes.in_progress())
 
     def _backoff(self, consecutive: int) -> float:
         interval = self.options.interval
@@ -262,7 +307,7 @@ class Worker:
                 attempt.errors[-1 - i] = err
             if not attempt.errors:
                 attempt.errors[-10**6] = UpdateError(
-                    "UpdatePayloadFailed", f"update context deadline exceeded at {self.progress.done} of "
+                    CONTEXT_REASON, f"update context deadline exceeded at {self.progress.done} of "
                     f"{self.progress.total}: {result.incomplete_message(graph)}")
         self._log_blocked(graph, result.errors)
         return attempt
@@ -300,7 +345,8 @@ class Worker:
         last: Exception | None = None
         for index in range(calls):
             try:
-                outcome = await apply_task(self.cluster, task, self.mode, self.deletes)
+                mutate = None if task.delete else await self.olm.prepare(task.manifest)
+                outcome = await apply_task(self.cluster, task, self.mode, self.deletes, mutate)
                 self.emit("task.applied", task=str(task), action=outcome.action, file=task.manifest.path)
                 await self._health(task, outcome.live, attempt)
                 self.emit("task.done", task=str(task))
@@ -346,6 +392,17 @@ class Worker:
                 raise ApiError(ApiErrorKind.TIMEOUT, f"CustomResourceDefinition {name} is not Established", ref)
             live = await self.cluster.get(ref) or {}
 
+    def _trap_hint(self, task: Task) -> str:
+        """The seed's trap: the operator that must report this ClusterOperator is applied after it."""
+        later = [d for d in self._operator_deployments.get(task.manifest.name, [])
+                 if self._index.get(id(d), 0) > task.index]
+        if not later:
+            return ""
+        d = later[0]
+        return (f"its operator's Deployment {d.namespace}/{d.name} ({d.path}) is task {self._index[id(d)]}, after "
+                f"this one: it is never applied while the sweep waits here, so this wait cannot end "
+                f"(cvo lint: clusteroperator-before-operator)")
+
     async def _wait_cluster_operator(self, task: Task, attempt: _Attempt) -> None:
         name = task.manifest.name
         versions = operator_versions(task.manifest)
@@ -360,6 +417,8 @@ class Worker:
                 if live is None:
                     raise ApiError(ApiErrorKind.NOT_FOUND, f'clusteroperators.config.openshift.io "{name}" not found', ref)
                 error = check_operator_health(name, versions, live, self.mode)
+                if error is not None and (hint := self._trap_hint(task)):
+                    error.nested = f"{error.nested}; {hint}"
                 if error is None:
                     if name in self.progress.waiting:
                         waited = self.clock.now() - self.progress.waiting[name].since

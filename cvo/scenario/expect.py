@@ -10,7 +10,7 @@ from typing import Any
 
 from cvo.cvstatus import find_condition
 from cvo.runner.events import Event
-from cvo.scenario.model import ScenarioError
+from cvo.scenario.model import EXPECTATIONS, ScenarioError
 from cvo.scenario.replay import ReplayOutcome
 from cvo.sim.behaviour import parse_duration
 
@@ -110,17 +110,25 @@ def _check_operators(out: ReplayOutcome, value: Any) -> list[Check]:
             if key in spec:
                 cond = find_condition(status.get("conditions") or [], cond_type)
                 actual = cond.get("status") if cond else None
-                if actual != str(spec[key]):
-                    problems.append(f"{cond_type} is {actual}")
+                expected = spec[key]  # null: the operator has no such condition
+                if actual != (None if expected is None else str(expected)):
+                    problems.append(f"{cond_type} is {actual if actual is not None else 'not set'}")
         checks.append(Check(label, not problems, "; ".join(problems) or "ok"))
     return checks
+
+
+_EVENT_KEYS = ("name", "count", "absent", "after", "before", "from", "until")
+
+
+def _offset(out: ReplayOutcome, event: Event) -> float:
+    return (event.time - out.started).total_seconds()
 
 
 def _event_matches(event: Event, spec: Mapping[str, Any]) -> bool:
     if event.name != spec.get("name"):
         return False
     for key, expected in spec.items():
-        if key in ("name", "count", "absent", "after", "before"):
+        if key in _EVENT_KEYS:
             continue
         base = key.removesuffix("-contains").removesuffix("-matches")
         if _text_matches(event.fields.get(base), {key: expected}, base) is not None:
@@ -129,9 +137,17 @@ def _event_matches(event: Event, spec: Mapping[str, Any]) -> bool:
 
 
 def _check_events(out: ReplayOutcome, value: Any) -> list[Check]:
+    """Each spec matches events by name and fields; ``from``/``until`` keep only the events in that
+    window (offsets from the start), then ``absent``, ``count`` or (default) "at least one, the first
+    one ``after``/``before`` these offsets" is checked."""
     checks = []
     for spec in value or []:
-        matching = [e for e in out.events if _event_matches(e, spec)]
+        if not isinstance(spec, Mapping) or "name" not in spec:
+            raise ScenarioError(f"expect.events: each entry needs a name (the event name); got {spec!r}")
+        start = parse_duration(spec["from"], "expect.events.from") if "from" in spec else None
+        end = parse_duration(spec["until"], "expect.events.until") if "until" in spec else None
+        matching = [e for e in out.events if _event_matches(e, spec)
+                    and (start is None or _offset(out, e) >= start) and (end is None or _offset(out, e) <= end)]
         label = "event " + " ".join(f"{k}={v!r}" for k, v in spec.items())
         if spec.get("absent"):
             checks.append(Check(label, not matching, f"{len(matching)} matching events"))
@@ -146,6 +162,59 @@ def _check_events(out: ReplayOutcome, value: Any) -> list[Check]:
                     at = (matching[0].time - out.started).total_seconds()
                     ok = ok and (at >= limit if bound == "after" else at <= limit)
             checks.append(Check(label, ok, detail))
+    return checks
+
+
+_MISSING = object()
+
+
+def _field(obj: Any, path: str) -> Any:
+    """``a/b/0/c``: mapping keys and list indexes, separated by ``/`` (keys may contain dots)."""
+    for part in path.strip("/").split("/"):
+        if isinstance(obj, Mapping) and part in obj:
+            obj = obj[part]
+        elif isinstance(obj, list) and part.isdigit() and int(part) < len(obj):
+            obj = obj[int(part)]
+        else:
+            return _MISSING
+    return obj
+
+
+def _check_objects(out: ReplayOutcome, value: Any) -> list[Check]:
+    """Objects in the cluster at the end: present (or ``absent: true``), with ``fields`` matching."""
+    checks = []
+    for spec in value or []:
+        if not isinstance(spec, Mapping) or "kind" not in spec or "name" not in spec:
+            raise ScenarioError(f"expect.objects: each entry needs kind and name; got {spec!r}")
+        api = str(spec.get("apiVersion", ""))
+        group = api.rpartition("/")[0] if "/" in api else ("" if api else None)
+        found = [obj for ref, obj in out.objects.items()
+                 if ref.kind == spec["kind"] and ref.name == spec["name"]
+                 and ref.namespace == str(spec.get("namespace", "")) and (group is None or ref.group == group)]
+        where = f"{spec['namespace']}/{spec['name']}" if spec.get("namespace") else spec["name"]
+        label = f"object {spec['kind']} {where}" + (" absent" if spec.get("absent") else "")
+        fields = spec.get("fields") or {}
+        if not isinstance(fields, Mapping):
+            raise ScenarioError(f"expect.objects: fields of {spec['kind']} {where}: expected a mapping of path to value")
+        if spec.get("absent"):
+            checks.append(Check(label, not found, "present" if found else "absent"))
+            continue
+        if not found:
+            checks.append(Check(label, False, "not in the cluster"))
+            continue
+        problems = []
+        for key, expected in fields.items():
+            path = str(key).removesuffix("-contains").removesuffix("-matches")
+            actual = _field(found[0], path)
+            if actual is _MISSING:
+                problems.append(f"{path} is not set")
+            elif path == key and not isinstance(expected, str):
+                if actual != expected:
+                    problems.append(f"{path} is {actual!r}, expected {expected!r}")
+            elif (problem := _text_matches(actual, {key: expected}, path)) is not None:
+                problems.append(problem)
+        label += "".join(f" {k}={v!r}" for k, v in fields.items())
+        checks.append(Check(label, not problems, "; ".join(problems) or "ok"))
     return checks
 
 
@@ -183,7 +252,9 @@ CHECKS: dict[str, Callable[[ReplayOutcome, Any], Check | list[Check]]] = {
     "operators": _check_operators,
     "events": _check_events,
     "order": _check_order,
+    "objects": _check_objects,
 }
+assert set(CHECKS) == set(EXPECTATIONS), "model.EXPECTATIONS and expect.CHECKS must list the same kinds"
 
 
 def evaluate(out: ReplayOutcome) -> list[Check]:
@@ -194,7 +265,9 @@ def evaluate(out: ReplayOutcome) -> list[Check]:
             raise ScenarioError(f"{out.scenario.path}: unknown expectation {key!r}; known: {', '.join(CHECKS)}")
         try:
             produced = fn(out, value)
-        except (AttributeError, TypeError) as err:
+        except ScenarioError as err:
+            raise ScenarioError(f"{out.scenario.path}: {err}") from None
+        except (AttributeError, TypeError, ValueError) as err:
             raise ScenarioError(f"{out.scenario.path}: expect.{key}: malformed ({err})") from None
         checks.extend(produced if isinstance(produced, list) else [produced])
     if not checks:

@@ -18,6 +18,9 @@ from cvo.sim.behaviour import Behaviours, parse_duration
 ACTIONS = ("install", "upgrade", "reconcile", "cancel", "resume", "set-condition", "override", "clear-override",
            "force", "delete", "apply", "patch", "cv-override", "fail-requests", "wait")
 RESULTS = ("completed", "failed", "timeout", "cancelled", "blocked", "degraded")
+# Expectation kinds (cvo.scenario.expect.CHECKS implements each): checked at load time, so a typo
+# fails before a long replay.
+EXPECTATIONS = ("result", "elapsed", "conditions", "history", "operators", "events", "order", "objects")
 
 
 class ScenarioError(ValueError):
@@ -114,6 +117,13 @@ def load_scenario(path: Path) -> Scenario:
     )
     if cluster.get("installed"):
         scenario.installed = scenario.resolve(str(cluster["installed"]))
+    unknown_expect = sorted(str(k) for k in expect if k not in EXPECTATIONS)
+    if unknown_expect:
+        raise ScenarioError(f"{path}: unknown expectation {unknown_expect[0]!r} in expect; "
+                            f"known: {', '.join(EXPECTATIONS)}")
+    for key in ("conditions", "operators", "events", "order", "objects"):
+        if key in expect and not isinstance(expect[key], list):
+            raise ScenarioError(f"{path}: expect.{key}: expected a list")
     result = expect.get("result")
     if result is not None and result not in RESULTS:
         raise ScenarioError(f"{path}: expect.result must be one of {', '.join(RESULTS)}")

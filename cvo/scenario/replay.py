@@ -62,6 +62,7 @@ class Replay:
         self.current: SweepRun | None = None
         self.last: SweepRun | None = None
         self.simulator: OperatorSimulator | None = None
+        self._deferred: asyncio.Task[None] | None = None  # an upgrade waiting for the install to finish
 
     def emit(self, event: str, **fields: Any) -> None:
         self.recorder.emit(Event(self.clock.now(), event, fields))
@@ -85,6 +86,7 @@ class Replay:
     # --- sweeps ---------------------------------------------------------------------------------
 
     async def _stop_current(self, reason: str) -> None:
+        self._drop_deferred()
         run = self.current
         if run is None or run.task.done():
             return
@@ -93,6 +95,36 @@ class Replay:
         with contextlib.suppress(asyncio.CancelledError):
             await run.task
         self.emit("sweep.cancelled", version=run.release.version, reason=reason)
+
+    def _drop_deferred(self) -> None:
+        if self._deferred is not None and not self._deferred.done():
+            self._deferred.cancel()
+        self._deferred = None
+
+    def _installing(self) -> bool:
+        run = self.current
+        return run is not None and run.mode is Mode.INSTALL and not run.task.done()
+
+    def _defer_until_installed(self, release: Release) -> None:
+        """The CVO ignores a version change while it initializes (reference §2.6): the install goes
+        on, and the new desired release is picked up once the install completed (Reconciling →
+        Updating).  An install that never completes never starts the upgrade."""
+        install = self.current
+        assert install is not None
+        self._drop_deferred()
+        self.emit("sweep.deferred", version=release.version, running=install.release.version,
+                  reason="Ignoring detected version change during payload initialization")
+
+        async def after_install() -> None:
+            await asyncio.wait({install.task})  # never cancels the install; our own cancel propagates
+            if self.current is not install or install.cancelled or install.task.cancelled():
+                return
+            if install.task.exception() is not None or not install.task.result().completed:
+                return
+            self._deferred = None
+            await self.start_sweep("upgrade", release, Mode.UPDATE)
+
+        self._deferred = asyncio.create_task(after_install(), name=f"deferred upgrade {release.version}")
 
     async def start_sweep(self, kind: str, release: Release, mode: Mode) -> None:
         await self._stop_current(f"new work: {kind} {release.version}")
@@ -134,7 +166,10 @@ class Replay:
             spec["desiredUpdate"] = {"version": release.version, "image": release.image,
                                      "force": bool(isinstance(value, dict) and value.get("force"))}
             await self.cluster.update({**cv, "spec": spec})
-            await self.start_sweep("upgrade", release, Mode.UPDATE)
+            if self._installing():
+                self._defer_until_installed(release)
+            else:
+                await self.start_sweep("upgrade", release, Mode.UPDATE)
         elif action.kind == "reconcile":
             release = self._current_release(where)
             await self.start_sweep("reconcile", release, Mode.RECONCILE)
@@ -235,10 +270,9 @@ class Replay:
             for action in self.scenario.actions:
                 await asyncio.sleep(max(0.0, origin + action.at - loop.time()))
                 await self.do(action)
-            if self.current is not None and not self.current.task.done():
-                with contextlib.suppress(asyncio.CancelledError):
-                    await self.current.task
+            await self._settle()
         finally:
+            self._drop_deferred()
             await self.simulator.stop()
         finished = self.clock.now()
         self.emit("scenario.finished")
@@ -247,8 +281,29 @@ class Replay:
             cluster_version=await self.cluster.get(cv_ref()) or {},
             cluster_operators=sorted(await self.cluster.list("config.openshift.io", "ClusterOperator"),
                                      key=lambda o: o["metadata"]["name"]),
-            started=started, finished=finished,
+            started=started, finished=finished, objects=await self._snapshot(),
         )
+
+    async def _settle(self) -> None:
+        """After the last action: wait for the running sweep, and for an upgrade deferred behind it."""
+        while True:
+            run = self.current
+            if run is not None and not run.task.done():
+                with contextlib.suppress(asyncio.CancelledError):
+                    await run.task
+            if self._deferred is not None and not self._deferred.done():
+                with contextlib.suppress(asyncio.CancelledError):
+                    await self._deferred
+            if self.current is run:
+                return
+
+    async def _snapshot(self) -> dict[Ref, dict[str, Any]]:
+        """Every object in the cluster at the end (``list`` does not wake the simulated operators)."""
+        objects: dict[Ref, dict[str, Any]] = {}
+        for group, kind in sorted({(r.group, r.kind) for r in self.cluster.refs()}):
+            for obj in await self.cluster.list(group, kind):
+                objects[Ref.of(obj)] = obj
+        return objects
 
     def _last_result(self) -> SweepResult | None:
         if self.last is None or not self.last.task.done() or self.last.task.cancelled():

@@ -25,8 +25,9 @@ from cvo.clock import Clock
 from cvo.cluster.api import CLUSTER_OPERATOR, ApiError, Cluster, Object, Ref, co_ref, cv_ref
 from cvo.log import get_logger
 from cvo.operator.clusteroperator import Condition, report_status
-from cvo.payload.graph import operator_versions, parse_filename
+from cvo.payload.graph import operator_versions
 from cvo.payload.loader import Release
+from cvo.payload.operators import is_cluster_operator, operator_deployments
 from cvo.sim.behaviour import Behaviour, Behaviours
 
 log = get_logger("cvo.sim")
@@ -71,26 +72,20 @@ class OperatorSimulator:
         # Namespaces the payload uses but never creates: in a real cluster operators create them
         # for their operands, so the simulated operators do too, when they start.
         self.operand_namespaces: set[str] = set()
+        self._reading: set[str] = set()  # operators whose "first read" decision is in progress
 
     # --- releases ------------------------------------------------------------------------------
 
     def register_release(self, release: Release) -> None:
         """Learn a release's operators, their declared versions and the Deployments that drive them."""
-        deployments: dict[str, dict[Ref, tuple[str, ...]]] = defaultdict(dict)
-        for m in release.manifests:
-            parsed = parse_filename(m.file)
-            if parsed and m.kind == "Deployment" and m.group == "apps":
-                deployments[parsed[1]][Ref(m.group, m.kind, m.namespace, m.name)] = _images(m.obj)
-        for m in release.manifests:
-            if m.kind != "ClusterOperator" or m.group != "config.openshift.io":
-                continue
-            model = self.operators.setdefault(m.name, OperatorModel(m.name))
-            model.versions[release.version] = dict(operator_versions(m))
-            parsed = parse_filename(m.file)
-            refs = deployments.get(parsed[1], {}) if parsed else {}
-            model.deployments[release.version] = dict(refs)
+        for name, deployments in operator_deployments(release.manifests).items():
+            co = next(m for m in release.manifests if is_cluster_operator(m) and m.name == name)
+            model = self.operators.setdefault(name, OperatorModel(name))
+            model.versions[release.version] = dict(operator_versions(co))
+            refs = {Ref(d.group, d.kind, d.namespace, d.name): _images(d.obj) for d in deployments}
+            model.deployments[release.version] = refs
             for ref in refs:
-                self._by_deployment[ref].add(m.name)
+                self._by_deployment[ref].add(name)
         if release.version in self.releases:
             self.releases.remove(release.version)
         self.releases.append(release.version)
@@ -149,8 +144,17 @@ class OperatorSimulator:
         if (ref.group, ref.kind) != CLUSTER_OPERATOR:
             return
         model = self.operators.get(ref.name)
-        if model is not None and not self._has_deployments(model):
-            asyncio.get_running_loop().create_task(self._reconsider(model))
+        if model is None or self._has_deployments(model) or ref.name in self._reading:
+            return  # reads made while deciding (the simulator's own) do not start another decision
+        self._reading.add(ref.name)
+
+        async def decide() -> None:
+            try:
+                await self._reconsider(model)
+            finally:
+                self._reading.discard(ref.name)
+
+        self._tasks.append(asyncio.get_running_loop().create_task(decide(), name=f"sim read {ref.name}"))
 
     def _has_deployments(self, model: OperatorModel) -> bool:
         return any(model.deployments.values())

@@ -1,0 +1,149 @@
+"""OperatorConditions the way OLM treats them (reference olm-and-peers.md Part A).
+
+* Which object: ``operators.coreos.com`` OperatorCondition, v1 (the operator writes
+  ``status.conditions``) or v2 (the operator writes ``spec.conditions``; the status copy carries
+  ``observedGeneration``).  Both versions share one storage schema.
+* Whether it blocks (``isOperatorUpgradeable``): no object, or no ``Upgradeable`` condition: not
+  blocked; an admin's ``spec.overrides`` entry wins (True lets through, anything else blocks); a
+  status condition whose ``observedGeneration`` differs from ``metadata.generation`` blocks as
+  outdated; ``False`` blocks; ``True``/``Unknown`` do not.  Condition types OLM does not support
+  are shown to admins and change nothing.
+* What cvo creates per operator Deployment, as OLM's generator does per CSV: the OperatorCondition
+  (named after the ClusterOperator, in the Deployment's namespace), a Role allowing exactly
+  ``get``/``update``/``patch`` on that one object, a RoleBinding to the Deployment's service
+  account, and ``OPERATOR_CONDITION_NAME`` in the Deployment's containers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+OC_GROUP = "operators.coreos.com"
+OC_KIND = "OperatorCondition"
+OC_API_VERSION = "operators.coreos.com/v2"
+ENV_NAME = "OPERATOR_CONDITION_NAME"
+UPGRADEABLE = "Upgradeable"
+SUPPORTED_TYPES = frozenset({UPGRADEABLE})
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Whether an OperatorCondition lets its operator be upgraded, and why not."""
+
+    upgradeable: bool
+    reason: str = ""  # e.g. the condition's or the override's reason, or "Outdated"
+    message: str = ""
+    source: str = ""  # "override", "status", "" (nothing reported)
+
+
+def _find(conditions: Any, type_: str) -> dict[str, Any] | None:
+    for cond in conditions or []:
+        if isinstance(cond, dict) and cond.get("type") == type_:
+            return cond
+    return None
+
+
+def upgradeable_verdict(oc: dict[str, Any] | None) -> Verdict:
+    """OLM's ``isOperatorUpgradeable`` for one OperatorCondition (``None``: no object)."""
+    if oc is None:
+        return Verdict(True)
+    override = _find((oc.get("spec") or {}).get("overrides"), UPGRADEABLE)
+    if override is not None:
+        if override.get("status") == "True":
+            return Verdict(True, override.get("reason", ""), override.get("message", ""), "override")
+        return Verdict(False, override.get("reason", "") or "AdminOverride",
+                       f"the operator is not upgradeable: {override.get('message', '')}", "override")
+    cond = _find((oc.get("status") or {}).get("conditions"), UPGRADEABLE)
+    if cond is None:
+        return Verdict(True)
+    generation = (oc.get("metadata") or {}).get("generation")
+    if cond.get("observedGeneration") != generation:
+        return Verdict(False, "Outdated",
+                       f'the operatorcondition status "Upgradeable"="{cond.get("status")}" is outdated', "status")
+    if cond.get("status") == "False":
+        return Verdict(False, cond.get("reason", "") or "NotUpgradeable",
+                       f"the operator is not upgradeable: {cond.get('message', '')}", "status")
+    return Verdict(True, cond.get("reason", ""), cond.get("message", ""), "status")
+
+
+def unsupported_conditions(oc: dict[str, Any]) -> list[dict[str, Any]]:
+    """Conditions an operator reports that OLM does not act on: shown to admins, nothing more."""
+    seen = list((oc.get("spec") or {}).get("conditions") or []) + list((oc.get("status") or {}).get("conditions") or [])
+    out, names = [], set()
+    for cond in seen:
+        if isinstance(cond, dict) and cond.get("type") not in SUPPORTED_TYPES and cond.get("type") not in names:
+            names.add(cond.get("type"))
+            out.append(cond)
+    return out
+
+
+def synced_status(oc: dict[str, Any]) -> dict[str, Any] | None:
+    """OLM's ``syncOperatorConditionStatus``: copy ``spec.conditions`` into status with the generation.
+
+    Returns the new status, or ``None`` when nothing changes.  Upserts only: a condition removed
+    from spec keeps its stale status copy (and then blocks as outdated, as in OLM).
+    """
+    spec_conditions = (oc.get("spec") or {}).get("conditions") or []
+    if not spec_conditions:
+        return None
+    generation = (oc.get("metadata") or {}).get("generation")
+    status = dict(oc.get("status") or {})
+    current = [dict(c) for c in status.get("conditions") or []]
+    changed = False
+    for cond in spec_conditions:
+        existing = _find(current, cond.get("type"))
+        wanted = {**cond, "observedGeneration": generation}
+        if existing is None:
+            current.append(wanted)
+            changed = True
+        elif existing.get("status") != cond.get("status") or existing.get("observedGeneration") != generation or any(
+                existing.get(k) != cond.get(k) for k in ("reason", "message")):
+            existing.clear()
+            existing.update(wanted)
+            changed = True
+    if not changed:
+        return None
+    status["conditions"] = current
+    return status
+
+
+def service_account(deployment: dict[str, Any]) -> str:
+    spec = ((deployment.get("spec") or {}).get("template") or {}).get("spec") or {}
+    return str(spec.get("serviceAccountName") or spec.get("serviceAccount") or "default")
+
+
+def operator_condition_objects(name: str, deployment: dict[str, Any]) -> list[dict[str, Any]]:
+    """The OperatorCondition, Role and RoleBinding for the operator Deployment ``deployment``."""
+    meta = deployment.get("metadata") or {}
+    namespace = meta.get("namespace", "")
+    account = service_account(deployment)
+    labels = {"cvo.openshift.io/operator-condition": name}
+    return [
+        {"apiVersion": OC_API_VERSION, "kind": OC_KIND,
+         "metadata": {"name": name, "namespace": namespace, "labels": labels},
+         "spec": {"deployments": [meta.get("name", "")], "serviceAccounts": [account]}},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+         "metadata": {"name": name, "namespace": namespace, "labels": labels},
+         "rules": [{"verbs": ["get", "update", "patch"], "apiGroups": [OC_GROUP],
+                    "resources": ["operatorconditions"], "resourceNames": [name]}]},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+         "metadata": {"name": name, "namespace": namespace, "labels": labels},
+         "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": namespace}],
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name}},
+    ]
+
+
+def inject_env(deployment: dict[str, Any], name: str) -> dict[str, Any]:
+    """``OPERATOR_CONDITION_NAME`` in every container (not init containers), as OLM injects it."""
+    spec = ((deployment.get("spec") or {}).get("template") or {}).get("spec") or {}
+    for container in spec.get("containers") or []:
+        env = list(container.get("env") or [])
+        for i, item in enumerate(env):
+            if item.get("name") == ENV_NAME:  # keep its place, override the value
+                env[i] = {"name": ENV_NAME, "value": name}
+                break
+        else:
+            env.append({"name": ENV_NAME, "value": name})
+        container["env"] = env
+    return deployment

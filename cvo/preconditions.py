@@ -1,0 +1,165 @@
+"""Upgrade preconditions: the checks the CVO runs before it accepts a new release (reference §4.1).
+
+``ClusterVersionRollback``, ``ClusterVersionGiantHop``, ``ClusterVersionUpgradeable`` and
+``ClusterVersionRecommendedUpdate``, in that order, all run; each failure is blocking or a
+warning.  ``--force`` turns blocking failures into the warning "Forced through blocking failures:
+…", which is recorded on the history entry as accepted risks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from cvo import semver
+from cvo.cvstatus import find_condition
+
+
+@dataclass(frozen=True)
+class PreconditionError:
+    name: str
+    reason: str
+    message: str
+    blocking: bool = True
+
+    def render(self) -> str:
+        return f'Precondition "{self.name}" failed because of "{self.reason}": {self.message}'
+
+
+@dataclass(frozen=True)
+class Verdict:
+    errors: tuple[PreconditionError, ...]
+    blocked: bool
+    message: str  # the summary; "" when every check passed
+    forced: bool = False
+
+    @property
+    def accepted_risks(self) -> str:
+        """What the history entry records when the update goes ahead despite warnings."""
+        return self.message if self.errors and not self.blocked else ""
+
+
+def _parse(text: str) -> semver.Version | None:
+    try:
+        return semver.parse(text)
+    except semver.SemverError:
+        return None
+
+
+def _versions(name: str, current: str, target: str) -> tuple[semver.Version, semver.Version] | PreconditionError:
+    cur, tgt = _parse(current), _parse(target)
+    if cur is None:
+        return PreconditionError(name, "InvalidCurrentVersion", f"{current!r} is not a semantic version", blocking=False)
+    if tgt is None:
+        return PreconditionError(name, "InvalidDesiredVersion", f"{target!r} is not a semantic version")
+    return cur, tgt
+
+
+def check_rollback(cv: dict[str, Any], target: str) -> PreconditionError | None:
+    name = "ClusterVersionRollback"
+    status = cv.get("status") or {}
+    desired = status.get("desired") or {}
+    parsed = _versions(name, str(desired.get("version", "")), target)
+    if isinstance(parsed, PreconditionError):
+        return parsed
+    cur, tgt = parsed
+    if not tgt < cur:
+        return None
+    previous: semver.Version | None = None
+    previous_image = ""
+    for entry in status.get("history") or []:
+        if entry.get("version") != str(cur) or entry.get("image") != desired.get("image"):
+            previous = _parse(str(entry.get("version", "")))
+            previous_image = str(entry.get("image", ""))
+            break
+    if previous is None:
+        return PreconditionError(name, "LowDesiredVersion",
+                                 f"{tgt} is less than the current target {cur}, and the cluster has no previous "
+                                 "Semantic Version")
+    if tgt != previous:
+        return PreconditionError(name, "LowDesiredVersion",
+                                 f"{tgt} is less than the current target {cur}, and the only supported rollback is to "
+                                 f"the cluster's previous version {previous} ({previous_image})")
+    if (previous.major, previous.minor) == (cur.major, cur.minor):
+        return None
+    return PreconditionError(name, "LowDesiredVersion",
+                             f"{tgt} is less than the current target {cur} and matches the cluster's previous version, "
+                             "but rollbacks that change major or minor versions are not recommended")
+
+
+def check_giant_hop(cv: dict[str, Any], target: str) -> PreconditionError | None:
+    name = "ClusterVersionGiantHop"
+    parsed = _versions(name, str(((cv.get("status") or {}).get("desired") or {}).get("version", "")), target)
+    if isinstance(parsed, PreconditionError):
+        return parsed
+    cur, tgt = parsed
+    if tgt.major > cur.major:
+        if tgt.major == 5 and cur.major == 4:  # the CVO's temporary rule: 4.x -> 5.0.z is allowed
+            if tgt.minor == 0:
+                return None
+            return PreconditionError(name, "MajorVersionUpdate",
+                                     f"{tgt} has a larger major version than the current target {cur} ({tgt.major} > "
+                                     f"{cur.major}), and only updates within the current major version or to 5.0 are "
+                                     "supported.")
+        return PreconditionError(name, "MajorVersionUpdate",
+                                 f"{tgt} has a larger major version than the current target {cur} ({tgt.major} > "
+                                 f"{cur.major}), and only updates within the current major version are supported.")
+    if tgt.minor > cur.minor + 1:
+        return PreconditionError(name, "MultipleMinorVersionsUpdate",
+                                 f"{tgt} is more than one minor version beyond the current target {cur} ({tgt.major}."
+                                 f"{tgt.minor} > {cur.major}.({cur.minor}+1)), and only updates within the current "
+                                 "minor version or to the next minor version are supported.")
+    return None
+
+
+def check_upgradeable(cv: dict[str, Any], target: str) -> PreconditionError | None:
+    """Upgradeable=False blocks minor and major updates only; patches, retargets and downgrades pass."""
+    name = "ClusterVersionUpgradeable"
+    status = cv.get("status") or {}
+    cond = find_condition(status.get("conditions") or [], "Upgradeable")
+    if cond is None or cond.get("status") != "False":
+        return None
+    parsed = _versions(name, str((status.get("desired") or {}).get("version", "")), target)
+    if isinstance(parsed, PreconditionError):
+        return parsed
+    cur, tgt = parsed
+    patch_only = (tgt.major, tgt.minor) == (cur.major, cur.minor)
+    if tgt <= cur or patch_only:
+        if any(o.get("unmanaged") for o in (cv.get("spec") or {}).get("overrides") or []):
+            return PreconditionError(
+                name, "ClusterVersionOverridesSet",
+                f"Retarget from {cur} to {tgt} is not blocked by ClusterVersionOverridesSet. But the "
+                "cluster-version operator is not managing these resources; the update may leave them behind.",
+                blocking=False)
+        return None
+    return PreconditionError(name, cond.get("reason", ""), cond.get("message", ""))
+
+
+def check_recommended(cv: dict[str, Any], target: str, previous: Sequence[str]) -> PreconditionError | None:
+    """An update the target release does not list as coming from the current version: a warning."""
+    current = str(((cv.get("status") or {}).get("desired") or {}).get("version", ""))
+    if not current or current == target or current in previous:
+        return None
+    return PreconditionError("ClusterVersionRecommendedUpdate", "UnknownUpdate",
+                             f"RetrievedUpdates=False: the release {target} does not list {current} among the versions "
+                             f"it updates from ({', '.join(previous) or 'none'}); the update is not recommended",
+                             blocking=False)
+
+
+def summarize(errors: Sequence[PreconditionError], force: bool) -> Verdict:
+    """``precondition.Summarize``: one message, or "Multiple precondition checks failed: …"."""
+    if not errors:
+        return Verdict((), False, "")
+    rendered = [e.render() for e in errors]
+    message = rendered[0] if len(rendered) == 1 else "Multiple precondition checks failed:\n* " + "\n* ".join(rendered)
+    blocked = any(e.blocking for e in errors)
+    if force and blocked:
+        return Verdict(tuple(errors), False, f"Forced through blocking failures: {message}", forced=True)
+    return Verdict(tuple(errors), blocked, message)
+
+
+def run_checks(cv: dict[str, Any], target: str, previous: Sequence[str], force: bool = False) -> Verdict:
+    checks = [check_rollback(cv, target), check_giant_hop(cv, target), check_upgradeable(cv, target),
+              check_recommended(cv, target, previous)]
+    return summarize([c for c in checks if c is not None], force)

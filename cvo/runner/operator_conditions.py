@@ -1,0 +1,113 @@
+"""cvo doing OLM's part for the operators it deploys (reference olm-and-peers.md A2, A4).
+
+* Before an operator Deployment is applied: its OperatorCondition (named after the
+  ClusterOperator, in the Deployment's namespace), a Role that allows only get/update/patch of that
+  object, a RoleBinding to the Deployment's service account, and ``OPERATOR_CONDITION_NAME`` in the
+  Deployment.  An existing OperatorCondition keeps ``spec.conditions`` and ``spec.overrides``;
+  only ``spec.deployments`` and ``spec.serviceAccounts`` are put back when they drift.
+* While cvo runs: ``spec.conditions`` (what a v2 operator writes) are copied into
+  ``status.conditions`` with ``observedGeneration``, as OLM's operatorcondition controller does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from cvo.cluster.api import ApiError, ApiErrorKind, Cluster, Ref
+from cvo.log import get_logger
+from cvo.olm import OC_API_VERSION, OC_GROUP, OC_KIND, inject_env, operator_condition_objects, synced_status
+from cvo.payload.manifest import Manifest
+from cvo.payload.operators import operator_deployments
+
+log = get_logger("cvo.olm")
+
+
+class OperatorConditionManager:
+    def __init__(self, cluster: Cluster, manifests: Sequence[Manifest]) -> None:
+        self.cluster = cluster
+        self.owner: dict[tuple[str, str], str] = {}  # (namespace, deployment) -> ClusterOperator name
+        for co, deployments in operator_deployments(manifests).items():
+            for d in deployments:
+                self.owner.setdefault((d.namespace, d.name), co)
+        self._served: bool | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    async def served(self) -> bool:
+        if self._served is None:
+            self._served = await self.cluster.serves(OC_API_VERSION, OC_KIND)
+            if not self._served:
+                log.info("the cluster does not serve OperatorConditions; operators cannot report Upgradeable there")
+        return self._served
+
+    def operator_for(self, m: Manifest) -> str | None:
+        if m.kind != "Deployment" or m.group != "apps":
+            return None
+        return self.owner.get((m.namespace, m.name))
+
+    async def prepare(self, m: Manifest) -> Callable[[dict[str, Any]], dict[str, Any]] | None:
+        """Ensure the OperatorCondition and its RBAC for Deployment ``m``; returns the env injector."""
+        name = self.operator_for(m)
+        if name is None or not await self.served():
+            return None
+        for obj in operator_condition_objects(name, m.obj):
+            await self._ensure(obj)
+        return lambda deployment: inject_env(deployment, name)
+
+    async def _ensure(self, obj: dict[str, Any]) -> None:
+        ref = Ref.of(obj)
+        live = await self.cluster.get(ref)
+        if live is None:
+            with contextlib.suppress(ApiError):  # a concurrent create is fine
+                await self.cluster.create(obj)
+            return
+        if obj["kind"] == OC_KIND:
+            spec = dict(live.get("spec") or {})
+            wanted = {k: obj["spec"][k] for k in ("deployments", "serviceAccounts")}
+            if all(spec.get(k) == v for k, v in wanted.items()):
+                return
+            await self.cluster.update({**live, "spec": {**spec, **wanted}})
+            return
+        body = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind", "metadata")}
+        if any(live.get(k) != v for k, v in body.items()):
+            await self.cluster.update({**live, **body})
+
+    # --- OLM's status copy -------------------------------------------------------------------------
+
+    async def start_sync(self) -> None:
+        if self._task is None and await self.served():
+            ready = asyncio.Event()
+            self._task = asyncio.create_task(self._sync_loop(ready), name="operatorcondition sync")
+            await ready.wait()
+
+    async def stop_sync(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+
+    async def sync_all(self) -> None:
+        for oc in await self.cluster.list(OC_GROUP, OC_KIND):
+            await self._sync(oc)
+
+    async def _sync_loop(self, ready: asyncio.Event) -> None:
+        stream = self.cluster.watch(OC_GROUP, OC_KIND)
+        ready.set()
+        await self.sync_all()
+        async for event in stream:
+            if event.type != "DELETED":
+                await self._sync(event.obj)
+
+    async def _sync(self, oc: dict[str, Any]) -> None:
+        status = synced_status(oc)
+        if status is None:
+            return
+        try:
+            await self.cluster.update_status({**oc, "status": status})
+        except ApiError as err:
+            if err.kind not in (ApiErrorKind.CONFLICT, ApiErrorKind.NOT_FOUND):
+                raise
+            # A newer version is on its way through the watch; it will be synced then.

@@ -1,0 +1,125 @@
+"""The ClusterVersion ``Upgradeable`` condition, aggregated from everything that can block (reference §4.3).
+
+cvo follows the classic aggregation (``pkg/cvo/upgradeable.go`` up to release-4.22): each source
+that blocks becomes a sub-condition; one blocker sets ``Upgradeable=False`` with its reason and
+message; several keep their sub-conditions and set ``MultipleReasons``.  Sources, in order:
+ClusterVersion overrides, ClusterOperators, resource deletions in progress, and — cvo's addition,
+from the OperatorCondition enhancement — OperatorConditions (an admin's override wins).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from cvo.cluster.api import Ref
+from cvo.cvstatus import find_condition, set_condition
+from cvo.olm import upgradeable_verdict
+
+UPGRADEABLE = "Upgradeable"
+OVERRIDES_TYPE = "UpgradeableClusterVersionOverrides"
+OPERATORS_TYPE = "UpgradeableClusterOperators"
+DELETES_TYPE = "UpgradeableDeletesInProgress"
+CONDITIONS_TYPE = "UpgradeableOperatorConditions"
+SUB_TYPES = (OVERRIDES_TYPE, OPERATORS_TYPE, DELETES_TYPE, CONDITIONS_TYPE)
+
+
+@dataclass(frozen=True)
+class Blocker:
+    type: str  # the sub-condition type
+    reason: str
+    message: str
+    who: tuple[str, ...] = ()  # the ClusterOperators or OperatorConditions that block
+    override: str = ""  # the command that would let it through, for `cvo upgrade --dry-run`
+
+
+def _cluster_operators(cos: Sequence[dict[str, Any]]) -> Blocker | None:
+    blocking = []
+    for co in sorted(cos, key=lambda o: o.get("metadata", {}).get("name", "")):
+        cond = find_condition((co.get("status") or {}).get("conditions") or [], UPGRADEABLE)
+        if cond is not None and cond.get("status") == "False":
+            blocking.append((co["metadata"]["name"], cond))
+    if not blocking:
+        return None
+    names = tuple(n for n, _ in blocking)
+    if len(blocking) == 1:
+        name, cond = blocking[0]
+        return Blocker(OPERATORS_TYPE, cond.get("reason", "") or "ClusterOperatorNotUpgradeable",
+                       f"Cluster operator {name} should not be upgraded between minor versions: {cond.get('message', '')}",
+                       names)
+    lines = [f"Cluster operator {name} should not be upgraded between minor versions: {cond.get('reason', '')}: "
+             f"{cond.get('message', '')}" for name, cond in blocking]
+    return Blocker(OPERATORS_TYPE, "ClusterOperatorsNotUpgradeable",
+                   "Multiple cluster operators should not be upgraded between minor versions:\n* " + "\n* ".join(lines),
+                   names)
+
+
+def operator_condition_owner(oc: dict[str, Any]) -> str:
+    """The ClusterOperator an OperatorCondition speaks for (cvo names them after it)."""
+    return str((oc.get("metadata") or {}).get("name", ""))
+
+
+def _operator_conditions(ocs: Sequence[dict[str, Any]]) -> Blocker | None:
+    blocking = []
+    for oc in sorted(ocs, key=lambda o: (o["metadata"].get("namespace", ""), o["metadata"]["name"])):
+        verdict = upgradeable_verdict(oc)
+        if not verdict.upgradeable:
+            blocking.append((oc, verdict))
+    if not blocking:
+        return None
+
+    def line(oc: dict[str, Any], reason: str, message: str) -> str:
+        meta = oc["metadata"]
+        return (f"Operator {operator_condition_owner(oc)} should not be upgraded between minor versions: "
+                f"{reason + ': ' if reason else ''}{message} (OperatorCondition {meta.get('namespace')}/{meta['name']})")
+
+    names = tuple(operator_condition_owner(oc) for oc, _ in blocking)
+    if len(blocking) == 1:
+        oc, verdict = blocking[0]
+        return Blocker(CONDITIONS_TYPE, verdict.reason, line(oc, "", verdict.message), names)
+    return Blocker(CONDITIONS_TYPE, "OperatorConditionsNotUpgradeable",
+                   "Multiple operators should not be upgraded between minor versions:\n* "
+                   + "\n* ".join(line(oc, v.reason, v.message) for oc, v in blocking), names)
+
+
+def blockers(cv: dict[str, Any], cos: Sequence[dict[str, Any]], ocs: Sequence[dict[str, Any]],
+             deletes_in_progress: Sequence[Ref] = ()) -> list[Blocker]:
+    """Every source that blocks minor and major updates now, in the CVO's order."""
+    out: list[Blocker] = []
+    if any(o.get("unmanaged") for o in (cv.get("spec") or {}).get("overrides") or []):
+        out.append(Blocker(OVERRIDES_TYPE, "ClusterVersionOverridesSet",
+                           "Disabling ownership via cluster version overrides prevents upgrades. "
+                           "Please remove overrides before continuing."))
+    if (b := _cluster_operators(cos)) is not None:
+        out.append(b)
+    if deletes_in_progress:
+        resources = ",".join(f'{r.kind} "{r.namespace + "/" if r.namespace else ""}{r.name}"' for r in deletes_in_progress)
+        out.append(Blocker(DELETES_TYPE, "ResourceDeletesInProgress",
+                           "Cluster minor or major version upgrades are not allowed while resource deletions are in "
+                           f"progress; resources={resources}"))
+    if (b := _operator_conditions(ocs)) is not None:
+        out.append(b)
+    return out
+
+
+def apply_upgradeable(status: dict[str, Any], found: Sequence[Blocker], now: datetime) -> dict[str, Any]:
+    """``status`` with the Upgradeable condition and its sub-conditions set from ``found``."""
+    new = dict(status)
+    conditions = [dict(c) for c in status.get("conditions") or []]
+    keep_subs = len(found) >= 2
+    present = {b.type for b in found}
+    conditions = [c for c in conditions if c.get("type") not in SUB_TYPES or (keep_subs and c.get("type") in present)]
+    if not found:
+        conditions = [c for c in conditions if c.get("type") != UPGRADEABLE]
+    elif len(found) == 1:
+        set_condition(conditions, UPGRADEABLE, "False", found[0].reason, found[0].message, now)
+    else:
+        for b in found:
+            set_condition(conditions, b.type, "False", b.reason, b.message, now)
+        set_condition(conditions, UPGRADEABLE, "False", "MultipleReasons",
+                      "Cluster should not be upgraded between minor versions for multiple reasons: "
+                      + ",".join(b.reason for b in found) + "\n* " + "\n* ".join(b.message for b in found), now)
+    new["conditions"] = conditions
+    return new
