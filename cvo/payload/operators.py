@@ -19,15 +19,22 @@ def is_cluster_operator(m: Manifest) -> bool:
 
 
 def operator_deployments(manifests: Sequence[Manifest]) -> dict[str, list[Manifest]]:
-    """ClusterOperator name -> the Deployments of its component, in payload order."""
-    by_component: dict[str, list[Manifest]] = defaultdict(list)
-    for m in manifests:
+    """ClusterOperator name -> the Deployments of its component that run its operator, in payload order.
+
+    Those are the component's Deployments that sort before the ClusterOperator (a component may
+    deploy more operators later, e.g. OLM's run level 51); when none does, all of the component's
+    Deployments: the seed's trap, where the operator comes after the ClusterOperator it reports.
+    """
+    by_component: dict[str, list[tuple[int, Manifest]]] = defaultdict(list)
+    for index, m in enumerate(manifests):
         parsed = parse_filename(m.file)
         if parsed and m.kind == "Deployment" and m.group == "apps" and m.annotations.get(DELETE_ANNOTATION) != "true":
-            by_component[parsed[1]].append(m)
+            by_component[parsed[1]].append((index, m))
     out: dict[str, list[Manifest]] = {}
-    for m in manifests:
+    for index, m in enumerate(manifests):
         if is_cluster_operator(m):
             parsed = parse_filename(m.file)
-            out[m.name] = list(by_component.get(parsed[1], [])) if parsed else []
+            candidates = by_component.get(parsed[1], []) if parsed else []
+            before = [d for i, d in candidates if i < index]
+            out[m.name] = before or [d for _, d in candidates]
     return out
