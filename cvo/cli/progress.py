@@ -8,6 +8,7 @@ how long, on the sweep's clock).  Otherwise, or with ``--log-format json``: one 
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -47,7 +48,7 @@ class LogReporter:
 class LiveDisplay:
     """A rich Live panel redrawn on every event; rich is imported only when a terminal is attached."""
 
-    def __init__(self, progress: Progress, clock_now: Any, title: str) -> None:
+    def __init__(self, progress: Callable[[], Progress], clock_now: Any, title: str) -> None:
         from rich.console import Console
         from rich.live import Live
 
@@ -80,7 +81,7 @@ class LiveDisplay:
         from rich.table import Table
         from rich.text import Text
 
-        p = self.progress
+        p = self.progress()
         now: datetime = self.now()
         header = Text(f"{self.title}  attempt {p.attempt}  {p.done}/{p.total} tasks", style="bold")
         bar = ProgressBar(total=max(p.total, 1), completed=p.done, width=60)

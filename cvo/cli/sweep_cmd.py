@@ -34,7 +34,8 @@ from cvo.cvstatus import current_version
 from cvo.log import configure
 from cvo.payload.graph import Mode
 from cvo.payload.loader import LoadError, Release, load_release
-from cvo.runner.events import Fanout
+from cvo.runner.events import Fanout, Progress, Reporter
+from cvo.runner.upgrade import UpgradeController
 from cvo.runner.worker import SweepOptions, SweepResult, Worker
 from cvo.sim.behaviour import parse_duration
 
@@ -64,6 +65,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                                          "the new versions.")
     upgrade.add_argument("--to", dest="release_dir", type=Path, required=True, metavar="RELEASE_DIR",
                          help="the release to upgrade to")
+    upgrade.add_argument("--force", action="store_true",
+                         help="go ahead despite blocking preconditions (recorded on the history entry)")
+    upgrade.add_argument("--dry-run", action="store_true",
+                         help="print every gate (pass or blocked, by whom, why, how to override) and exit: 0 if "
+                              "the upgrade would start, 1 if it is blocked")
     _add_selection(upgrade)
     _add_sweep_flags(upgrade)
     upgrade.set_defaults(func=run_upgrade)
@@ -98,6 +104,10 @@ def _options(args: argparse.Namespace) -> SweepOptions:
     return SweepOptions(interval=interval, timeout=timeout or None, capabilities=options.apply_filter)
 
 
+def clock_of(backend: Backend) -> Clock:
+    return backend.clock
+
+
 def _release_from_image(image: str, args: argparse.Namespace) -> Release:
     if not image.startswith("file://"):
         raise UsageError(f"the cluster's release image {image!r} is not a local directory; pass --release DIR")
@@ -107,43 +117,50 @@ def _release_from_image(image: str, args: argparse.Namespace) -> Release:
         raise UsageError("\n".join(err.errors)) from None
 
 
-def _sweep(args: argparse.Namespace, prepare: Callable[[Backend], Awaitable[tuple[Release, Mode] | int]]) -> int:
-    """Open the cluster, let ``prepare`` pick the release and mode, run the worker, report."""
+Runner = Worker | UpgradeController
+MakeRunner = Callable[[Reporter, SweepOptions], Runner]
+
+
+def _progress(runner: Runner) -> Progress:
+    if isinstance(runner, Worker):
+        return runner.progress
+    return runner.worker.progress if runner.worker is not None else Progress()
+
+
+def _sweep(args: argparse.Namespace, prepare: Callable[[Backend], Awaitable[tuple[str, MakeRunner] | int]]) -> int:
+    """Open the cluster, let ``prepare`` pick what runs, run it with progress, report."""
     behaviours = load_behaviours(args)
     options = _options(args)
     if not wants_live_display(args.log_format):
         configure(args.log_format, max(args.verbose, 1))  # without a live display, progress is the info log
     path = state_path(args)
     clock = Clock(saved_time(path))
-    live: LiveDisplay | None = None
     started = time.perf_counter()
     outcome: dict[str, Any] = {}
 
     async def main() -> int:
-        nonlocal live
         async with open_backend(args, clock, behaviours) as backend:
             print(f"cluster: {backend.description}", file=sys.stderr)
             prepared = await prepare(backend)
             if isinstance(prepared, int):
                 return prepared
-            release, mode = prepared
+            title, make_runner = prepared
             reporters: list[Any] = [LogReporter()]
-            worker = Worker(backend.cluster, release, mode, Fanout(*reporters), clock, options)
+            live: LiveDisplay | None = None
+            runner: Runner | None = None
             if wants_live_display(args.log_format):
-                live = LiveDisplay(worker.progress, clock.now, f"{mode} {release.version}")
+                live = LiveDisplay(lambda: _progress(runner) if runner is not None else Progress(), clock.now, title)
                 reporters.append(live)
-                worker.reporter = Fanout(*reporters)
-                worker.status.reporter = worker.reporter
+            runner = make_runner(Fanout(*reporters), options)
             if backend.simulator is not None:
                 await backend.simulator.start()  # type: ignore[attr-defined]
             if live is not None:
                 with live:
-                    result = await worker.run()
+                    result = await runner.run()
             else:
-                result = await worker.run()
+                result = await runner.run()
             outcome["result"] = result
-            cos = await backend.cluster.list("config.openshift.io", "ClusterOperator")
-            outcome["cos"] = cos
+            outcome["cos"] = await backend.cluster.list("config.openshift.io", "ClusterOperator")
             return EXIT_OK if result.ok else EXIT_FAILED
 
     code = run_virtual(main, speed=args.speed)
@@ -168,9 +185,12 @@ def _report(args: argparse.Namespace, result: SweepResult, cos: list[dict[str, A
         sys.stdout.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n")
     else:
         write_status_text(result.cluster_version, cos, result.finished, sys.stdout)
-        verdict = "completed" if result.completed else "did not complete"
-        print(f"\n{verdict}: {result.done}/{result.total} tasks, {result.attempts} attempt(s), "
-              f"{format_duration(simulated)} on the cluster's clock, {wall:.2f}s wall")
+        if result.blocked:
+            print(f"\nblocked: the upgrade did not start ({wall:.2f}s wall)")
+        else:
+            verdict = "completed" if result.completed else "did not complete"
+            print(f"\n{verdict}: {result.done}/{result.total} tasks, {result.attempts} attempt(s), "
+                  f"{format_duration(simulated)} on the cluster's clock, {wall:.2f}s wall")
     if not result.ok:
         print_error(result.message or "the sweep failed")
         if result.failure is not None and result.failure.nested:
@@ -182,7 +202,7 @@ def run_install(args: argparse.Namespace) -> int:
     options = payload_options(args)
     release = load(args, options)
 
-    async def prepare(backend: Backend) -> tuple[Release, Mode] | int:
+    async def prepare(backend: Backend) -> tuple[str, MakeRunner] | int:
         cv = await backend.cluster.get(cv_ref())
         history = ((cv or {}).get("status") or {}).get("history") or []
         if any(h.get("state") == "Completed" for h in history):
@@ -191,7 +211,8 @@ def run_install(args: argparse.Namespace) -> int:
         if history and history[0].get("version") != release.version:
             raise UsageError(f"the cluster is installing {history[0].get('version')}, not {release.version}")
         backend.register(release)
-        return release, Mode.INSTALL
+        return f"install {release.version}", lambda reporter, options: Worker(
+            backend.cluster, release, Mode.INSTALL, reporter, clock_of(backend), options)
 
     return _sweep(args, prepare)
 
@@ -200,28 +221,34 @@ def run_upgrade(args: argparse.Namespace) -> int:
     options = payload_options(args)
     target = load(args, options)
 
-    async def prepare(backend: Backend) -> tuple[Release, Mode] | int:
+    async def prepare(backend: Backend) -> tuple[str, MakeRunner] | int:
         cv = await backend.cluster.get(cv_ref())
         history = ((cv or {}).get("status") or {}).get("history") or []
         if cv is None or not any(h.get("state") == "Completed" for h in history):
             raise UsageError("the cluster has no completed release to upgrade from; run 'cvo install' first")
-        current_image = next(h.get("image", "") for h in history if h.get("state") == "Completed")
-        if current_image and current_image != target.image:
-            backend.register(_release_from_image(current_image, args))
+        desired = ((cv.get("status") or {}).get("desired") or {})
+        current_image = str(desired.get("image") or "")
+        current = _release_from_image(current_image, args) if current_image != target.image else target
+        backend.register(current)
         backend.register(target)
+        if args.dry_run:
+            from cvo.cli.gates import print_verdict
+            from cvo.runner.upgrade import preflight
+
+            check = await preflight(backend.cluster, target, args.force, clock_of(backend).now())
+            print_verdict(check, target, args.release_dir)
+            return EXIT_FAILED if check.verdict.blocked else EXIT_OK
         if history[0].get("state") == "Completed" and history[0].get("image") == target.image:
             print(f"the cluster already runs {target.version}", file=sys.stderr)
             return EXIT_OK
-        spec = dict(cv.get("spec") or {})
-        spec["desiredUpdate"] = {"version": target.version, "image": target.image, "force": False}
-        await backend.cluster.update({**cv, "spec": spec})
-        return target, Mode.UPDATE
+        return f"upgrade to {target.version}", lambda reporter, options: UpgradeController(
+            backend.cluster, current, target, reporter, clock_of(backend), options, force=args.force)
 
     return _sweep(args, prepare)
 
 
 def run_reconcile(args: argparse.Namespace) -> int:
-    async def prepare(backend: Backend) -> tuple[Release, Mode] | int:
+    async def prepare(backend: Backend) -> tuple[str, MakeRunner] | int:
         cv = await backend.cluster.get(cv_ref())
         desired = ((cv or {}).get("status") or {}).get("desired") or {}
         if not desired.get("image"):
@@ -231,6 +258,7 @@ def run_reconcile(args: argparse.Namespace) -> int:
         else:
             release = _release_from_image(desired["image"], args)
         backend.register(release)
-        return release, Mode.RECONCILE
+        return f"reconcile {release.version}", lambda reporter, options: Worker(
+            backend.cluster, release, Mode.RECONCILE, reporter, clock_of(backend), options)
 
     return _sweep(args, prepare)

@@ -96,6 +96,7 @@ class SweepResult:
     report_errors: list[UpdateError] = field(default_factory=list)
     done: int = 0
     total: int = 0
+    blocked: bool = False  # an upgrade its preconditions never let start
 
 
 class _Attempt:

@@ -24,7 +24,9 @@ from typing import Any
 from cvo.clock import Clock
 from cvo.cluster.api import CLUSTER_OPERATOR, ApiError, Cluster, Object, Ref, co_ref, cv_ref
 from cvo.log import get_logger
+from cvo.olm import ENV_NAME
 from cvo.operator.clusteroperator import Condition, report_status
+from cvo.operator.conditions import OperatorConditions
 from cvo.payload.graph import operator_versions
 from cvo.payload.loader import Release
 from cvo.payload.operators import is_cluster_operator, operator_deployments
@@ -49,13 +51,17 @@ def _images(obj: dict[str, Any]) -> tuple[str, ...]:
     return tuple(c.get("image", "") for c in spec.get("containers") or [] if isinstance(c, dict))
 
 
-def _release_version_env(obj: dict[str, Any]) -> str | None:
+def _env(obj: dict[str, Any], name: str) -> str | None:
     spec = ((obj.get("spec") or {}).get("template") or {}).get("spec") or {}
     for container in spec.get("containers") or []:
         for env in container.get("env") or []:
-            if isinstance(env, dict) and env.get("name") == "RELEASE_VERSION" and isinstance(env.get("value"), str):
+            if isinstance(env, dict) and env.get("name") == name and isinstance(env.get("value"), str):
                 return str(env["value"])
     return None
+
+
+def _release_version_env(obj: dict[str, Any]) -> str | None:
+    return _env(obj, "RELEASE_VERSION")
 
 
 class OperatorSimulator:
@@ -273,6 +279,29 @@ class OperatorSimulator:
         for index, edge in enumerate(b.upgradeable.edges()):
             await asyncio.sleep(max(0.0, self._origin + edge - self.clock.monotonic()))
             blocked = index == 0
-            condition = (Condition("Upgradeable", "False", b.upgradeable_reason, b.upgradeable_message) if blocked
-                         else Condition("Upgradeable", "True", "AsExpected"))
-            await report_status(self.cluster, name, self.clock.now(), conditions=[condition])
+            status, reason, message = (("False", b.upgradeable_reason, b.upgradeable_message) if blocked
+                                       else ("True", "AsExpected", ""))
+            if b.use_operator_condition:
+                await self._set_operator_condition(name, status, reason, message)
+            else:
+                await report_status(self.cluster, name, self.clock.now(),
+                                    conditions=[Condition("Upgradeable", status, reason, message)])
+
+    async def _set_operator_condition(self, name: str, status: str, reason: str, message: str) -> None:
+        """Report through the OperatorCondition, found the way a real operator finds it: the
+        ``OPERATOR_CONDITION_NAME`` cvo injected into its Deployment, in the Deployment's namespace."""
+        model = self.operators[name]
+        while True:  # like an operator's reconcile loop: retry until its Deployment and condition exist
+            for version in reversed(self.releases):
+                for ref in model.deployments.get(version, {}):
+                    env = _env(await self.cluster.get(ref) or {}, ENV_NAME)
+                    if env is None:
+                        continue
+                    try:
+                        conditions = OperatorConditions(self.cluster, name=env, namespace=ref.namespace,
+                                                        clock=self.clock)
+                        await conditions.set("Upgradeable", status, reason, message)
+                        return
+                    except ApiError as err:
+                        log.info("operator could not report its OperatorCondition yet", operator=name, error=str(err))
+            await asyncio.sleep(10.0)

@@ -1,0 +1,76 @@
+"""Printing an upgrade's gates like ``oc adm upgrade``: each check, who blocks, why, how to override."""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+from cvo import semver
+from cvo.payload.loader import Release
+from cvo.runner.upgrade import Preflight
+from cvo.upgradeable import CONDITIONS_TYPE, DELETES_TYPE, OPERATORS_TYPE, OVERRIDES_TYPE
+
+CHECKS = ("ClusterVersionRollback", "ClusterVersionGiantHop", "ClusterVersionUpgradeable",
+          "ClusterVersionRecommendedUpdate")
+
+
+def update_kind(current: str, target: str) -> str:
+    try:
+        cur, tgt = semver.parse(current), semver.parse(target)
+    except semver.SemverError:
+        return "update"
+    if tgt < cur:
+        return "rollback"
+    if tgt.major > cur.major:
+        return "major update"
+    if tgt.minor > cur.minor:
+        return "minor update"
+    return "patch update" if tgt > cur else "re-target"
+
+
+def _override_hint(kind: str, who: tuple[str, ...], release_dir: Path) -> str:
+    force = f"cvo upgrade --to {shlex.quote(str(release_dir))} --force"
+    if kind == CONDITIONS_TYPE:
+        return "; ".join(
+            f"cvo override {name} Upgradeable=True --reason AdminAcknowledged --message {shlex.quote('upgrade reviewed')}"
+            for name in who) + f"   (or: {force})"
+    if kind == OPERATORS_TYPE:
+        return f"{force}   (a ClusterOperator's own Upgradeable=False has no admin override; fix what it reports)"
+    if kind == OVERRIDES_TYPE:
+        return f"remove the unmanaged entries from ClusterVersion spec.overrides, or {force}"
+    if kind == DELETES_TYPE:
+        return f"wait for the deletions to finish, or {force}"
+    return force
+
+
+def print_verdict(check: Preflight, target: Release, release_dir: Path) -> None:
+    print(f"Upgrade from {check.current} to {target.version} ({update_kind(check.current, target.version)})")
+    print("\nPreconditions:")
+    by_name = {e.name: e for e in check.verdict.errors}
+    for name in CHECKS:
+        err = by_name.get(name)
+        if err is None:
+            print(f"  PASS     {name}")
+            continue
+        state = "BLOCKED" if err.blocking and not check.verdict.forced else "WARNING"
+        first, *rest = err.message.splitlines() or [""]
+        print(f"  {state:<8} {name} ({err.reason}): {first}")
+        for line in rest:
+            print(f"             {line}")
+    if check.blockers:
+        print("\nBlocking minor and major updates (ClusterVersion Upgradeable=False):")
+        for b in check.blockers:
+            who = f": {', '.join(b.who)}" if b.who else ""
+            print(f"  {b.type}{who}")
+            print(f"    reason:   {b.reason}")
+            for i, line in enumerate(b.message.splitlines()):
+                print(f"    {'message:' if i == 0 else '':<9} {line}")
+            print(f"    override: {_override_hint(b.type, b.who, release_dir)}")
+    else:
+        print("\nNothing blocks minor or major updates (no Upgradeable=False anywhere).")
+    if check.verdict.blocked:
+        print("\nVerdict: BLOCKED. The upgrade would not start; ReleaseAccepted=False (PreconditionChecks).")
+    elif check.verdict.errors:
+        print(f"\nVerdict: would proceed with warnings, recorded on the history entry: {check.verdict.message}")
+    else:
+        print("\nVerdict: would proceed.")

@@ -1,0 +1,78 @@
+"""``cvo override NAME Upgradeable=True|False``: an admin's word on an operator's OperatorCondition.
+
+Writes ``spec.overrides`` of the OperatorCondition of ClusterOperator NAME (OLM's admin override),
+which takes precedence over what the operator reports: True lets minor upgrades through, False
+blocks them.  ``--clear`` removes the override.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from cvo.cli.backend import add_backend_flags, open_backend, saved_time, state_path
+from cvo.cli.common import EXIT_OK, UsageError
+from cvo.clock import Clock, run_virtual, to_rfc3339
+from cvo.olm import OC_API_VERSION, OC_GROUP, OC_KIND, SUPPORTED_TYPES
+
+HELP = "set (or --clear) an admin override of an operator's Upgradeable OperatorCondition"
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    parser = sub.add_parser("override", help=HELP, description=HELP.capitalize() + ".")
+    parser.add_argument("name", metavar="NAME", help="the ClusterOperator whose OperatorCondition to override")
+    parser.add_argument("condition", metavar="TYPE=STATUS", nargs="?",
+                        help="e.g. Upgradeable=True (let upgrades through) or Upgradeable=False (block them)")
+    parser.add_argument("--reason", default="AdminOverride", help="CamelCase reason (default AdminOverride)")
+    parser.add_argument("--message", default="", help="why the admin overrides it")
+    parser.add_argument("--clear", action="store_true", help="remove the override instead")
+    add_backend_flags(parser)
+    parser.set_defaults(func=run)
+
+
+def _parse(args: argparse.Namespace) -> tuple[str, str]:
+    if args.clear:
+        type_ = (args.condition or "Upgradeable").split("=", 1)[0]
+        return type_, ""
+    if not args.condition or "=" not in args.condition:
+        raise UsageError("give the override as TYPE=STATUS, e.g. Upgradeable=True (or use --clear)")
+    type_, status = args.condition.split("=", 1)
+    if type_ not in SUPPORTED_TYPES:
+        raise UsageError(f"{type_!r} is not a condition OLM acts on; supported: {', '.join(sorted(SUPPORTED_TYPES))}")
+    if status not in ("True", "False"):
+        raise UsageError(f"status must be True or False, not {status!r}")
+    return type_, status
+
+
+def run(args: argparse.Namespace) -> int:
+    type_, status = _parse(args)
+    clock = Clock(saved_time(state_path(args)))
+    done: dict[str, Any] = {}
+
+    async def main() -> None:
+        async with open_backend(args, clock, simulate_operators=False) as backend:
+            cluster = backend.cluster
+            if not await cluster.serves(OC_API_VERSION, OC_KIND):
+                raise UsageError("the cluster does not serve OperatorConditions (operators.coreos.com)")
+            matches = [o for o in await cluster.list(OC_GROUP, OC_KIND) if o["metadata"]["name"] == args.name]
+            if not matches:
+                raise UsageError(f"no OperatorCondition named {args.name!r}: cvo creates one when it applies the "
+                                 f"operator's Deployment (cvo install / upgrade)")
+            if len(matches) > 1:
+                where = ", ".join(o["metadata"].get("namespace", "") for o in matches)
+                raise UsageError(f"several OperatorConditions named {args.name!r} (namespaces {where})")
+            oc = matches[0]
+            spec = dict(oc.get("spec") or {})
+            overrides = [o for o in spec.get("overrides") or [] if o.get("type") != type_]
+            if not args.clear:
+                overrides.append({"type": type_, "status": status, "reason": args.reason, "message": args.message,
+                                  "lastTransitionTime": to_rfc3339(clock.now())})
+            spec["overrides"] = overrides
+            await cluster.update({**oc, "spec": spec})
+            done["where"] = f"{oc['metadata'].get('namespace')}/{args.name}"
+
+    run_virtual(main)
+    change = f"removed the {type_} override" if args.clear else f"spec.overrides {type_}={status} ({args.reason})"
+    print(f"operatorcondition {done['where']}: {change}", file=sys.stdout)
+    return EXIT_OK

@@ -1,0 +1,162 @@
+"""Accepting an upgrade: preconditions first, then the sweep (reference §4).
+
+The target release is accepted only when no precondition blocks (or ``force`` turns blocking
+failures into an accepted risk).  While it is blocked, ClusterVersion says so —
+``ReleaseAccepted=False``, reason ``PreconditionChecks``, naming every blocker — the cluster keeps
+reconciling the release it runs, and the checks run again whenever a ClusterOperator, an
+OperatorCondition or the ClusterVersion changes: when the blocker clears, or an admin overrides
+it, the upgrade proceeds by itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from datetime import datetime
+
+from cvo.clock import Clock
+from cvo.cluster.api import CLUSTER_OPERATOR, CLUSTER_VERSION, Cluster, cv_ref
+from cvo.cvstatus import set_condition
+from cvo.olm import OC_API_VERSION, OC_GROUP, OC_KIND
+from cvo.payload.graph import Mode
+from cvo.payload.loader import Release
+from cvo.preconditions import Verdict, run_checks
+from cvo.runner.events import Event, Reporter
+from cvo.runner.notify import Notifier
+from cvo.runner.operator_conditions import OperatorConditionManager
+from cvo.runner.worker import SweepOptions, SweepResult, Worker
+from cvo.upgradeable import Blocker, apply_upgradeable, blockers
+
+
+@dataclass
+class Preflight:
+    verdict: Verdict
+    blockers: list[Blocker]
+    current: str
+    target: str
+
+
+async def preflight(cluster: Cluster, target: Release, force: bool, now: datetime) -> Preflight:
+    """Evaluate every gate now (reads only: nothing is written)."""
+    cv = await cluster.get(cv_ref()) or {}
+    cos = await cluster.list(*CLUSTER_OPERATOR)
+    ocs = await cluster.list(OC_GROUP, OC_KIND) if await cluster.serves(OC_API_VERSION, OC_KIND) else []
+    found = blockers(cv, cos, ocs)
+    cv = {**cv, "status": apply_upgradeable(cv.get("status") or {}, found, now)}
+    return Preflight(run_checks(cv, target.version,
+                                target.metadata.previous if target.metadata else (), force),
+                     found, str(((cv.get("status") or {}).get("desired") or {}).get("version", "")), target.version)
+
+
+class UpgradeController:
+    def __init__(self, cluster: Cluster, current: Release, target: Release, reporter: Reporter, clock: Clock,
+                 options: SweepOptions, force: bool = False) -> None:
+        self.cluster = cluster
+        self.current = current
+        self.target = target
+        self.reporter = reporter
+        self.clock = clock
+        self.options = options
+        self.force = force
+        self.blocked_message = ""
+        self.worker: Worker | None = None  # the sweep now running (reconcile while blocked, then the update)
+
+    def emit(self, name: str, **fields: object) -> None:
+        self.reporter.emit(Event(self.clock.now(), name, dict(fields)))
+
+    def _accepted_message(self) -> str:
+        return (f'Preconditions failed for payload loaded version="{self.target.version}" '
+                f'image="{self.target.image}": {self.blocked_message}')
+
+    async def _write_blocked(self, check: Preflight) -> None:
+        cv = await self.cluster.get(cv_ref()) or {}
+        status = apply_upgradeable(cv.get("status") or {}, check.blockers, self.clock.now())
+        conditions = [dict(c) for c in status.get("conditions") or []]
+        set_condition(conditions, "ReleaseAccepted", "False", "PreconditionChecks", self._accepted_message(),
+                      self.clock.now())
+        await self.cluster.update_status({**cv, "status": {**status, "conditions": conditions}})
+
+    async def run(self) -> SweepResult:
+        loop = asyncio.get_running_loop()
+        deadline = None if self.options.timeout is None else loop.time() + self.options.timeout
+        watchers = [Notifier(self.cluster, *CLUSTER_OPERATOR), Notifier(self.cluster, *CLUSTER_VERSION)]
+        if await self.cluster.serves(OC_API_VERSION, OC_KIND):
+            watchers.append(Notifier(self.cluster, OC_GROUP, OC_KIND))
+        syncer = OperatorConditionManager(self.cluster, self.current.manifests)
+        for w in watchers:
+            await w.start()
+        await syncer.start_sync()
+        last_reconcile: float | None = None
+        try:
+            while True:
+                marks = [w.mark() for w in watchers]
+                check = await preflight(self.cluster, self.target, self.force, self.clock.now())
+                if not check.verdict.blocked:
+                    self.emit("precondition.passed", version=self.target.version,
+                              warnings=check.verdict.message, forced=check.verdict.forced)
+                    return await self._update(check, deadline)
+                if check.verdict.message != self.blocked_message:
+                    self.blocked_message = check.verdict.message
+                    self.emit("precondition.blocked", version=self.target.version, message=check.verdict.message,
+                              blockers=[b.type for b in check.blockers])
+                await self._write_blocked(check)
+                now = loop.time()
+                if last_reconcile is None or now - last_reconcile >= self.options.interval:
+                    last_reconcile = now
+                    await self._reconcile_current(deadline)
+                    await self._write_blocked(check)
+                    continue
+                if deadline is not None and now >= deadline:
+                    return await self._blocked_result()
+                wait = self.options.interval - (now - last_reconcile)
+                if deadline is not None:
+                    wait = min(wait, deadline - now)
+                await _first_change(watchers, marks, wait)
+        finally:
+            await syncer.stop_sync()
+            for w in watchers:
+                await w.stop()
+
+    async def _reconcile_current(self, deadline: float | None) -> None:
+        """While blocked the cluster keeps reconciling what it runs (one pass per interval)."""
+        loop = asyncio.get_running_loop()
+        remaining = None if deadline is None else max(0.0, deadline - loop.time())
+        options = SweepOptions(interval=self.options.interval, timeout=min(self.options.interval, remaining or 1e9),
+                               capabilities=self.options.capabilities,
+                               release_accepted=("False", "PreconditionChecks", self._accepted_message()))
+        self.worker = Worker(self.cluster, self.current, Mode.RECONCILE, self.reporter, self.clock, options)
+        await self.worker.run()
+
+    async def _update(self, check: Preflight, deadline: float | None) -> SweepResult:
+        loop = asyncio.get_running_loop()
+        remaining = None if deadline is None else max(0.0, deadline - loop.time())
+        options = SweepOptions(interval=self.options.interval, timeout=remaining,
+                               max_workers=self.options.max_workers, capabilities=self.options.capabilities,
+                               accepted_risks=check.verdict.accepted_risks)
+        cv = await self.cluster.get(cv_ref()) or {}
+        desired = ((cv.get("spec") or {}).get("desiredUpdate") or {})
+        if desired.get("image") != self.target.image:
+            spec = {**(cv.get("spec") or {}),
+                    "desiredUpdate": {"version": self.target.version, "image": self.target.image, "force": self.force}}
+            await self.cluster.update({**cv, "spec": spec})
+        self.worker = Worker(self.cluster, self.target, Mode.UPDATE, self.reporter, self.clock, options)
+        return await self.worker.run()
+
+    async def _blocked_result(self) -> SweepResult:
+        now = self.clock.now()
+        cv = await self.cluster.get(cv_ref()) or {}
+        self.emit("sweep.blocked", version=self.target.version, message=self.blocked_message)
+        return SweepResult(ok=False, completed=False, attempts=0, failure=None,
+                           message=f"upgrade to {self.target.version} is blocked: {self.blocked_message}",
+                           started=now, finished=now, cluster_version=cv, blocked=True)
+
+
+async def _first_change(watchers: list[Notifier], marks: list[int], timeout: float) -> None:
+    """Return when any watcher saw a change after its mark, or after ``timeout``."""
+    tasks = [asyncio.create_task(w.wait_change(None, m, timeout)) for w, m in zip(watchers, marks, strict=True)]
+    try:
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
