@@ -146,8 +146,44 @@ def clusteroperators_table(cos: Sequence[Mapping[str, Any]], now: datetime) -> s
     return format_table(rows)
 
 
-def write_status_text(cv: Mapping[str, Any], cos: Sequence[Mapping[str, Any]], now: datetime, out: TextIO) -> None:
-    """Both tables, separated by a blank line."""
+def upgradeable_text(cv: Mapping[str, Any], cos: Sequence[Mapping[str, Any]],
+                     ocs: Sequence[Mapping[str, Any]] = ()) -> str:
+    """The cluster's Upgradeable condition, then every operator's: ClusterOperators and OperatorConditions."""
+    from cvo.olm import unsupported_conditions, upgradeable_verdict
+
+    cond = next((c for c in _conditions(cv) if c.get("type") == "Upgradeable"), None)
+    if cond is None:
+        lines = ["Upgradeable: True (ClusterVersion, as of its last sweep: nothing blocks minor or major updates)"]
+    else:
+        message = str(cond.get("message", "")).replace("\n", "\n    ")
+        lines = [f"Upgradeable: {cond.get('status')} ({cond.get('reason', '')}; ClusterVersion, as of its last sweep)",
+                 f"    {message}"]
+    rows = [["SOURCE", "NAME", "UPGRADEABLE", "REASON", "MESSAGE"]]
+    for co in sorted(cos, key=_name):
+        up = next((c for c in _conditions(co) if c.get("type") == "Upgradeable"), None)
+        if up is not None:
+            rows.append(["clusteroperator", _name(co), str(up.get("status", "")), str(up.get("reason", "")),
+                         _single_line(str(up.get("message", "")))])
+    for oc in sorted(ocs, key=lambda o: (o["metadata"].get("namespace", ""), _name(o))):
+        verdict = upgradeable_verdict(dict(oc))
+        source = f"operatorcondition ({verdict.source})" if verdict.source else "operatorcondition"
+        name = f"{oc['metadata'].get('namespace', '')}/{_name(oc)}"
+        if verdict.source or not verdict.upgradeable:
+            rows.append([source, name, str(verdict.upgradeable), verdict.reason, _single_line(verdict.message)])
+        for extra in unsupported_conditions(dict(oc)):
+            rows.append(["operatorcondition (not acted on)", name, f"{extra.get('type')}={extra.get('status')}",
+                         str(extra.get("reason", "")), _single_line(str(extra.get("message", "")))])
+    if len(rows) > 1:
+        lines += ["", format_table(rows).rstrip("\n")]
+    return "\n".join(lines) + "\n"
+
+
+def write_status_text(cv: Mapping[str, Any], cos: Sequence[Mapping[str, Any]], now: datetime, out: TextIO,
+                      ocs: Sequence[Mapping[str, Any]] | None = None) -> None:
+    """Both tables, separated by a blank line; with ``ocs``, the Upgradeable section too."""
     out.write(clusterversion_table(cv, now))
     out.write("\n")
     out.write(clusteroperators_table(cos, now))
+    if ocs is not None:
+        out.write("\n")
+        out.write(upgradeable_text(cv, cos, ocs))

@@ -12,6 +12,7 @@ from cvo.cli.backend import add_backend_flags, open_backend, saved_time, state_p
 from cvo.cli.common import EXIT_OK, UsageError
 from cvo.clock import Clock, run_virtual
 from cvo.cluster.api import CLUSTER_OPERATOR, cv_ref
+from cvo.olm import OC_API_VERSION, OC_GROUP, OC_KIND
 
 HELP = "show the ClusterVersion and every ClusterOperator"
 
@@ -33,15 +34,18 @@ def run(args: argparse.Namespace) -> int:
             found["cos"] = sorted(await backend.cluster.list(*CLUSTER_OPERATOR),
                                   key=lambda o: o.get("metadata", {}).get("name", ""))
             found["now"] = clock.now()
+            served = await backend.cluster.serves(OC_API_VERSION, OC_KIND)
+            found["ocs"] = await backend.cluster.list(OC_GROUP, OC_KIND) if served else []
 
     run_virtual(main)
     if found.get("cv") is None:
         raise UsageError("no ClusterVersion in the cluster: nothing installed yet (cvo install RELEASE_DIR)")
     if args.output == "json":
-        doc = {"clusterVersion": found["cv"], "clusterOperators": found["cos"]}
+        doc = {"clusterVersion": found["cv"], "clusterOperators": found["cos"],
+               "operatorConditions": found["ocs"]}
         sys.stdout.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n")
     else:
         from cvo.status_output import write_status_text
 
-        write_status_text(found["cv"], found["cos"], found["now"], sys.stdout)
+        write_status_text(found["cv"], found["cos"], found["now"], sys.stdout, found["ocs"])
     return EXIT_OK

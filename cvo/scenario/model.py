@@ -16,7 +16,7 @@ import yaml
 from cvo.sim.behaviour import Behaviours, parse_duration
 
 ACTIONS = ("install", "upgrade", "reconcile", "cancel", "resume", "set-condition", "override", "clear-override",
-           "force", "delete", "apply", "patch", "cv-override", "fail-requests", "wait")
+           "force", "delete", "apply", "patch", "patch-status", "cv-override", "fail-requests", "wait")
 RESULTS = ("completed", "failed", "timeout", "cancelled", "blocked", "degraded")
 # Expectation kinds (cvo.scenario.expect.CHECKS implements each): checked at load time, so a typo
 # fails before a long replay.

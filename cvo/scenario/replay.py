@@ -9,13 +9,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from cvo.clock import Clock, run_virtual
+from cvo.clock import Clock, run_virtual, to_rfc3339
 from cvo.cluster.api import ApiErrorKind, Ref, cv_ref
+from cvo.olm import OC_GROUP, OC_KIND
 from cvo.operator.clusteroperator import Condition, report_status
 from cvo.payload.filters import KNOWN_CAPABILITIES, ApplyFilter
 from cvo.payload.graph import Mode
 from cvo.payload.loader import LoadError, Release, load_release
 from cvo.runner.events import Event, Recorder
+from cvo.runner.upgrade import UpgradeController
 from cvo.runner.worker import SweepOptions, SweepResult, Worker
 from cvo.scenario.model import Action, Scenario, ScenarioError
 from cvo.sim.behaviour import Behaviour, Behaviours
@@ -31,8 +33,9 @@ class SweepRun:
     release: Release
     mode: Mode
     task: asyncio.Task[SweepResult]
-    worker: Worker
+    worker: Worker | UpgradeController
     cancelled: bool = False
+    force: bool = False
 
 
 @dataclass
@@ -126,11 +129,25 @@ class Replay:
 
         self._deferred = asyncio.create_task(after_install(), name=f"deferred upgrade {release.version}")
 
-    async def start_sweep(self, kind: str, release: Release, mode: Mode) -> None:
+    async def start_sweep(self, kind: str, release: Release, mode: Mode, force: bool = False) -> None:
         await self._stop_current(f"new work: {kind} {release.version}")
-        worker = Worker(self.cluster, release, mode, self.recorder, self.clock, self.options())
-        task = asyncio.create_task(worker.run(), name=f"{kind} {release.version}")
-        self.current = self.last = SweepRun(kind, release, mode, task, worker)
+        runner: Worker | UpgradeController
+        if kind == "upgrade":
+            runner = UpgradeController(self.cluster, await self._running_release(), release, self.recorder,
+                                       self.clock, self.options(), force=force)
+        else:
+            runner = Worker(self.cluster, release, mode, self.recorder, self.clock, self.options())
+        task = asyncio.create_task(runner.run(), name=f"{kind} {release.version}")
+        self.current = self.last = SweepRun(kind, release, mode, task, runner, force=force)
+
+    async def _running_release(self) -> Release:
+        """The release the cluster runs now (its ClusterVersion's desired image)."""
+        cv = await self.cluster.get(cv_ref()) or {}
+        image = ((cv.get("status") or {}).get("desired") or {}).get("image")
+        for release in self.releases.values():
+            if release.image == image:
+                return release
+        raise ScenarioError(f"{self.scenario.path}: the cluster runs {image!r}, which no action loaded")
 
     async def _install_before(self, path: Path) -> None:
         """``cluster.installed``: a completed install before the timeline starts (operators quick)."""
@@ -155,21 +172,21 @@ class Replay:
             release = self.release(value, where)
             self._register(release)
             await self.start_sweep("install", release, Mode.INSTALL)
-        elif action.kind == "upgrade":
+        elif action.kind in ("upgrade", "force"):
             target = value.get("to") if isinstance(value, dict) else value
+            force = action.kind == "force" or bool(isinstance(value, dict) and value.get("force"))
             release = self.release(target, where)
             self._register(release)
             cv = await self.cluster.get(cv_ref())
             if cv is None:
                 raise ScenarioError(f"{self.scenario.path}: {where}: nothing installed to upgrade")
             spec = dict(cv.get("spec") or {})
-            spec["desiredUpdate"] = {"version": release.version, "image": release.image,
-                                     "force": bool(isinstance(value, dict) and value.get("force"))}
+            spec["desiredUpdate"] = {"version": release.version, "image": release.image, "force": force}
             await self.cluster.update({**cv, "spec": spec})
             if self._installing():
                 self._defer_until_installed(release)
             else:
-                await self.start_sweep("upgrade", release, Mode.UPDATE)
+                await self.start_sweep("upgrade", release, Mode.UPDATE, force=force)
         elif action.kind == "reconcile":
             release = self._current_release(where)
             await self.start_sweep("reconcile", release, Mode.RECONCILE)
@@ -178,7 +195,7 @@ class Replay:
         elif action.kind == "resume":
             if self.last is None:
                 raise ScenarioError(f"{self.scenario.path}: {where}: nothing to resume")
-            await self.start_sweep(self.last.kind, self.last.release, self.last.mode)
+            await self.start_sweep(self.last.kind, self.last.release, self.last.mode, force=self.last.force)
         elif action.kind == "set-condition":
             await self._set_condition(value, where)
         elif action.kind == "delete":
@@ -188,6 +205,14 @@ class Replay:
         elif action.kind == "cv-override":
             cv = await self.cluster.get(cv_ref()) or {}
             await self.cluster.update({**cv, "spec": {**(cv.get("spec") or {}), "overrides": list(value or [])}})
+        elif action.kind in ("override", "clear-override"):
+            await self._override(action.kind, value, where)
+        elif action.kind == "patch-status":
+            ref = self._ref(value, where)
+            live = await self.cluster.get(ref)
+            if live is None:
+                raise ScenarioError(f"{self.scenario.path}: {where}: {ref} does not exist")
+            await self.cluster.update_status(_merge_patch(live, value.get("merge") or {}))
         elif action.kind == "fail-requests":
             self._fail_requests(value, where)
         elif action.kind == "wait":
@@ -237,6 +262,23 @@ class Replay:
         if live is None:
             raise ScenarioError(f"{self.scenario.path}: {where}: {ref} does not exist")
         await self.cluster.update(_merge_patch(live, value.get("merge") or {}))
+
+    async def _override(self, kind: str, value: Any, where: str) -> None:
+        """An admin's OperatorCondition override, as ``cvo override NAME TYPE=STATUS`` writes it."""
+        if not isinstance(value, dict) or "name" not in value or (kind == "override" and "status" not in value):
+            raise ScenarioError(f"{self.scenario.path}: {where}: expected {{name, status, type?, reason?, message?}}")
+        type_ = str(value.get("type", "Upgradeable"))
+        matches = [o for o in await self.cluster.list(OC_GROUP, OC_KIND) if o["metadata"]["name"] == value["name"]]
+        if not matches:
+            raise ScenarioError(f"{self.scenario.path}: {where}: no OperatorCondition named {value['name']!r}")
+        oc = matches[0]
+        spec = dict(oc.get("spec") or {})
+        overrides = [o for o in spec.get("overrides") or [] if o.get("type") != type_]
+        if kind == "override":
+            overrides.append({"type": type_, "status": str(value["status"]), "reason": str(value.get("reason", "AdminOverride")),
+                              "message": str(value.get("message", "")), "lastTransitionTime": to_rfc3339(self.clock.now())})
+        spec["overrides"] = overrides
+        await self.cluster.update({**oc, "spec": spec})
 
     def _fail_requests(self, value: Any, where: str) -> None:
         if not isinstance(value, dict) or "kind" not in value:
@@ -316,7 +358,7 @@ class Replay:
         if self.last.cancelled or self.last.task.cancelled():
             return "cancelled"
         result = self.last.task.result()
-        if getattr(result, "blocked", False):
+        if result.blocked:
             return "blocked"
         if result.completed:
             return "degraded" if result.report_errors else "completed"
