@@ -14,15 +14,20 @@ $(STAMP): pyproject.toml
 
 DEMO_STATE := .cvo-demo-state.json
 DEMO_SPEED ?= 600
+DEMO := --state $(DEMO_STATE) --speed $(DEMO_SPEED) --operators payloads/demo-operators.yaml
 
-## make demo: install 4.16.0, upgrade to 4.16.3 and 4.17.0 on the embedded simulated cluster
+## make demo: on the embedded simulated cluster, install 4.16.0, upgrade to 4.16.3, watch the 4.17.0
+## upgrade be blocked by etcd's OperatorCondition, override it, and upgrade
 demo: $(STAMP)
 	@rm -f $(DEMO_STATE)
 	$(BIN)/cvo lint payloads/demo-4.16.0
 	$(BIN)/cvo plan payloads/demo-4.17.0 | head -12
-	$(BIN)/cvo install payloads/demo-4.16.0 --state $(DEMO_STATE) --speed $(DEMO_SPEED)
-	$(BIN)/cvo upgrade --to payloads/demo-4.16.3 --state $(DEMO_STATE) --speed $(DEMO_SPEED)
-	$(BIN)/cvo upgrade --to payloads/demo-4.17.0 --state $(DEMO_STATE) --speed $(DEMO_SPEED)
+	$(BIN)/cvo install payloads/demo-4.16.0 $(DEMO)
+	$(BIN)/cvo upgrade --to payloads/demo-4.16.3 $(DEMO)
+	-$(BIN)/cvo upgrade --to payloads/demo-4.17.0 --dry-run $(DEMO)
+	-$(BIN)/cvo upgrade --to payloads/demo-4.17.0 --timeout 10m $(DEMO)
+	$(BIN)/cvo override etcd Upgradeable=True --reason MigrationVerified --message "storage migration checked by the admin" --state $(DEMO_STATE)
+	$(BIN)/cvo upgrade --to payloads/demo-4.17.0 $(DEMO)
 	$(BIN)/cvo status --state $(DEMO_STATE)
 
 ## make test: lint the code and run the whole test suite
