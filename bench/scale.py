@@ -12,6 +12,7 @@ from cvo.payload.graph import RUNLEVEL_PATTERN
 from cvo.payload.yamlparse import load_documents
 
 MARK = "-cvobenchcopy"
+GROUP_MARK = "cvobenchgroup"
 
 
 def _template(data: bytes) -> bytes:
@@ -19,7 +20,12 @@ def _template(data: bytes) -> bytes:
     docs = [d for d in load_documents(data) if isinstance(d, dict)]
     for doc in docs:
         meta = doc.get("metadata")
-        if isinstance(meta, dict) and isinstance(meta.get("name"), str):
+        spec = doc.get("spec")
+        if doc.get("kind") == "CustomResourceDefinition" and isinstance(spec, dict) and isinstance(meta, dict):
+            # A CRD's name must be <plural>.<group>: a copy defines its kinds in a group of its own.
+            spec["group"] = f"{GROUP_MARK}.{spec.get('group', '')}"
+            meta["name"] = f"{(spec.get('names') or {}).get('plural', '')}.{spec['group']}"
+        elif isinstance(meta, dict) and isinstance(meta.get("name"), str):
             meta["name"] += MARK
     if data.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{"):
         return "\n".join(json.dumps(d, indent=2) for d in docs).encode()
@@ -45,7 +51,8 @@ def scaled_corpus(source: Path, factor: int, target: Path) -> Path:
             continue
         template = _template(path.read_bytes())
         for copy in range(1, factor):
-            (out / _renamed(path.name, copy)).write_bytes(template.replace(MARK.encode(), f"-c{copy}".encode()))
+            text = template.replace(MARK.encode(), f"-c{copy}".encode()).replace(GROUP_MARK.encode(), f"c{copy}".encode())
+            (out / _renamed(path.name, copy)).write_bytes(text)
     return target
 
 
