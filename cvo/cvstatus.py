@@ -14,6 +14,7 @@ from __future__ import annotations
 import copy
 import math
 import struct
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -372,6 +373,10 @@ def update_cluster_version_status(status: Mapping[str, Any], sync: SyncStatus, n
         new["observedGeneration"] = sync.generation
     if sync.version_hash:
         new["versionHash"] = sync.version_hash
+    # Fields OpenShift's ClusterVersion CRD requires (a real API server rejects a status without them).
+    new.setdefault("versionHash", "")
+    new.setdefault("observedGeneration", 0)
+    new.setdefault("availableUpdates", None)
     new["history"] = merge_history(new.get("history") or [], sync.version, sync.image, sync.completed > 0, now,
                                    sync.accepted_risks, sync.verified, sync.local)
     if sync.image:
@@ -460,9 +465,7 @@ def percent_complete(done: int, total: int) -> int:
 def cluster_version_object(name: str = "version", cluster_id: str = "",
                            desired_update: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """An empty ClusterVersion object, before the CVO has written any status."""
-    spec: dict[str, Any] = {}
-    if cluster_id:
-        spec["clusterID"] = cluster_id
+    spec: dict[str, Any] = {"clusterID": cluster_id or str(uuid.uuid4())}  # required by the CRD
     if desired_update:
         spec["desiredUpdate"] = dict(desired_update)
     spec["overrides"] = []

@@ -19,6 +19,16 @@ def _redact(_logger: Any, _method: str, event: dict[str, Any]) -> dict[str, Any]
     return event
 
 
+class _StderrProxy:
+    """Whatever ``sys.stderr`` is when a line is written."""
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+
 _settings: dict[str, Any] = {"format": "text", "verbosity": 0, "configured": False}
 
 
@@ -72,6 +82,7 @@ def _apply(structlog: Any) -> None:
     structlog.configure(
         processors=processors,
         wrapper_class=structlog.make_filtering_bound_logger(max(level, logging.DEBUG)),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        # Resolve sys.stderr at each write: it may be replaced (tests, redirection) after configuration.
+        logger_factory=lambda *args: structlog.PrintLogger(_StderrProxy()),
         cache_logger_on_first_use=False,
     )

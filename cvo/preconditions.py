@@ -113,6 +113,22 @@ def check_giant_hop(cv: dict[str, Any], target: str) -> PreconditionError | None
     return None
 
 
+def _update_in_progress(status: dict[str, Any], current: semver.Version) -> tuple[str, semver.Version] | None:
+    """("minor"|"major", from) when a minor or major update to ``current`` is still progressing."""
+    progressing = find_condition(status.get("conditions") or [], "Progressing")
+    if progressing is None or progressing.get("status") != "True":
+        return None
+    completed = next((h for h in status.get("history") or [] if h.get("state") == "Completed"), None)
+    previous = _parse(str((completed or {}).get("version", "")))
+    if previous is None:
+        return None
+    if previous.major < current.major:
+        return "major", previous
+    if previous.major == current.major and previous.minor < current.minor:
+        return "minor", previous
+    return None
+
+
 def check_upgradeable(cv: dict[str, Any], target: str) -> PreconditionError | None:
     """Upgradeable=False blocks minor and major updates only; patches, retargets and downgrades pass."""
     name = "ClusterVersionUpgradeable"
@@ -131,6 +147,12 @@ def check_upgradeable(cv: dict[str, Any], target: str) -> PreconditionError | No
                 name, "ClusterVersionOverridesSet",
                 f"Retarget from {cur} to {tgt} is not blocked by ClusterVersionOverridesSet. But the "
                 "cluster-version operator is not managing these resources; the update may leave them behind.",
+                blocking=False)
+        if patch_only and (in_progress := _update_in_progress(status, cur)) is not None:
+            kind, previous = in_progress
+            return PreconditionError(
+                name, f"{kind.capitalize()}VersionClusterUpdateInProgress",
+                f"Retarget to {tgt} while a {kind} version update from {previous} to {cur} is in progress",
                 blocking=False)
         return None
     return PreconditionError(name, cond.get("reason", ""), cond.get("message", ""))

@@ -16,7 +16,15 @@ from typing import Any
 
 from cvo.cluster.api import Ref
 from cvo.cvstatus import find_condition, set_condition
-from cvo.olm import upgradeable_verdict
+from cvo.olm import synced_status, upgradeable_verdict
+
+
+def effective(oc: dict[str, Any]) -> dict[str, Any]:
+    """The OperatorCondition as OLM's controller, which keeps copying spec.conditions into status,
+    leaves it: evaluating the stored object alone would call a report stale just because nobody
+    has copied it yet (e.g. right after an admin edited spec.overrides)."""
+    status = synced_status(oc)
+    return oc if status is None else {**oc, "status": status}
 
 UPGRADEABLE = "Upgradeable"
 OVERRIDES_TYPE = "UpgradeableClusterVersionOverrides"
@@ -61,10 +69,10 @@ def operator_condition_owner(oc: dict[str, Any]) -> str:
     return str((oc.get("metadata") or {}).get("name", ""))
 
 
-def _operator_conditions(ocs: Sequence[dict[str, Any]]) -> Blocker | None:
+def _operator_conditions(ocs: Sequence[dict[str, Any]], assume_synced: bool) -> Blocker | None:
     blocking = []
     for oc in sorted(ocs, key=lambda o: (o["metadata"].get("namespace", ""), o["metadata"]["name"])):
-        verdict = upgradeable_verdict(oc)
+        verdict = upgradeable_verdict(effective(oc) if assume_synced else oc)
         if not verdict.upgradeable:
             blocking.append((oc, verdict))
     if not blocking:
@@ -85,8 +93,11 @@ def _operator_conditions(ocs: Sequence[dict[str, Any]]) -> Blocker | None:
 
 
 def blockers(cv: dict[str, Any], cos: Sequence[dict[str, Any]], ocs: Sequence[dict[str, Any]],
-             deletes_in_progress: Sequence[Ref] = ()) -> list[Blocker]:
-    """Every source that blocks minor and major updates now, in the CVO's order."""
+             deletes_in_progress: Sequence[Ref] = (), assume_synced: bool = False) -> list[Blocker]:
+    """Every source that blocks minor and major updates now, in the CVO's order.
+
+    ``assume_synced`` evaluates OperatorConditions as they are once their spec.conditions have been
+    copied to status (what a dry run predicts; a sweep runs the copy itself)."""
     out: list[Blocker] = []
     if any(o.get("unmanaged") for o in (cv.get("spec") or {}).get("overrides") or []):
         out.append(Blocker(OVERRIDES_TYPE, "ClusterVersionOverridesSet",
@@ -99,7 +110,7 @@ def blockers(cv: dict[str, Any], cos: Sequence[dict[str, Any]], ocs: Sequence[di
         out.append(Blocker(DELETES_TYPE, "ResourceDeletesInProgress",
                            "Cluster minor or major version upgrades are not allowed while resource deletions are in "
                            f"progress; resources={resources}"))
-    if (b := _operator_conditions(ocs)) is not None:
+    if (b := _operator_conditions(ocs, assume_synced)) is not None:
         out.append(b)
     return out
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -555,9 +556,13 @@ def test_multiple_errors_are_not_filtered_while_reconciling() -> None:
 
 
 def test_cluster_version_object() -> None:
-    assert cluster_version_object() == {
+    cv = cluster_version_object()
+    cluster_id = cv["spec"].pop("clusterID")
+    assert str(uuid.UUID(cluster_id)) == cluster_id  # the CRD requires spec.clusterID
+    assert cv == {
         "apiVersion": "config.openshift.io/v1", "kind": "ClusterVersion", "metadata": {"name": "version"},
         "spec": {"overrides": []}, "status": {}}
+    assert cluster_version_object()["spec"]["clusterID"] != cluster_id
     cv = cluster_version_object("other", cluster_id="abc", desired_update={"image": IMG})
     assert cv["metadata"]["name"] == "other"
     assert cv["spec"] == {"clusterID": "abc", "desiredUpdate": {"image": IMG}, "overrides": []}

@@ -15,6 +15,7 @@ from cvo.cli.backend import add_backend_flags, open_backend, saved_time, state_p
 from cvo.cli.common import EXIT_OK, UsageError
 from cvo.clock import Clock, run_virtual, to_rfc3339
 from cvo.olm import OC_API_VERSION, OC_GROUP, OC_KIND, SUPPORTED_TYPES
+from cvo.runner.operator_conditions import OperatorConditionManager
 
 HELP = "set (or --clear) an admin override of an operator's Upgradeable OperatorCondition"
 
@@ -64,15 +65,28 @@ def run(args: argparse.Namespace) -> int:
                 raise UsageError(f"several OperatorConditions named {args.name!r} (namespaces {where})")
             oc = matches[0]
             spec = dict(oc.get("spec") or {})
+            existing = next((o for o in spec.get("overrides") or [] if o.get("type") == type_), None)
             overrides = [o for o in spec.get("overrides") or [] if o.get("type") != type_]
             if not args.clear:
+                same = existing is not None and existing.get("status") == status
+                stamp = existing.get("lastTransitionTime") if same and existing else to_rfc3339(clock.now())
                 overrides.append({"type": type_, "status": status, "reason": args.reason, "message": args.message,
-                                  "lastTransitionTime": to_rfc3339(clock.now())})
+                                  "lastTransitionTime": stamp})
+            elif existing is None:
+                done["where"] = f"{oc['metadata'].get('namespace')}/{args.name}"
+                done["noop"] = True
+                return
             spec["overrides"] = overrides
-            await cluster.update({**oc, "spec": spec})
+            updated = await cluster.update({**oc, "spec": spec})
+            # cvo plays OLM's controller: the spec edit bumped the generation, so the status copy of
+            # the operator's conditions is brought up to it (otherwise it would read as outdated).
+            await OperatorConditionManager(cluster, []).sync_one(updated)
             done["where"] = f"{oc['metadata'].get('namespace')}/{args.name}"
 
     run_virtual(main)
-    change = f"removed the {type_} override" if args.clear else f"spec.overrides {type_}={status} ({args.reason})"
+    if done.get("noop"):
+        change = f"no {type_} override to remove"
+    else:
+        change = f"removed the {type_} override" if args.clear else f"spec.overrides {type_}={status} ({args.reason})"
     print(f"operatorcondition {done['where']}: {change}", file=sys.stdout)
     return EXIT_OK

@@ -31,7 +31,7 @@ from cvo.cli.progress import LiveDisplay, LogReporter, format_duration, wants_li
 from cvo.clock import Clock, run_virtual
 from cvo.cluster.api import cv_ref
 from cvo.cvstatus import current_version
-from cvo.log import configure
+from cvo.log import configure, get_logger
 from cvo.payload.graph import Mode
 from cvo.payload.loader import LoadError, Release, load_release
 from cvo.runner.events import Fanout, Progress, Reporter
@@ -140,7 +140,10 @@ def _sweep(args: argparse.Namespace, prepare: Callable[[Backend], Awaitable[tupl
 
     async def main() -> int:
         async with open_backend(args, clock, behaviours) as backend:
-            print(f"cluster: {backend.description}", file=sys.stderr)
+            if args.log_format == "json":
+                get_logger("cvo.cli").info("cluster", backend=backend.description)
+            else:
+                print(f"cluster: {backend.description}", file=sys.stderr)
             prepared = await prepare(backend)
             if isinstance(prepared, int):
                 return prepared

@@ -68,6 +68,9 @@ class OperatorConditions:
             raise ConditionNameMissing(
                 f"get operator condition name: could not determine operator condition name: environment variable "
                 f"{ENV_NAME} not set")
+        if not self.namespace:
+            raise ConditionNameMissing("namespace not found for current environment (set POD_NAMESPACE or pass "
+                                       "namespace=)")
 
     @property
     def ref(self) -> Ref:

@@ -32,6 +32,14 @@ class GraphResult:
         return f"{len(self.incomplete)} incomplete task nodes, beginning with {graph.nodes[first]['tasks'][0]}"
 
 
+async def _cancel(running: dict[asyncio.Task[None], int], result: GraphResult) -> None:
+    result.cancelled = True
+    for task in running:
+        task.cancel()
+    await asyncio.gather(*running, return_exceptions=True)
+    running.clear()
+
+
 async def run_graph(graph: nx.DiGraph, max_parallel: int, fn: NodeFn, deadline: float | None = None) -> GraphResult:
     """Run every node; at ``deadline`` (loop time) cancel what still runs and return (``cancelled``)."""
     order = sorted(graph.nodes)
@@ -56,11 +64,7 @@ async def run_graph(graph: nx.DiGraph, max_parallel: int, fn: NodeFn, deadline: 
             timeout = None if deadline is None else max(0.0, deadline - asyncio.get_running_loop().time())
             done, _ = await asyncio.wait(running, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
             if not done:  # the deadline passed
-                result.cancelled = True
-                for task in running:
-                    task.cancel()
-                await asyncio.gather(*running, return_exceptions=True)
-                running.clear()
+                await _cancel(running, result)
                 break
             for finished in done:
                 node = running.pop(finished)
@@ -70,11 +74,7 @@ async def run_graph(graph: nx.DiGraph, max_parallel: int, fn: NodeFn, deadline: 
                 else:
                     result.errors[node] = error
     except asyncio.CancelledError:
-        result.cancelled = True
-        for task in running:
-            task.cancel()
-        await asyncio.gather(*running, return_exceptions=True)
-        running.clear()
+        await _cancel(running, result)
         raise
     finally:
         result.incomplete = [n for n in order if n not in result.completed and n not in result.errors]

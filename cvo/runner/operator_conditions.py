@@ -60,8 +60,11 @@ class OperatorConditionManager:
         ref = Ref.of(obj)
         live = await self.cluster.get(ref)
         if live is None:
-            with contextlib.suppress(ApiError):  # a concurrent create is fine
+            try:
                 await self.cluster.create(obj)
+            except ApiError as err:
+                if err.kind is not ApiErrorKind.ALREADY_EXISTS:  # a concurrent create is fine
+                    raise
             return
         if obj["kind"] == OC_KIND:
             spec = dict(live.get("spec") or {})
@@ -100,6 +103,9 @@ class OperatorConditionManager:
         async for event in stream:
             if event.type != "DELETED":
                 await self._sync(event.obj)
+
+    async def sync_one(self, oc: dict[str, Any]) -> None:
+        await self._sync(oc)
 
     async def _sync(self, oc: dict[str, Any]) -> None:
         status = synced_status(oc)

@@ -72,6 +72,7 @@ class StatusWriter:
             failure=failure, errors=list(errors or ([] if failure is None else [failure])), initial=initial,
             co_start_times=dict(co_start_times),
             release_accepted=self._release_accepted, accepted_risks=self.accepted_risks,
+            generation=(cv.get("metadata") or {}).get("generation"),
         )
         new_status = update_cluster_version_status(old_status, sync, self.clock.now())
         if force and self.upgradeable is not None:

@@ -41,7 +41,7 @@ async def preflight(cluster: Cluster, target: Release, force: bool, now: datetim
     cv = await cluster.get(cv_ref()) or {}
     cos = await cluster.list(*CLUSTER_OPERATOR)
     ocs = await cluster.list(OC_GROUP, OC_KIND) if await cluster.serves(OC_API_VERSION, OC_KIND) else []
-    found = blockers(cv, cos, ocs)
+    found = blockers(cv, cos, ocs, assume_synced=True)
     cv = {**cv, "status": apply_upgradeable(cv.get("status") or {}, found, now)}
     return Preflight(run_checks(cv, target.version,
                                 target.metadata.previous if target.metadata else (), force),
@@ -101,13 +101,13 @@ class UpgradeController:
                               blockers=[b.type for b in check.blockers])
                 await self._write_blocked(check)
                 now = loop.time()
+                if deadline is not None and now >= deadline:
+                    return await self._blocked_result()
                 if last_reconcile is None or now - last_reconcile >= self.options.interval:
                     last_reconcile = now
                     await self._reconcile_current(deadline)
                     await self._write_blocked(check)
                     continue
-                if deadline is not None and now >= deadline:
-                    return await self._blocked_result()
                 wait = self.options.interval - (now - last_reconcile)
                 if deadline is not None:
                     wait = min(wait, deadline - now)
@@ -120,8 +120,12 @@ class UpgradeController:
     async def _reconcile_current(self, deadline: float | None) -> None:
         """While blocked the cluster keeps reconciling what it runs (one pass per interval)."""
         loop = asyncio.get_running_loop()
-        remaining = None if deadline is None else max(0.0, deadline - loop.time())
-        options = SweepOptions(interval=self.options.interval, timeout=min(self.options.interval, remaining or 1e9),
+        timeout = self.options.interval
+        if deadline is not None:
+            timeout = min(timeout, max(0.0, deadline - loop.time()))
+        if timeout <= 0:
+            return
+        options = SweepOptions(interval=self.options.interval, timeout=timeout,
                                capabilities=self.options.capabilities,
                                release_accepted=("False", "PreconditionChecks", self._accepted_message()))
         self.worker = Worker(self.cluster, self.current, Mode.RECONCILE, self.reporter, self.clock, options)

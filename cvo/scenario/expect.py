@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import itertools
 import re
 from collections.abc import Callable, Mapping
@@ -9,10 +10,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from cvo.cvstatus import find_condition
+from cvo.olm import OC_GROUP, OC_KIND
 from cvo.runner.events import Event
 from cvo.scenario.model import EXPECTATIONS, ScenarioError
 from cvo.scenario.replay import ReplayOutcome
 from cvo.sim.behaviour import parse_duration
+from cvo.status_output import write_status_text
 
 
 @dataclass
@@ -206,7 +209,10 @@ def _check_objects(out: ReplayOutcome, value: Any) -> list[Check]:
         for key, expected in fields.items():
             path = str(key).removesuffix("-contains").removesuffix("-matches")
             actual = _field(found[0], path)
-            if actual is _MISSING:
+            if expected is None and path == key:  # null: the path must not be set
+                if actual is not _MISSING:
+                    problems.append(f"{path} is {actual!r}, expected it not to be set")
+            elif actual is _MISSING:
                 problems.append(f"{path} is not set")
             elif path == key and not isinstance(expected, str):
                 if actual != expected:
@@ -244,6 +250,37 @@ def _check_order(out: ReplayOutcome, value: Any) -> list[Check]:
     return checks
 
 
+def _texts(value: Any, key: str) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return list(value)
+    raise ScenarioError(f"expect.status-output.{key}: expected a text or a list of texts")
+
+
+def _check_status_output(out: ReplayOutcome, value: Any) -> list[Check]:
+    """What ``cvo status`` would print at the end (both tables and the Upgradeable section, with
+    every OperatorCondition): each ``contains`` text is in it, each ``matches`` regex found (multi-line
+    mode), each ``absent`` text is not."""
+    if not isinstance(value, Mapping) or not set(value) <= {"contains", "matches", "absent"}:
+        raise ScenarioError("expect.status-output: expected {contains?, matches?, absent?}")
+    ocs = [obj for ref, obj in out.objects.items() if (ref.group, ref.kind) == (OC_GROUP, OC_KIND)]
+    buffer = io.StringIO()
+    write_status_text(out.cluster_version, out.cluster_operators, out.finished, buffer, ocs)
+    text = buffer.getvalue()
+    checks = []
+    for needle in _texts(value.get("contains"), "contains"):
+        checks.append(Check(f"status output contains {needle!r}", needle in text, f"output:\n{text}"))
+    for pattern in _texts(value.get("matches"), "matches"):
+        checks.append(Check(f"status output matches /{pattern}/", re.search(pattern, text, re.MULTILINE) is not None,
+                            f"output:\n{text}"))
+    for needle in _texts(value.get("absent"), "absent"):
+        checks.append(Check(f"status output lacks {needle!r}", needle not in text, f"output:\n{text}"))
+    return checks
+
+
 CHECKS: dict[str, Callable[[ReplayOutcome, Any], Check | list[Check]]] = {
     "result": _check_result,
     "elapsed": _check_elapsed,
@@ -253,6 +290,7 @@ CHECKS: dict[str, Callable[[ReplayOutcome, Any], Check | list[Check]]] = {
     "events": _check_events,
     "order": _check_order,
     "objects": _check_objects,
+    "status-output": _check_status_output,
 }
 assert set(CHECKS) == set(EXPECTATIONS), "model.EXPECTATIONS and expect.CHECKS must list the same kinds"
 

@@ -6,6 +6,7 @@ The format is documented in docs/scenarios.md.  Parsing turns every mistake into
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,11 +21,28 @@ ACTIONS = ("install", "upgrade", "reconcile", "cancel", "resume", "set-condition
 RESULTS = ("completed", "failed", "timeout", "cancelled", "blocked", "degraded")
 # Expectation kinds (cvo.scenario.expect.CHECKS implements each): checked at load time, so a typo
 # fails before a long replay.
-EXPECTATIONS = ("result", "elapsed", "conditions", "history", "operators", "events", "order", "objects")
+EXPECTATIONS = ("result", "elapsed", "conditions", "history", "operators", "events", "order", "objects",
+                "status-output")
 
 
 class ScenarioError(ValueError):
     """A scenario file that cannot be used; the message names the file and the problem."""
+
+
+_IMAGE_REF = re.compile(r"\$\{image:([^}]+)\}")
+
+
+def _expand_images(value: Any, base: Path) -> Any:
+    """``${image:PATH}`` in expected text: the image of the release directory PATH (relative to the
+    scenario file), i.e. ``file://`` + its absolute path, so messages that name a release image can
+    be matched exactly wherever the repository is checked out."""
+    if isinstance(value, str):
+        return _IMAGE_REF.sub(lambda m: f"file://{(base / m.group(1).strip()).resolve()}", value)
+    if isinstance(value, list):
+        return [_expand_images(v, base) for v in value]
+    if isinstance(value, Mapping):
+        return {k: _expand_images(v, base) for k, v in value.items()}
+    return value
 
 
 @dataclass
@@ -108,7 +126,7 @@ def load_scenario(path: Path) -> Scenario:
         description=str(data.get("description") or ""),
         behaviours=behaviours,
         actions=_parse_actions(data.get("actions"), f"{path}: actions"),
-        expect=dict(expect),
+        expect=_expand_images(dict(expect), path.parent),
         objects=list(cluster.get("objects") or []),
         openshift_apis=bool(cluster.get("openshift-apis", True)),
         interval=_duration(options.get("interval", "3m"), f"{path}: options.interval"),
@@ -121,6 +139,8 @@ def load_scenario(path: Path) -> Scenario:
     if unknown_expect:
         raise ScenarioError(f"{path}: unknown expectation {unknown_expect[0]!r} in expect; "
                             f"known: {', '.join(EXPECTATIONS)}")
+    if "status-output" in expect and not isinstance(expect["status-output"], Mapping):
+        raise ScenarioError(f"{path}: expect.status-output: expected {{contains?, matches?, absent?}}")
     for key in ("conditions", "operators", "events", "order", "objects"):
         if key in expect and not isinstance(expect[key], list):
             raise ScenarioError(f"{path}: expect.{key}: expected a list")

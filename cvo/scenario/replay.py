@@ -66,6 +66,7 @@ class Replay:
         self.last: SweepRun | None = None
         self.simulator: OperatorSimulator | None = None
         self._deferred: asyncio.Task[None] | None = None  # an upgrade waiting for the install to finish
+        self.overrun = False  # the last sweep ran past the replay's limit and was stopped
 
     def emit(self, event: str, **fields: Any) -> None:
         self.recorder.emit(Event(self.clock.now(), event, fields))
@@ -312,7 +313,7 @@ class Replay:
             for action in self.scenario.actions:
                 await asyncio.sleep(max(0.0, origin + action.at - loop.time()))
                 await self.do(action)
-            await self._settle()
+            await self._settle_bounded()
         finally:
             self._drop_deferred()
             await self.simulator.stop()
@@ -339,6 +340,32 @@ class Replay:
             if self.current is run:
                 return
 
+    def settle_limit(self) -> float:
+        """How long after the last action the replay waits for the sweeps to end: a sweep ends within
+        ``options.timeout`` (an upgrade deferred behind an install: two of them), so twice that plus
+        two intervals is generous.  A sweep that runs longer is a bug; the watchdog keeps the replay
+        (and the test suite) from spinning on it forever."""
+        return 2 * self.scenario.timeout + 2 * self.scenario.interval
+
+    async def _settle_bounded(self) -> None:
+        settle = asyncio.create_task(self._settle(), name="settle")
+        done, _ = await asyncio.wait({settle}, timeout=self.settle_limit())
+        if settle in done:
+            settle.result()
+            return
+        self.overrun = True
+        run = self.current
+        self.emit("scenario.overrun", limit=self.settle_limit(),
+                  version=run.release.version if run is not None else "", kind=run.kind if run is not None else "")
+        self._drop_deferred()
+        if run is not None and not run.task.done():
+            run.task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await run.task
+        settle.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await settle
+
     async def _snapshot(self) -> dict[Ref, dict[str, Any]]:
         """Every object in the cluster at the end (``list`` does not wake the simulated operators)."""
         objects: dict[Ref, dict[str, Any]] = {}
@@ -353,6 +380,8 @@ class Replay:
         return self.last.task.result()
 
     def _result(self) -> str:
+        if self.overrun:
+            return "overrun"
         if self.last is None:
             return "none"
         if self.last.cancelled or self.last.task.cancelled():
