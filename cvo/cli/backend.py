@@ -3,25 +3,35 @@
 The default is the embedded simulated cluster, persisted to a state file so that ``cvo install``,
 ``cvo upgrade`` and ``cvo status`` see one cluster, with simulated operators running beside the
 sweep on a virtual clock.
+
+``--kubeconfig PATH`` or ``--context NAME`` chooses a real cluster instead (:mod:`cvo.kube`): the
+kubeconfig is PATH, else ``$KUBECONFIG``, else ``~/.kube/config``, and the context NAME, else the
+file's current context.  ``$KUBECONFIG`` alone does not switch backends: a user's kubeconfig must
+not turn ``cvo install`` on the embedded cluster into an install on whatever cluster it points at.
+A real cluster runs on the real clock (:func:`backend_clock`); its operators are real, so
+``--state``, ``--speed`` and ``--operators`` (the embedded cluster's) are refused with it.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import TypeVar
 
 import orjson
 
 from cvo.cli.common import UsageError
-from cvo.clock import Clock, parse_rfc3339
-from cvo.cluster.api import Cluster
+from cvo.clock import Clock, parse_rfc3339, run_real, run_virtual
+from cvo.cluster.api import ApiError, ApiErrorKind, Cluster
 from cvo.payload.loader import Release
 from cvo.sim.behaviour import Behaviours
+
+T = TypeVar("T")
 
 
 def default_state_path() -> Path:
@@ -38,6 +48,28 @@ def add_backend_flags(parser: argparse.ArgumentParser) -> None:
                             "~/.local/state/cvo/sim-cluster.json); 'none' keeps it in memory")
     group.add_argument("--speed", type=float, default=None, metavar="X",
                        help="simulated seconds per real second (default: as fast as possible)")
+    group.add_argument("--kubeconfig", default=None, metavar="PATH",
+                       help="talk to the real cluster of this kubeconfig instead of the embedded one (with "
+                            "--context alone: $KUBECONFIG, else ~/.kube/config)")
+    group.add_argument("--context", default=None, metavar="NAME",
+                       help="the kubeconfig context to use (default: its current-context); implies a real cluster")
+
+
+def uses_real_clock(args: argparse.Namespace) -> bool:
+    """Whether the command talks to a real cluster (``--kubeconfig`` or ``--context``), on the real clock."""
+    return bool(getattr(args, "kubeconfig", None) or getattr(args, "context", None))
+
+
+def backend_clock(args: argparse.Namespace) -> tuple[Clock, Callable[[Callable[[], Awaitable[T]]], T]]:
+    """The clock and the event-loop runner for the command's cluster.
+
+    A real cluster: the real clock and :func:`cvo.clock.run_real`.  The embedded cluster: a virtual
+    clock that continues its state file's timeline, run by :func:`cvo.clock.run_virtual` at ``--speed``.
+    """
+    if uses_real_clock(args):
+        return Clock(), run_real
+    speed = getattr(args, "speed", None)
+    return Clock(saved_time(state_path(args))), lambda main: run_virtual(main, speed=speed)
 
 
 def add_behaviour_flags(parser: argparse.ArgumentParser) -> None:
@@ -46,6 +78,9 @@ def add_behaviour_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def state_path(args: argparse.Namespace) -> Path | None:
+    """The embedded cluster's state file; ``None`` when it lives in memory, or for a real cluster."""
+    if uses_real_clock(args):
+        return None
     if args.state is not None and str(args.state) == "none":
         return None
     return args.state or default_state_path()
@@ -92,6 +127,10 @@ class Backend:
 @asynccontextmanager
 async def open_backend(args: argparse.Namespace, clock: Clock, behaviours: Behaviours | None = None,
                        simulate_operators: bool = True) -> AsyncIterator[Backend]:
+    if uses_real_clock(args):
+        async with _open_kube(args, clock, simulate_operators) as backend:
+            yield backend
+        return
     from cvo.sim.cluster import SimCluster
     from cvo.sim.operators import OperatorSimulator
 
@@ -109,3 +148,42 @@ async def open_backend(args: argparse.Namespace, clock: Clock, behaviours: Behav
         if simulator is not None:
             await simulator.stop()
         await cluster.close()
+
+
+def _refuse_simulator_flags(args: argparse.Namespace, simulate_operators: bool) -> None:
+    which = "--kubeconfig" if getattr(args, "kubeconfig", None) else "--context"
+    if getattr(args, "state", None) is not None:
+        raise UsageError(f"--state is the embedded cluster's state file; it cannot be used with {which}")
+    if getattr(args, "speed", None) is not None:
+        raise UsageError(f"--speed sets the embedded cluster's virtual clock; a real cluster ({which}) runs in real time")
+    if simulate_operators and getattr(args, "operators", None) is not None:
+        raise UsageError(f"--operators configures the embedded cluster's simulated operators; with {which} the "
+                         "cluster's own operators report (or run 'cvo sim-operators' against it)")
+
+
+@asynccontextmanager
+async def _open_kube(args: argparse.Namespace, clock: Clock, simulate_operators: bool) -> AsyncIterator[Backend]:
+    from cvo.kube import KubeCluster, KubeconfigError
+
+    _refuse_simulator_flags(args, simulate_operators)
+    try:
+        cluster = KubeCluster.from_kubeconfig(getattr(args, "kubeconfig", None), getattr(args, "context", None))
+    except KubeconfigError as err:
+        raise UsageError(str(err)) from None
+    try:
+        try:
+            await cluster.connect()
+        except ApiError as err:
+            raise UsageError(f"cannot use {cluster.description}: {err}") from None
+        try:
+            yield Backend(cluster, clock, cluster.description)
+        except ApiError as err:
+            if err.kind is ApiErrorKind.NO_KIND_MATCH and err.ref is not None and err.ref.group == "config.openshift.io":
+                raise UsageError(f"{err}: the cluster lacks the CRDs cvo writes (ClusterVersion, ClusterOperator, "
+                                 "OperatorCondition); run 'cvo bootstrap' with the same --kubeconfig/--context "
+                                 "first") from None
+            raise
+    finally:
+        await cluster.close()
+
+

@@ -7,7 +7,16 @@ import sys
 from collections.abc import Sequence
 
 from cvo import __version__
-from cvo.cli import lint_cmd, override_cmd, plan_cmd, replay_cmd, status_cmd, sweep_cmd
+from cvo.cli import (
+    bootstrap_cmd,
+    lint_cmd,
+    override_cmd,
+    plan_cmd,
+    replay_cmd,
+    simop_cmd,
+    status_cmd,
+    sweep_cmd,
+)
 from cvo.cli.common import EXIT_USAGE, UsageError, print_error
 from cvo.log import configure
 
@@ -24,7 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more log output (-v info, -vv debug)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    for module in (plan_cmd, lint_cmd, sweep_cmd, status_cmd, override_cmd, replay_cmd):
+    for module in (plan_cmd, lint_cmd, sweep_cmd, status_cmd, override_cmd, replay_cmd, bootstrap_cmd, simop_cmd):
         module.register(sub)
     return parser
 

@@ -11,9 +11,9 @@ import argparse
 import sys
 from typing import Any
 
-from cvo.cli.backend import add_backend_flags, open_backend, saved_time, state_path
+from cvo.cli.backend import add_backend_flags, backend_clock, open_backend
 from cvo.cli.common import EXIT_OK, UsageError
-from cvo.clock import Clock, run_virtual, to_rfc3339
+from cvo.clock import to_rfc3339
 from cvo.olm import OC_API_VERSION, OC_GROUP, OC_KIND, SUPPORTED_TYPES
 from cvo.runner.operator_conditions import OperatorConditionManager
 
@@ -48,7 +48,7 @@ def _parse(args: argparse.Namespace) -> tuple[str, str]:
 
 def run(args: argparse.Namespace) -> int:
     type_, status = _parse(args)
-    clock = Clock(saved_time(state_path(args)))
+    clock, run_loop = backend_clock(args)
     done: dict[str, Any] = {}
 
     async def main() -> None:
@@ -83,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
             await OperatorConditionManager(cluster, []).sync_one(updated)
             done["where"] = f"{oc['metadata'].get('namespace')}/{args.name}"
 
-    run_virtual(main)
+    run_loop(main)
     if done.get("noop"):
         change = f"no {type_} override to remove"
     else:

@@ -8,9 +8,8 @@ from typing import Any
 
 import orjson
 
-from cvo.cli.backend import add_backend_flags, open_backend, saved_time, state_path
+from cvo.cli.backend import add_backend_flags, backend_clock, open_backend
 from cvo.cli.common import EXIT_OK, UsageError
-from cvo.clock import Clock, run_virtual
 from cvo.cluster.api import CLUSTER_OPERATOR, cv_ref
 from cvo.olm import OC_API_VERSION, OC_GROUP, OC_KIND
 
@@ -25,7 +24,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def run(args: argparse.Namespace) -> int:
-    clock = Clock(saved_time(state_path(args)))
+    clock, run_loop = backend_clock(args)
     found: dict[str, Any] = {}
 
     async def main() -> None:
@@ -37,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
             served = await backend.cluster.serves(OC_API_VERSION, OC_KIND)
             found["ocs"] = await backend.cluster.list(OC_GROUP, OC_KIND) if served else []
 
-    run_virtual(main)
+    run_loop(main)
     if found.get("cv") is None:
         raise UsageError("no ClusterVersion in the cluster: nothing installed yet (cvo install RELEASE_DIR)")
     if args.output == "json":

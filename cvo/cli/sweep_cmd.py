@@ -13,10 +13,9 @@ from cvo.cli.backend import (
     Backend,
     add_backend_flags,
     add_behaviour_flags,
+    backend_clock,
     load_behaviours,
     open_backend,
-    saved_time,
-    state_path,
 )
 from cvo.cli.common import (
     EXIT_FAILED,
@@ -28,8 +27,8 @@ from cvo.cli.common import (
     print_error,
 )
 from cvo.cli.progress import LiveDisplay, LogReporter, format_duration, wants_live_display
-from cvo.clock import Clock, run_virtual
-from cvo.cluster.api import cv_ref
+from cvo.clock import Clock
+from cvo.cluster.api import ApiError, cv_ref
 from cvo.cvstatus import current_version
 from cvo.log import configure, get_logger
 from cvo.payload.graph import Mode
@@ -133,8 +132,7 @@ def _sweep(args: argparse.Namespace, prepare: Callable[[Backend], Awaitable[tupl
     options = _options(args)
     if not wants_live_display(args.log_format):
         configure(args.log_format, max(args.verbose, 1))  # without a live display, progress is the info log
-    path = state_path(args)
-    clock = Clock(saved_time(path))
+    clock, run_loop = backend_clock(args)
     started = time.perf_counter()
     outcome: dict[str, Any] = {}
 
@@ -166,7 +164,11 @@ def _sweep(args: argparse.Namespace, prepare: Callable[[Backend], Awaitable[tupl
             outcome["cos"] = await backend.cluster.list("config.openshift.io", "ClusterOperator")
             return EXIT_OK if result.ok else EXIT_FAILED
 
-    code = run_virtual(main, speed=args.speed)
+    try:
+        code = run_loop(main)
+    except ApiError as err:
+        print_error(f"the cluster refused a request ({err.kind.value}): {err}")
+        return EXIT_FAILED
     result: SweepResult | None = outcome.get("result")
     if result is not None:
         _report(args, result, outcome.get("cos", []), time.perf_counter() - started, clock)

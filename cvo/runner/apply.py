@@ -50,12 +50,23 @@ class ApplyOutcome:
     live: dict[str, Any] | None = None
 
 
+def _empty(value: Any) -> bool:
+    """Values a server drops when it stores an object (``{}``, ``[]``, ``""``, ``false``, ``null``)."""
+    return value is None or value is False or value == "" or value == {} or value == []
+
+
 def contains(desired: Any, live: Any) -> bool:
-    """Whether every field ``desired`` sets has the same value in ``live`` (extra live fields are fine)."""
+    """Whether every field ``desired`` sets has the same value in ``live`` (extra live fields are fine).
+
+    A field the manifest sets to an empty value matches a live object without it: the server
+    omits such values when it stores the object, so they are not drift.
+    """
+    if _empty(desired) and _empty(live):
+        return True
     if isinstance(desired, dict):
         if not isinstance(live, dict):
             return False
-        return all(k in live and contains(v, live[k]) for k, v in desired.items())
+        return all((contains(v, live[k]) if k in live else _empty(v)) for k, v in desired.items())
     if isinstance(desired, list):
         if not isinstance(live, list) or len(desired) != len(live):
             return False
@@ -80,8 +91,17 @@ def _merge_meta(live_meta: dict[str, Any], desired_meta: dict[str, Any]) -> bool
     return changed
 
 
+# Fields the CVO's typed clients do not know and so never send (OpenShift's legacy RBAC fields).
+DROPPED_FIELDS = {
+    ("rbac.authorization.k8s.io", "ClusterRoleBinding"): ("userNames", "groupNames"),
+    ("rbac.authorization.k8s.io", "RoleBinding"): ("userNames", "groupNames"),
+}
+
+
 def desired_object(task: Task, mutate: Mutator | None = None) -> dict[str, Any]:
     obj = task.manifest.copy_obj()
+    for key in DROPPED_FIELDS.get((task.manifest.group, task.manifest.kind), ()):
+        obj.pop(key, None)
     if mutate is not None:
         obj = mutate(obj)
     if task.manifest.kind == "Deployment" and task.manifest.group == "apps":
@@ -98,7 +118,7 @@ def merge(desired: dict[str, Any], live: dict[str, Any], typed: bool) -> dict[st
     body_changed = False
     merge_keys = MERGED_MAPS.get((desired.get("apiVersion", ""), desired.get("kind", "")), ())
     for key, value in desired.items():
-        if key in SKIPPED_KEYS:
+        if key in SKIPPED_KEYS or (key not in live and _empty(value)):
             continue
         if not contains(value, live.get(key)):
             # ConfigMap data is merged key by key: keys only the live object has are kept.
@@ -154,6 +174,9 @@ async def precreate_cluster_operator(cluster: Cluster, task: Task) -> None:
     obj = task.manifest.copy_obj()
     related = (obj.get("status") or {}).get("relatedObjects")
     obj.pop("status", None)
+    obj.setdefault("spec", {})  # the CVO's typed client always sends spec; OpenShift's CRD requires it
+    if related:  # ObjectReference fields are always sent by Go, empty or not
+        related = [{"group": "", "resource": "", "name": "", **r} for r in related]
     try:
         created = await cluster.create(obj)
         if related:

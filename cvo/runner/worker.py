@@ -28,7 +28,8 @@ from cvo.payload.filters import ApplyFilter, Override
 from cvo.payload.graph import Mode, Task, build_graph, make_tasks, max_workers, operator_versions
 from cvo.payload.loader import Release
 from cvo.payload.operators import operator_deployments
-from cvo.runner.apply import DeleteTracker, apply_task, precreate_cluster_operator
+from cvo.payload.schema import fill_required, required_zero_values
+from cvo.runner.apply import DeleteTracker, Mutator, apply_task, precreate_cluster_operator
 from cvo.runner.events import Event, Progress, Reporter, Waiting
 from cvo.runner.graph_runner import run_graph
 from cvo.runner.health import check_crd, check_deployment, check_job, check_operator_health, no_versions_error
@@ -126,6 +127,7 @@ class Worker:
         self.crd_notifier = Notifier(cluster, "apiextensions.k8s.io", "CustomResourceDefinition", key=established_key)
         self.olm = OperatorConditionManager(cluster, release.manifests)
         self._operator_deployments = operator_deployments(release.manifests)
+        self._zero_values = required_zero_values(release.manifests)
         self._index = {id(m): i for i, m in enumerate(release.manifests, start=1)}
         self.status.upgradeable = self.blockers
         self.status.accepted_risks = self.options.accepted_risks
@@ -346,7 +348,7 @@ class Worker:
         last: Exception | None = None
         for index in range(calls):
             try:
-                mutate = None if task.delete else await self.olm.prepare(task.manifest)
+                mutate = None if task.delete else self._mutator(await self.olm.prepare(task.manifest), task)
                 outcome = await apply_task(self.cluster, task, self.mode, self.deletes, mutate)
                 self.emit("task.applied", task=str(task), action=outcome.action, file=task.manifest.path)
                 await self._health(task, outcome.live, attempt)
@@ -392,6 +394,18 @@ class Worker:
             if not await self.crd_notifier.wait_change(name, mark, 30.0):
                 raise ApiError(ApiErrorKind.TIMEOUT, f"CustomResourceDefinition {name} is not Established", ref)
             live = await self.cluster.get(ref) or {}
+
+    def _mutator(self, inject: Mutator | None, task: Task) -> Mutator | None:
+        """What cvo adds to the manifest: OPERATOR_CONDITION_NAME, and the zero values Go would send."""
+        zeros = self._zero_values.get((task.manifest.group, task.manifest.kind))
+        if zeros is None:
+            return inject
+
+        def mutate(obj: dict) -> dict:
+            obj = fill_required(obj, zeros)
+            return inject(obj) if inject is not None else obj
+
+        return mutate
 
     def _trap_hint(self, task: Task) -> str:
         """The seed's trap: the operator that must report this ClusterOperator is applied after it."""

@@ -2,7 +2,7 @@
 
 Runs etcd and kube-apiserver (built from Go modules by
 ``hack/control-plane/build.sh`` and cached under
-``${CVO_CACHE_DIR:-~/.cache/cvo}/control-plane/``) as local subprocesses on
+``${CVO_CONTROL_PLANE_CACHE:-~/.cache/cvo/control-plane}/``) as local subprocesses on
 127.0.0.1, the way controller-runtime's envtest does.  Only the API server
 and etcd run: there are no controllers (no garbage collection, no namespace
 finalization, pods stay Pending, Deployments never get ReplicaSets).
@@ -20,7 +20,10 @@ Run ``python tests/e2e/controlplane.py`` to start one by hand; it prints the
 kubeconfig path and runs until Ctrl-C.
 
 Environment:
-  CVO_CACHE_DIR               cache root for the built binaries (default ~/.cache/cvo)
+  CVO_CONTROL_PLANE_CACHE     cache root for the built binaries (default ~/.cache/cvo/control-plane);
+                              read once, at import: independent of CVO_CACHE_DIR (cvo's parse
+                              cache, which the test suite points at a temp dir), so the slow build
+                              happens once per machine, not once per test session
   CVO_CONTROL_PLANE_BIN_DIR   use kube-apiserver/etcd from this directory instead
   CVO_CONTROL_PLANE_KEEP=1    keep the temporary directory (logs, data) after stop()
 """
@@ -43,6 +46,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -53,6 +57,8 @@ VERSIONS_FILE = HACK_DIR / "versions.env"
 DEFAULT_READY_TIMEOUT = 120.0  # seconds; 2-core CI machines are slow
 SERVICE_CLUSTER_IP_RANGE = "10.0.0.0/24"
 ADMIN_USER = "cvo-e2e-admin"
+# Resolved at import time, before any test fixture changes the environment.
+CACHE_ROOT = Path(os.environ.get("CVO_CONTROL_PLANE_CACHE") or Path.home() / ".cache" / "cvo" / "control-plane")
 
 
 def read_versions(path: Path = VERSIONS_FILE) -> dict[str, str]:
@@ -72,8 +78,7 @@ def expected_bin_dir() -> Path:
     if override:
         return Path(override)
     v = read_versions()
-    root = Path(os.environ.get("CVO_CACHE_DIR") or Path.home() / ".cache" / "cvo")
-    return root / "control-plane" / f"{v['K8S_VERSION']}-etcd{v['ETCD_VERSION']}" / "bin"
+    return CACHE_ROOT / f"{v['K8S_VERSION']}-etcd{v['ETCD_VERSION']}" / "bin"
 
 
 def _binaries_present(bin_dir: Path) -> bool:
@@ -91,7 +96,8 @@ def ensure_binaries() -> Path:
     if os.environ.get("CVO_CONTROL_PLANE_BIN_DIR"):
         raise RuntimeError(f"CVO_CONTROL_PLANE_BIN_DIR={bin_dir} lacks kube-apiserver and/or etcd")
     print(f"controlplane: building kube-apiserver and etcd with {BUILD_SCRIPT} ...", file=sys.stderr)
-    res = subprocess.run(["bash", str(BUILD_SCRIPT)], stdout=subprocess.PIPE, text=True)
+    env = {**os.environ, "CVO_CONTROL_PLANE_CACHE": str(CACHE_ROOT)}
+    res = subprocess.run(["bash", str(BUILD_SCRIPT)], stdout=subprocess.PIPE, text=True, env=env)
     if res.returncode != 0:
         raise RuntimeError(f"{BUILD_SCRIPT} failed with exit code {res.returncode} (see its stderr above)")
     built = Path(res.stdout.strip().splitlines()[-1])
@@ -217,6 +223,7 @@ class ControlPlane:
         self._etcd: subprocess.Popen | None = None
         self._apiserver: subprocess.Popen | None = None
         self._apiserver_args: list[str] = []
+        self._spawner: ThreadPoolExecutor | None = None
 
     # ------------------------------------------------------------------ paths
     def _path(self, name: str) -> Path:
@@ -289,6 +296,9 @@ class ControlPlane:
                     proc.kill()
                     proc.wait()
         self._apiserver = self._etcd = None
+        if self._spawner is not None:
+            self._spawner.shutdown(wait=True)
+            self._spawner = None
         _live.discard(self)
         if self.workdir is not None:
             if self.keep_workdir:
@@ -335,6 +345,14 @@ class ControlPlane:
         self._path("apiserver-certs").mkdir()
 
     def _spawn(self, args: list[str], log: Path) -> subprocess.Popen:
+        # PR_SET_PDEATHSIG fires when the *thread* that forked the child exits, so a child started
+        # from a short-lived thread (asyncio.to_thread, a test's helper thread) would be killed
+        # with it.  Every child is forked by one thread that lives until stop().
+        if self._spawner is None:
+            self._spawner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="controlplane-spawner")
+        return self._spawner.submit(self._spawn_here, args, log).result()
+
+    def _spawn_here(self, args: list[str], log: Path) -> subprocess.Popen:
         with open(log, "ab") as f:
             f.write(f"\n===== {time.strftime('%H:%M:%S')} {' '.join(args)}\n".encode())
             f.flush()

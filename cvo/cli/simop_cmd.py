@@ -1,0 +1,472 @@
+"""``cvo sim-operators``: the simulated operators as a process of their own, against any cluster.
+
+The embedded cluster runs simulated operators inside ``cvo install`` and ``cvo upgrade``; a real
+cluster (kind, say) has no operators behind the payload's ClusterOperators, so nothing would ever
+report them Available.  This command runs the same behaviour models
+(:class:`~cvo.sim.operators.OperatorSimulator`, configured by ``--operators``) beside any cluster:
+it watches Deployments and reports ClusterOperator status and OperatorCondition conditions through
+the API with the :mod:`cvo.operator` library, printing one line per report.
+
+Which operators: those of the releases given with ``--release``, and of the release the
+ClusterVersion's ``status.desired.image`` names when it is a ``file://`` release directory (the
+last completed release too, during an upgrade).  The ClusterVersion is watched: when ``cvo upgrade
+--to`` sets a new desired release, its operators are simulated from then on (the simulator
+restarts with every known release, as operators restart; rollouts already done are not redone).
+
+Against the embedded cluster's state file it runs on that file's virtual clock and saves what the
+operators reported when it stops (``--once`` or ``--duration`` make that useful); against a real
+cluster it runs on the real clock until interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import signal
+import sys
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any, TextIO
+
+from cvo.cli.backend import (
+    add_backend_flags,
+    add_behaviour_flags,
+    backend_clock,
+    load_behaviours,
+    open_backend,
+    state_path,
+)
+from cvo.cli.common import EXIT_FAILED, EXIT_OK, UsageError, print_error
+from cvo.clock import Clock, to_rfc3339
+from cvo.cluster.api import (
+    CLUSTER_OPERATOR,
+    CLUSTER_VERSION,
+    ApiError,
+    Cluster,
+    Object,
+    Ref,
+    WatchEvent,
+    cv_ref,
+)
+from cvo.olm import OC_GROUP, OC_KIND
+from cvo.payload.loader import LoadError, Release, load_release
+from cvo.sim.behaviour import Behaviours, parse_duration
+from cvo.sim.operators import OperatorSimulator
+
+HELP = "run the simulated operators of a release against a cluster (kind, or the embedded cluster's state)"
+DESCRIPTION = (
+    "Run the simulated operators of the embedded cluster as a process of their own, against any cluster: "
+    "they watch the payload's Deployments and report ClusterOperator status and OperatorCondition "
+    "conditions through the API, as the operators of a real payload would. The releases are those given "
+    "with --release and the one the ClusterVersion's status.desired.image names (a file:// directory), "
+    "followed as cvo upgrade moves it. Runs until interrupted (Ctrl-C), or --once, or for --duration."
+)
+EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 143
+RESTART_DELAY = 1.0  # seconds before watching the ClusterVersion again when a watch ends
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    parser = sub.add_parser("sim-operators", help=HELP, description=DESCRIPTION)
+    parser.add_argument("--release", dest="releases", action="append", type=Path, default=[], metavar="DIR",
+                        help="a release directory whose operators to simulate (repeatable; default: the "
+                             "ClusterVersion's desired release)")
+    add_behaviour_flags(parser)
+    add_backend_flags(parser)
+    until = parser.add_mutually_exclusive_group()
+    until.add_argument("--once", action="store_true",
+                       help="catch up with the cluster, finish the rollouts that start, and exit")
+    until.add_argument("--duration", metavar="DURATION",
+                       help="run this long on the cluster's clock (e.g. 10m), then exit")
+    parser.set_defaults(func=run)
+
+
+# --- what the operators report -------------------------------------------------------------------------
+
+CONDITION_ORDER = ("Available", "Progressing", "Degraded", "Upgradeable", "Upgrading")
+HAPPY = {"Available": "True", "Progressing": "False", "Degraded": "False", "Upgradeable": "True",
+         "Upgrading": "False"}
+
+
+def _conditions_text(conditions: list[dict[str, Any]]) -> str:
+    order = {t: i for i, t in enumerate(CONDITION_ORDER)}
+    parts = []
+    for cond in sorted(conditions, key=lambda c: (order.get(c.get("type", ""), len(order)), c.get("type", ""))):
+        type_, status = cond.get("type", ""), cond.get("status", "")
+        text = f"{type_}={status}"
+        if HAPPY.get(type_) != status and cond.get("reason"):
+            text += f" ({cond['reason']})"
+        parts.append(text)
+    return " ".join(parts)
+
+
+def describe_report(verb: str, obj: Object) -> str | None:
+    """One line for a write the simulated operators made, or ``None`` for writes not worth a line."""
+    ref = Ref.of(obj)
+    if (ref.group, ref.kind) == CLUSTER_OPERATOR and verb == "update_status":
+        status = obj.get("status") or {}
+        line = f"clusteroperator/{ref.name}: {_conditions_text(status.get('conditions') or [])}"
+        versions = " ".join(f"{v.get('name')}={v.get('version')}" for v in status.get("versions") or [])
+        return f"{line}; versions {versions}" if versions else line
+    if (ref.group, ref.kind) == (OC_GROUP, OC_KIND):
+        conditions = (obj.get("spec") or {}).get("conditions") or []
+        messages = "; ".join(c.get("message", "") for c in conditions if c.get("message"))
+        line = f"operatorcondition {ref.namespace}/{ref.name}: {_conditions_text(conditions)}"
+        return f"{line}: {messages}" if messages else line
+    if verb == "create":
+        return f"{ref.kind.lower()}/{ref.name} created"
+    return None
+
+
+class ReportingCluster:
+    """The cluster as one simulator sees it: its writes are printed, and its read hooks can be removed.
+
+    Everything else passes through.  ``on_read`` exists only when the underlying cluster has it
+    (the embedded one), so the simulator behaves exactly as it would on that cluster.
+    """
+
+    def __init__(self, cluster: Cluster, clock: Clock, out: TextIO, err: TextIO) -> None:
+        self.cluster = cluster
+        self.clock = clock
+        self.out = out
+        self.err = err
+        self.reports = 0
+        self.failures = 0
+        self._removers: list[Callable[[], None]] = []
+
+    def __getattr__(self, name: str) -> Any:
+        if name != "on_read":
+            raise AttributeError(name)
+        hook = self.cluster.on_read  # type: ignore[attr-defined]  # AttributeError when it has none
+
+        def on_read(callback: Callable[[Ref], object]) -> Callable[[], None]:
+            remove: Callable[[], None] = hook(callback)
+            self._removers.append(remove)
+            return remove
+
+        return on_read
+
+    def detach(self) -> None:
+        for remove in self._removers:
+            remove()
+        self._removers.clear()
+
+    def _print(self, line: str) -> None:
+        print(f"{to_rfc3339(self.clock.now())} {line}", file=self.out, flush=True)
+
+    async def _write(self, verb: str, obj: Object, call: Callable[[Object], Any]) -> Object:
+        try:
+            result: Object = await call(obj)
+        except ApiError as err:
+            if verb != "create" or err.kind.value != "AlreadyExists":  # losing a create race is normal
+                self.failures += 1
+                print(f"{to_rfc3339(self.clock.now())} report failed: {verb} {Ref.of(obj)}: {err}",
+                      file=self.err, flush=True)
+            raise
+        line = describe_report(verb, result)
+        if line is not None:
+            self.reports += 1
+            self._print(line)
+        return result
+
+    async def get(self, ref: Ref) -> Object | None:
+        return await self.cluster.get(ref)
+
+    async def list(self, group: str, kind: str, namespace: str | None = None) -> list[Object]:
+        return await self.cluster.list(group, kind, namespace)
+
+    async def create(self, obj: Object) -> Object:
+        return await self._write("create", obj, self.cluster.create)
+
+    async def update(self, obj: Object) -> Object:
+        return await self._write("update", obj, self.cluster.update)
+
+    async def update_status(self, obj: Object) -> Object:
+        return await self._write("update_status", obj, self.cluster.update_status)
+
+    async def delete(self, ref: Ref) -> bool:
+        return await self.cluster.delete(ref)
+
+    async def serves(self, api_version: str, kind: str) -> bool:
+        return await self.cluster.serves(api_version, kind)
+
+    def watch(self, group: str, kind: str, namespace: str | None = None, name: str | None = None,
+              ) -> AsyncIterator[WatchEvent]:
+        return self.cluster.watch(group, kind, namespace, name)
+
+    async def close(self) -> None:
+        """The cluster belongs to the command, not to one simulator: nothing to close."""
+
+
+# --- following the ClusterVersion --------------------------------------------------------------------------
+
+
+def release_images(cv: Object | None) -> list[str]:
+    """The releases the ClusterVersion asks operators to run: the last completed one, then the desired one."""
+    status = (cv or {}).get("status") or {}
+    images: list[str] = []
+    completed = next((h for h in status.get("history") or [] if h.get("state") == "Completed"), None)
+    if completed and completed.get("image"):
+        images.append(str(completed["image"]))
+    desired = (status.get("desired") or {}).get("image")
+    if desired:
+        images = [i for i in images if i != desired] + [str(desired)]
+    return images
+
+
+def load_image(image: str) -> Release:
+    """The release a ``file://`` image names; :class:`LoadError` for anything else."""
+    if not image.startswith("file://"):
+        raise LoadError([f"{image}: not a local release directory (file://…); pass --release DIR"])
+    return load_release(Path(image[len("file://"):]))
+
+
+class SimOperators:
+    """Runs an :class:`OperatorSimulator` for the known releases, restarting it when a new one appears."""
+
+    def __init__(self, cluster: Cluster, clock: Clock, behaviours: Behaviours, releases: list[Release],
+                 load: Callable[[str], Release] = load_image, out: TextIO | None = None,
+                 err: TextIO | None = None) -> None:
+        self.cluster = cluster
+        self.clock = clock
+        self.behaviours = behaviours
+        self.load = load
+        self.out = out or sys.stdout
+        self.err = err or sys.stderr
+        self.releases: dict[str, Release] = {}  # image -> release, in registration order (newest last)
+        for release in releases:
+            self.releases[release.image] = release
+        self.simulator: OperatorSimulator | None = None
+        self._view: ReportingCluster | None = None
+        self._unloadable: set[str] = set()
+        self._lock = asyncio.Lock()
+        self.reports = 0
+        self.failures = 0
+        self.restarts = 0
+        self.ready = asyncio.Event()  # set once the ClusterVersion was read and the simulator started
+
+    def _say(self, message: str) -> None:
+        print(f"sim-operators: {message}", file=self.err, flush=True)
+
+    async def follow(self, cv: Object | None) -> bool:
+        """Register the releases ``cv`` names that are new; restart the simulator if there were any."""
+        async with self._lock:
+            new = False
+            for image in release_images(cv):
+                if image in self.releases:
+                    if list(self.releases)[-1] != image:  # the desired release goes last
+                        self.releases[image] = self.releases.pop(image)
+                    continue
+                if image in self._unloadable:
+                    continue
+                try:
+                    release = self.load(image)
+                except LoadError as err:
+                    self._unloadable.add(image)
+                    self._say(f"cannot simulate the operators of {image}: {err.errors[0]}")
+                    continue
+                self._say(f"ClusterVersion: simulating the operators of {release.version} ({image})")
+                self.releases[image] = release
+                new = True
+            if new or (self.simulator is None and self.releases):
+                await self._restart()
+            return new
+
+    async def _restart(self) -> None:
+        await self._stop_simulator()
+        view = ReportingCluster(self.cluster, self.clock, self.out, self.err)
+        simulator = OperatorSimulator(view, self.clock, self.behaviours)
+        for release in self.releases.values():
+            simulator.register_release(release)
+        self._view, self.simulator = view, simulator
+        names = sorted(simulator.operators)
+        versions = ", ".join(r.version for r in self.releases.values())
+        self._say(f"{len(names)} operator{'' if len(names) == 1 else 's'} of {versions}: {', '.join(names)}")
+        self.restarts += 1
+        await simulator.start()
+
+    async def _stop_simulator(self) -> None:
+        if self.simulator is not None:
+            await self.simulator.stop()
+        if self._view is not None:
+            self._view.detach()
+            self.reports += self._view.reports
+            self.failures += self._view.failures
+        self.simulator, self._view = None, None
+
+    async def stop(self) -> None:
+        async with self._lock:
+            await self._stop_simulator()
+
+    def rollouts(self) -> list[asyncio.Task[None]]:
+        sim = self.simulator
+        return [m.task for m in sim.operators.values() if m.task is not None] if sim is not None else []
+
+    async def settle(self) -> None:
+        """Until no rollout is running (the rollouts the cluster's current state starts, finished)."""
+        while True:
+            for _ in range(5):  # let what the last writes triggered start
+                await asyncio.sleep(0)
+            running = [t for t in self.rollouts() if not t.done()]
+            if not running:
+                return
+            await asyncio.wait(running)
+
+    def failed_rollouts(self) -> list[str]:
+        sim = self.simulator
+        if sim is None:
+            return []
+        out = []
+        for name, model in sorted(sim.operators.items()):
+            task = model.task
+            if task is not None and task.done() and not task.cancelled() and task.exception() is not None:
+                out.append(f"{name}: {task.exception()}")
+        return out
+
+    async def watch_cluster_version(self, stop: asyncio.Event) -> None:
+        """Follow the ClusterVersion until ``stop``; a watch that ends is opened again (and the CV re-read)."""
+        while not stop.is_set():
+            # Subscribed before the ClusterVersion is read: no change between the read and the watch is lost.
+            stream = self.cluster.watch(*CLUSTER_VERSION, name=cv_ref().name)
+            try:
+                await self.follow(await self.cluster.get(cv_ref()))
+                if not self.ready.is_set():
+                    self.ready.set()
+                    if not self.releases:
+                        self._say("waiting for a ClusterVersion whose status.desired.image is a file:// release "
+                                  "directory (cvo install RELEASE_DIR)")
+                async for event in stream:
+                    await self.follow(event.obj)
+            except ApiError as err:
+                if not err.transient:
+                    raise
+                self._say(f"reading the ClusterVersion: {err}; trying again")
+            finally:
+                close = getattr(stream, "aclose", None)
+                if close is not None:
+                    with contextlib.suppress(Exception):
+                        await close()
+            await asyncio.sleep(RESTART_DELAY)
+
+
+# --- the command -------------------------------------------------------------------------------------------
+
+
+def _load_explicit(paths: list[Path]) -> list[Release]:
+    releases = []
+    for path in paths:
+        try:
+            releases.append(load_release(path))
+        except LoadError as err:
+            raise UsageError("\n".join(f"--release {path}: {e}" for e in err.errors)) from None
+    return releases
+
+
+def _state_stamp(path: Path | None) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path) if path is not None else None
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_size) if st is not None else None
+
+
+def run(args: argparse.Namespace) -> int:
+    behaviours = load_behaviours(args)
+    duration = None
+    if args.duration is not None:
+        try:
+            duration = parse_duration(args.duration, "--duration")
+        except ValueError as err:
+            raise UsageError(str(err)) from None
+    explicit = _load_explicit(args.releases)
+    clock, run_loop = backend_clock(args)
+    path = state_path(args)  # None for a real cluster
+    outcome: dict[str, Any] = {"signal": None}
+
+    async def main() -> int:
+        loop = asyncio.get_running_loop()
+        stop = asyncio.Event()
+        handled: list[int] = []
+
+        def on_signal(signum: int) -> None:
+            outcome["signal"] = signum
+            stop.set()
+
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.add_signal_handler(signum, on_signal, signum)
+                handled.append(signum)
+        stamp = _state_stamp(path)
+        try:
+            async with open_backend(args, clock, simulate_operators=False) as backend:
+                print(f"cluster: {backend.description}", file=sys.stderr)
+                code = await _run(backend.cluster, clock, behaviours, explicit, stop, args.once, duration)
+                _keep_newer_state(backend.cluster, path, stamp)
+                return code
+        finally:
+            for signum in handled:
+                loop.remove_signal_handler(signum)
+
+    try:
+        code = run_loop(main)
+    except ApiError as err:
+        print_error(str(err))
+        return EXIT_FAILED
+    if outcome["signal"] == signal.SIGINT:
+        return EXIT_INTERRUPTED
+    if outcome["signal"] == signal.SIGTERM:
+        return EXIT_TERMINATED
+    return code
+
+
+def _keep_newer_state(cluster: Cluster, path: Path | None, stamp: tuple[int, int] | None) -> None:
+    """Do not overwrite a state file another cvo command saved while this one ran: it is newer."""
+    from cvo.sim.cluster import SimCluster
+
+    if isinstance(cluster, SimCluster) and cluster.path is not None and _state_stamp(path) != stamp:
+        print_error(f"{path} was changed by another cvo command while sim-operators ran; not saving over it "
+                    f"(the embedded cluster lives in one process at a time: run sim-operators with --once or "
+                    f"--duration between commands)")
+        cluster.path = None
+
+
+async def _run(cluster: Cluster, clock: Clock, behaviours: Behaviours, explicit: list[Release],
+               stop: asyncio.Event, once: bool, duration: float | None) -> int:
+    if not await cluster.serves("config.openshift.io/v1", "ClusterOperator"):
+        print_error("the cluster does not serve ClusterOperators (config.openshift.io/v1): run 'cvo bootstrap' first")
+        return EXIT_FAILED
+    runner = SimOperators(cluster, clock, behaviours, explicit)
+    started = clock.monotonic()
+    follower = asyncio.create_task(runner.watch_cluster_version(stop), name="sim-operators clusterversion")
+    stopped = asyncio.create_task(stop.wait(), name="sim-operators stop")
+    work: asyncio.Future[Any] | None = None
+    if once:
+        work = asyncio.ensure_future(_after_catching_up(runner))
+    elif duration is not None:
+        work = asyncio.ensure_future(asyncio.sleep(duration))
+    try:
+        await asyncio.wait([t for t in (stopped, follower, work) if t is not None], return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        tasks = [t for t in (work, follower, stopped) if t is not None]
+        for task in tasks:
+            task.cancel()
+        results = await asyncio.gather(*tasks, return_exceptions=True)
+        failed = runner.failed_rollouts()
+        await runner.stop()
+    elapsed = clock.monotonic() - started
+    why = "interrupted" if stop.is_set() else "done"
+    print(f"sim-operators: {why} after {elapsed:g}s on the cluster's clock: {runner.reports} reports, "
+          f"{runner.failures} failed writes", file=sys.stderr)
+    for result in results:
+        if isinstance(result, Exception):
+            raise result
+    for line in failed:
+        print_error(f"rollout failed: {line}")
+    return EXIT_FAILED if failed or runner.failures else EXIT_OK
+
+
+async def _after_catching_up(runner: SimOperators) -> None:
+    await runner.ready.wait()
+    await runner.settle()

@@ -1,0 +1,477 @@
+"""The Kubernetes backend: the :class:`~cvo.cluster.api.Cluster` protocol over a real API server.
+
+Built on the official ``kubernetes`` client: its ``Configuration`` (from a kubeconfig, see
+:mod:`cvo.kube.config`) and its ``ApiClient`` do authentication, TLS, proxies and the HTTP
+connection pool; :mod:`cvo.kube.discovery` maps kinds to REST resources; :mod:`cvo.kube.watch`
+runs the client's ``Watch`` in threads.  Objects stay plain JSON dicts, as everywhere in cvo.
+
+* Blocking client calls run in one bounded thread pool (``workers``, 32 by default: the update
+  mode's 16 workers, twice over), and every request shares one urllib3 pool sized to match
+  (``connection_pool_maxsize``), so connections are reused instead of opened per call.
+* ``update`` sends ``metadata.resourceVersion`` of the object it is given: a stale one is a
+  ``Conflict``, as on any server.  ``update_status`` writes the ``status`` subresource when the
+  kind has one, the main resource otherwise.
+* Transient errors (503/504 and unreachable server: TIMEOUT; 429 and ServerTimeout: SERVER_TIMEOUT;
+  500: INTERNAL) are retried inside the backend with a short capped exponential back-off that
+  honours ``Retry-After``; other 4xx never are, and neither is a Conflict (the same request with
+  the same stale resourceVersion cannot succeed: the caller must read the object again).
+* Apply semantics stay in :mod:`cvo.runner.apply` (get, then create or a merged update); see
+  docs/kube.md for why this is not server-side apply.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import threading
+import weakref
+from collections import Counter
+from collections.abc import AsyncIterator, Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import orjson
+import urllib3
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from cvo.cluster.api import ApiError, ApiErrorKind, Object, Ref, WatchEvent
+from cvo.kube import errors
+from cvo.kube.config import Kubeconfig, load_kubeconfig
+from cvo.kube.discovery import Discovery, Resource
+from cvo.log import get_logger
+
+log = get_logger("cvo.kube")
+T = TypeVar("T")
+
+CRD_GROUP = "apiextensions.k8s.io"
+CRD_KIND = "CustomResourceDefinition"
+USER_AGENT = "cvo/0.1.0 (kubernetes-python)"
+DEFAULT_WORKERS = 32
+WATCH_CONNECTIONS = 16  # extra pool slots: every open watch holds one connection
+LIST_PAGE = 500
+
+
+@dataclass
+class KubeStats:
+    """Calls per verb, HTTP requests sent, and retries after transient errors."""
+
+    verbs: Counter[str] = field(default_factory=Counter)
+    requests: int = 0
+    retries: int = 0
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Back-off for transient errors: ``attempts`` calls, waits ``initial``·2ⁿ capped at ``cap``.
+
+    The defaults wait 0.25, 0.5, 1, 2 and 2 s (5.75 s in all): enough to ride out an API server
+    restart, short enough that the runner's own task back-off stays in charge of longer outages.
+    A ``Retry-After`` (429, or a ServerTimeout's ``retryAfterSeconds``) replaces the wait, up to
+    ``retry_after_cap``.
+    """
+
+    attempts: int = 6
+    initial: float = 0.25
+    cap: float = 2.0
+    retry_after_cap: float = 10.0
+
+    def delays(self) -> list[float]:
+        out, delay = [], self.initial
+        for _ in range(self.attempts - 1):
+            out.append(delay)
+            delay = min(delay * 2, self.cap)
+        return out
+
+
+class Transport:
+    """One HTTP exchange through the official client: auth, TLS and the shared urllib3 pool.  Blocking."""
+
+    def __init__(self, api_client: client.ApiClient, stats: KubeStats,
+                 timeout: tuple[float, float] = (10.0, 60.0)) -> None:
+        self.api = api_client
+        self.stats = stats
+        self.timeout = timeout
+
+    @property
+    def server(self) -> str:
+        return str(self.api.configuration.host)
+
+    def open(self, method: str, path: str, query: list[tuple[str, str]] | None = None, body: Any = None,
+             accept: str = "application/json", timeout: tuple[float, float | None] | None = None,
+             ) -> urllib3.BaseHTTPResponse:
+        """Send the request; returns the unread urllib3 response (the caller reads or streams it)."""
+        headers = {"Accept": accept}
+        if body is not None:
+            headers["Content-Type"] = "application/json"
+        request = self.api.param_serialize(method, path, query_params=query or None, header_params=headers,
+                                           body=body, auth_settings=["BearerToken"])
+        self.stats.requests += 1
+        return self.api.call_api(*request, _request_timeout=timeout or self.timeout).response
+
+    def request(self, method: str, path: str, query: list[tuple[str, str]] | None = None, body: Any = None,
+                accept: str = "application/json") -> tuple[int, bytes, Mapping[str, str]]:
+        resp = self.open(method, path, query, body, accept)
+        try:
+            data = resp.data
+        finally:
+            resp.release_conn()
+        return resp.status, data, resp.headers
+
+
+class KubeCluster:
+    """A real cluster behind the :class:`~cvo.cluster.api.Cluster` protocol.  See the module docstring."""
+
+    def __init__(self, configuration: client.Configuration, *, workers: int = DEFAULT_WORKERS,
+                 retry: RetryPolicy | None = None, description: str = "",
+                 request_timeout: tuple[float, float] = (10.0, 60.0)) -> None:
+        configuration.connection_pool_maxsize = workers + WATCH_CONNECTIONS
+        configuration.retries = False  # no hidden urllib3 retries: ours are classified and logged
+        self.configuration = configuration
+        self.api_client = client.ApiClient(configuration)
+        self.api_client.user_agent = USER_AGENT
+        self.stats = KubeStats()
+        self.retry = retry or RetryPolicy()
+        self.description = description or f"Kubernetes API server {configuration.host}"
+        self.transport = Transport(self.api_client, self.stats, request_timeout)
+        self.discovery = Discovery(self._fetch_discovery)
+        self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="cvo-kube")
+        self._watch_threads: set[Any] = set()
+        self._crds: dict[tuple[str, str], str] = {}  # (group, kind) -> name of a CRD this client wrote
+        self._max_rv: int | None = None  # the newest resourceVersion any response carried
+        self._rv_lock = threading.Lock()
+        self._closed = False
+
+    @classmethod
+    def from_kubeconfig(cls, path: str | None = None, context: str | None = None, **options: Any) -> KubeCluster:
+        """Connect as ``kubectl --kubeconfig PATH --context NAME`` would (defaults: $KUBECONFIG, current-context)."""
+        kubeconfig: Kubeconfig = load_kubeconfig(path, context)
+        description = f"Kubernetes API server {kubeconfig.server} (context {kubeconfig.context}, {kubeconfig.path})"
+        return cls(kubeconfig.configuration, description=description, **options)
+
+    @property
+    def server(self) -> str:
+        return self.transport.server
+
+    async def connect(self) -> str:
+        """Check that the server answers and accepts the credentials, and load discovery; its version."""
+        version = await self._call("GET", "/version", ref=None, what="get /version")
+        await self._retrying(self.discovery.ensure_loaded)
+        return str((version or {}).get("gitVersion", ""))
+
+    # ----------------------------------------------------------------------------------- protocol
+
+    async def get(self, ref: Ref) -> Object | None:
+        self.stats.verbs["get"] += 1
+        res = await self._resource_for(ref.group, ref.kind)
+        if res is None or (res.namespaced and not ref.namespace):
+            return None
+        obj = await self._call("GET", res.path(ref.namespace, ref.name), ref=ref, what=f"get {ref}", allow_404=True)
+        if obj is not None:
+            _fill_type(obj, res)
+            self._seen_crd(obj)
+        return obj
+
+    async def list(self, group: str, kind: str, namespace: str | None = None) -> list[Object]:
+        self.stats.verbs["list"] += 1
+        res = await self._resource_for(group, kind)
+        if res is None or (namespace is not None and bool(namespace) != res.namespaced):
+            return []  # as on the simulated cluster: no cluster-scoped object is in a namespace, and vice versa
+        items, _ = await self._retrying(self.list_blocking, res, namespace)
+        for obj in items:
+            self._seen_crd(obj)
+        return items
+
+    async def create(self, obj: Object) -> Object:
+        self.stats.verbs["create"] += 1
+        res, ref = await self._resolve_write(obj)
+        created = await self._call("POST", res.path(ref.namespace), ref=ref, what=f"create {ref}", body=obj)
+        assert created is not None
+        self._written(res, created)
+        return created
+
+    async def update(self, obj: Object) -> Object:
+        self.stats.verbs["update"] += 1
+        res, ref = await self._resolve_write(obj)
+        updated = await self._call("PUT", res.path(ref.namespace, ref.name), ref=ref, what=f"update {ref}", body=obj)
+        assert updated is not None
+        self._written(res, updated)
+        return updated
+
+    async def update_status(self, obj: Object) -> Object:
+        self.stats.verbs["update_status"] += 1
+        res, ref = await self._resolve_write(obj)
+        path = res.path(ref.namespace, ref.name, "status" if res.status else None)
+        updated = await self._call("PUT", path, ref=ref, what=f"update status of {ref}", body=obj)
+        assert updated is not None
+        _fill_type(updated, res)
+        return updated
+
+    async def delete(self, ref: Ref) -> bool:
+        self.stats.verbs["delete"] += 1
+        res = await self._resource_for(ref.group, ref.kind)
+        if res is None or (res.namespaced and not ref.namespace):
+            return False
+        body = {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Background"}
+        gone = await self._call("DELETE", res.path(ref.namespace, ref.name), ref=ref, what=f"delete {ref}",
+                                body=body, allow_404=True)
+        if (ref.group, ref.kind) == (CRD_GROUP, CRD_KIND) and gone is not None:
+            spec = gone.get("spec") or {}
+            self.discovery.forget(spec.get("group", ""), (spec.get("names") or {}).get("kind", ""))
+        return gone is not None
+
+    async def serves(self, api_version: str, kind: str) -> bool:
+        if self.discovery.loaded and self.discovery.lookup(api_version, kind) is not None:
+            return True
+        return await self._resolve(api_version, kind) is not None
+
+    def watch(self, group: str, kind: str, namespace: str | None = None, name: str | None = None,
+              ) -> AsyncIterator[WatchEvent]:
+        """Changes from now on, fed by a thread running the client's ``Watch``; see :mod:`cvo.kube.watch`.
+
+        The thread starts at once (as the simulated cluster subscribes at once) and resumes from the
+        newest resourceVersion this client has seen, so a change made after any earlier response
+        (such as the read a waiter made before it started waiting) is never missed.
+        """
+        from cvo.kube.watch import WatchThread, events
+
+        if self._closed:
+            raise RuntimeError("KubeCluster is closed")
+        self.stats.verbs["watch"] += 1
+        since = str(self._max_rv) if self._max_rv is not None else None
+        thread = WatchThread(self, group, kind, namespace, name, since, asyncio.get_running_loop())
+        self._watch_threads = {t for t in self._watch_threads if t.is_alive()}
+        self._watch_threads.add(thread)
+        thread.start()
+        stream = events(thread)
+        weakref.finalize(stream, thread.stop)  # dropped before it was ever iterated
+        return stream
+
+    async def close(self) -> None:
+        """Stop every watch, wait for their threads and the pool's, and close the connections."""
+        if self._closed:
+            return
+        self._closed = True
+        threads = list(self._watch_threads)
+        for thread in threads:
+            thread.stop()
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[None] = loop.create_future()
+
+        def finish() -> None:
+            try:
+                for thread in threads:
+                    thread.join(timeout=30)
+                self._executor.shutdown(wait=True, cancel_futures=True)
+                self.api_client.close()
+            finally:
+                with _suppress_closed_loop():
+                    loop.call_soon_threadsafe(_resolve, done)
+
+        finisher = threading.Thread(target=finish, name="cvo-kube-close", daemon=True)
+        finisher.start()
+        await done
+        finisher.join()
+        self._watch_threads.clear()
+
+    def live_threads(self) -> list[threading.Thread]:
+        """Threads of this backend still running (watches and the pool's workers); empty after close()."""
+        pool = list(getattr(self._executor, "_threads", ()))
+        return [t for t in [*self._watch_threads, *pool] if t.is_alive()]
+
+    # ------------------------------------------------------------------------------- requests
+
+    async def _call(self, method: str, path: str, *, ref: Ref | None, what: str, body: Any = None,
+                    query: list[tuple[str, str]] | None = None, allow_404: bool = False) -> Object | None:
+        return await self._retrying(self.call_blocking, method, path, ref=ref, what=what, body=body, query=query,
+                                    allow_404=allow_404)
+
+    async def _retrying(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """``fn`` in the pool, again after a back-off while it fails with a transient error."""
+        if self._closed:
+            raise ApiError(ApiErrorKind.OTHER, "the Kubernetes backend is closed")
+        loop = asyncio.get_running_loop()
+        call = functools.partial(fn, *args, **kwargs)
+        delays = self.retry.delays()
+        for attempt in range(len(delays) + 1):
+            try:
+                return await loop.run_in_executor(self._executor, call)
+            except ApiError as err:
+                if err.kind not in errors.RETRIABLE or attempt >= len(delays) or self._closed:
+                    raise
+                wait = delays[attempt]
+                if err.retry_after is not None:
+                    wait = min(err.retry_after, self.retry.retry_after_cap)
+                self.stats.retries += 1
+                log.debug("transient API error; retrying", error=str(err), kind=err.kind.value,
+                          retry_in=round(wait, 2), attempt=attempt + 1)
+                await asyncio.sleep(wait)
+        raise AssertionError("unreachable")
+
+    def call_blocking(self, method: str, path: str, *, ref: Ref | None, what: str, body: Any = None,
+                      query: list[tuple[str, str]] | None = None, allow_404: bool = False) -> Object | None:
+        """One request; the decoded object, ``None`` for an allowed 404, :class:`ApiError` otherwise."""
+        try:
+            status, data, headers = self.transport.request(method, path, query, body)
+        except (urllib3.exceptions.HTTPError, OSError) as err:
+            raise errors.from_exception(err, ref, what, self.server) from None
+        except ApiException as err:  # the client's wrapper of TLS failures (status 0)
+            raise ApiError(ApiErrorKind.OTHER, f"{what}: {err.reason}", ref) from None
+        except (TypeError, ValueError) as err:  # a body json.dumps cannot encode
+            raise ApiError(ApiErrorKind.INVALID, f"{what}: not representable as JSON: {err}", ref) from None
+        if 200 <= status < 300:
+            obj = orjson.loads(data) if data else {}
+            self.note_resource_version(obj)
+            return obj
+        if status == 404 and allow_404:
+            return None
+        raise errors.from_response(status, data, headers, ref, what)
+
+    def list_blocking(self, res: Resource, namespace: str | None, field_selector: str | None = None,
+                      ) -> tuple[list[Object], str]:
+        """Every object (all pages), with apiVersion and kind filled in, and the list's resourceVersion."""
+        items: list[Object] = []
+        query: list[tuple[str, str]] = [("limit", str(LIST_PAGE))]
+        if field_selector:
+            query.append(("fieldSelector", field_selector))
+        path = res.path(namespace or None)
+        what = f"list {res.plural}.{res.group}" if res.group else f"list {res.plural}"
+        cont = ""
+        while True:
+            page = self.call_blocking("GET", path, ref=None, what=what, query=[*query, ("continue", cont)] if cont else query)
+            assert page is not None
+            for obj in page.get("items") or []:
+                _fill_type(obj, res)
+                items.append(obj)
+            meta = page.get("metadata") or {}
+            cont = meta.get("continue") or ""
+            if not cont:
+                return items, str(meta.get("resourceVersion") or "")
+
+    def note_resource_version(self, obj: Mapping[str, Any]) -> None:
+        value = (obj.get("metadata") or {}).get("resourceVersion")
+        if not value:
+            return
+        try:
+            rv = int(value)
+        except (TypeError, ValueError):
+            return
+        with self._rv_lock:
+            if self._max_rv is None or rv > self._max_rv:
+                self._max_rv = rv
+
+    def _fetch_discovery(self, path: str, accept: str) -> Any:
+        try:
+            status, data, headers = self.transport.request("GET", path, accept=accept)
+        except (urllib3.exceptions.HTTPError, OSError) as err:
+            raise errors.from_exception(err, None, f"discovery {path}", self.server) from None
+        if status == 404:
+            return None
+        if not 200 <= status < 300:
+            raise errors.from_response(status, data, headers, None, f"discovery {path}")
+        return orjson.loads(data)
+
+    # ------------------------------------------------------------------------------ resources
+
+    async def _resource_for(self, group: str, kind: str) -> Resource | None:
+        """The resource to read ``(group, kind)`` through (the group's preferred version that serves it)."""
+        if self.discovery.loaded:
+            res = self.discovery.lookup_group_kind(group, kind)
+            if res is not None:
+                return res
+        res = await self._retrying(self.discovery.resolve_group_kind, group, kind)
+        if res is None and await self._check_crd(group, kind):
+            res = self.discovery.lookup_group_kind(group, kind)
+        return res
+
+    async def _resolve(self, api_version: str, kind: str) -> Resource | None:
+        """Discovery's answer; on a miss, a CRD of the kind this client wrote, if it is Established by now."""
+        res = await self._retrying(self.discovery.resolve, api_version, kind)
+        if res is None and await self._check_crd(api_version.rpartition("/")[0], kind):
+            res = self.discovery.lookup(api_version, kind)
+        return res
+
+    async def _check_crd(self, group: str, kind: str) -> bool:
+        """Read the CRD this client wrote for ``(group, kind)``; True if that registered new kinds."""
+        name = self._crds.get((group, kind))
+        if name is None:
+            return False
+        crd = await self._call("GET", f"/apis/{CRD_GROUP}/v1/customresourcedefinitions/{name}", ref=None,
+                               what=f"get customresourcedefinition {name}", allow_404=True)
+        return crd is not None and self._seen_crd(crd)
+
+    async def _resolve_write(self, obj: Object) -> tuple[Resource, Ref]:
+        api_version, kind = obj.get("apiVersion"), obj.get("kind")
+        if not api_version or not kind:
+            raise ApiError(ApiErrorKind.INVALID, "Object 'Kind' and 'apiVersion' are required", None)
+        ref = Ref.of(obj)
+        res = self.discovery.lookup(api_version, kind) if self.discovery.loaded else None
+        if res is None:
+            res = await self._resolve(api_version, kind)
+        if res is None:
+            raise errors.no_kind_match(api_version, kind, ref)
+        if not res.namespaced and ref.namespace:
+            ref = Ref(ref.group, ref.kind, "", ref.name)
+        kind_text = f"{kind}.{res.group}" if res.group else kind
+        if res.namespaced and not ref.namespace:
+            raise ApiError(ApiErrorKind.INVALID, f'{kind_text} "{ref.name}" is invalid: metadata.namespace: '
+                           "Required value: the kind is namespaced", ref)
+        if not ref.name:
+            raise ApiError(ApiErrorKind.INVALID, f'{kind_text} "" is invalid: metadata.name: Required value: '
+                           "name or generateName is required", ref)
+        return res, ref
+
+    def _written(self, res: Resource, obj: Object) -> None:
+        _fill_type(obj, res)
+        if (res.group, res.kind) == (CRD_GROUP, CRD_KIND):
+            spec = obj.get("spec") or {}
+            group, kind = spec.get("group", ""), (spec.get("names") or {}).get("kind", "")
+            self._crds[(group, kind)] = (obj.get("metadata") or {}).get("name", "")
+            self.discovery.forget_misses(group)
+            self._seen_crd(obj)
+
+    def _seen_crd(self, obj: Object) -> bool:
+        """A CRD seen Established serves its kinds now: tell discovery (whose documents lag a little).
+
+        "Established" is the API server's word that it serves the CRD's resources; its discovery
+        documents are updated by a controller a moment later.  Returns True if kinds were new.
+        """
+        if obj.get("kind") != CRD_KIND or not (obj.get("apiVersion") or "").startswith(CRD_GROUP + "/"):
+            return False
+        conditions = (obj.get("status") or {}).get("conditions") or []
+        if not any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions):
+            return False
+        spec = obj.get("spec") or {}
+        names = (obj.get("status") or {}).get("acceptedNames") or spec.get("names") or {}
+        group, kind, plural = spec.get("group", ""), names.get("kind", ""), names.get("plural", "")
+        if not group or not kind or not plural:
+            return False
+        resources = [Resource(group, v.get("name", ""), kind, plural, spec.get("scope") == "Namespaced",
+                              "status" in (v.get("subresources") or {}))
+                     for v in spec.get("versions") or [] if v.get("served") and v.get("name")]
+        new = [r for r in resources if self.discovery.lookup(r.api_version, kind) != r]
+        if new:
+            self.discovery.register(new)
+        return bool(new)
+
+
+def _fill_type(obj: Object, res: Resource) -> None:
+    """List items of built-in kinds come without apiVersion and kind; callers rely on them (Ref.of)."""
+    obj.setdefault("apiVersion", res.api_version)
+    obj.setdefault("kind", res.kind)
+
+
+def _resolve(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+class _suppress_closed_loop:
+    """``loop.call_soon_threadsafe`` raises RuntimeError once the loop is closed; nothing is waiting then."""
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
+        return exc_type is RuntimeError

@@ -1,0 +1,80 @@
+"""Reading a kubeconfig into the official client's ``Configuration``, the way kubectl picks one.
+
+The file is ``--kubeconfig`` if given, else ``$KUBECONFIG`` (a ``:``-separated list is merged, as
+kubectl does), else ``~/.kube/config``; the context is ``--context`` if given, else the file's
+``current-context``.  Nothing here logs or returns credentials: callers get the server URL, the
+context name and the path for messages.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+from kubernetes import client, config
+from kubernetes.config.config_exception import ConfigException
+
+
+class KubeconfigError(Exception):
+    """The kubeconfig cannot be used (missing file, unknown context, no server); the message says why."""
+
+
+@dataclass(frozen=True)
+class Kubeconfig:
+    configuration: client.Configuration
+    path: str
+    context: str
+
+    @property
+    def server(self) -> str:
+        return str(self.configuration.host)
+
+
+def default_kubeconfig_path() -> str:
+    """``$KUBECONFIG`` (possibly several files joined with ``:``) or ``~/.kube/config``."""
+    return os.environ.get("KUBECONFIG") or str(Path.home() / ".kube" / "config")
+
+
+def load_kubeconfig(path: str | os.PathLike[str] | None = None, context: str | None = None) -> Kubeconfig:
+    """The client configuration for ``context`` in the kubeconfig at ``path`` (default as kubectl)."""
+    chosen = str(path) if path is not None else default_kubeconfig_path()
+    files = [p for p in chosen.split(os.pathsep) if p]
+    if not files:
+        raise KubeconfigError("no kubeconfig: pass --kubeconfig FILE or set KUBECONFIG")
+    missing = [p for p in files if not Path(os.path.expanduser(p)).is_file()]
+    if len(missing) == len(files):
+        raise KubeconfigError(f"kubeconfig {chosen} does not exist")
+    chosen = os.pathsep.join(p for p in files if p not in missing)
+    try:
+        names, current = _contexts(chosen)
+        name = context or current
+        if not name:
+            raise KubeconfigError(f"kubeconfig {chosen} has no current-context; pass --context (one of: "
+                                  f"{', '.join(names) or 'none'})")
+        if name not in names:
+            raise KubeconfigError(f"kubeconfig {chosen} has no context {name!r} (it has: {', '.join(names) or 'none'})")
+        configuration = client.Configuration()
+        config.load_kube_config(config_file=chosen, context=name, client_configuration=configuration,
+                                persist_config=False)
+    except ConfigException as err:
+        raise KubeconfigError(f"kubeconfig {chosen}: {err}") from None
+    except (OSError, ValueError, yaml.YAMLError) as err:  # unreadable file, YAML that is not a kubeconfig
+        raise KubeconfigError(f"kubeconfig {chosen}: cannot load it: {err}") from None
+    if not configuration.host or configuration.host == "http://localhost":
+        raise KubeconfigError(f"kubeconfig {chosen}: context {name!r} names no server")
+    return Kubeconfig(configuration, chosen, name)
+
+
+def _contexts(files: str) -> tuple[list[str], str]:
+    """Context names of the (merged) kubeconfig files, and the current-context (the first file's that sets one)."""
+    names: list[str] = []
+    current = ""
+    for path in files.split(os.pathsep):
+        doc = yaml.safe_load(Path(os.path.expanduser(path)).read_text()) or {}
+        if not isinstance(doc, dict):
+            raise KubeconfigError(f"kubeconfig {path} is not a kubeconfig (a YAML mapping)")
+        names += [c.get("name", "") for c in doc.get("contexts") or [] if isinstance(c, dict)]
+        current = current or str(doc.get("current-context") or "")
+    return names, current

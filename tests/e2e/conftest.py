@@ -1,0 +1,99 @@
+"""The session's real control plane (etcd + kube-apiserver v1.37), and helpers to talk to it.
+
+``control_plane`` starts it once per session, building the binaries first if they are missing
+(about 5 minutes on a fresh machine, then cached under ``CVO_CONTROL_PLANE_CACHE``).  When it
+cannot start, every test that needs it FAILS with the log tail: CI must not pass without the
+real API server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Iterator
+from typing import Any, TypeVar
+
+import freezegun
+import pytest
+
+from cvo.kube import KubeCluster
+
+from .controlplane import ControlPlane, ensure_binaries
+
+T = TypeVar("T")
+TIMINGS: dict[str, float] = {}
+
+# The kubernetes client (imported here at collection) builds its pydantic models lazily, on attribute
+# access; freezegun's freeze_time() reads every attribute of every loaded module, so under a frozen
+# clock it would build them with its FakeDatetime and fail (tests/test_cvstatus.py and others).
+freezegun.configure(extend_ignore_list=["kubernetes"])
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Everything in tests/e2e that uses the control plane is an e2e test (``-m e2e`` / ``-m 'not e2e'``)."""
+    for item in items:
+        if {"control_plane", "real_crds"} & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.e2e)
+
+
+@pytest.fixture(scope="session")
+def control_plane() -> Iterator[ControlPlane]:
+    started = time.monotonic()
+    try:
+        ensure_binaries()
+    except Exception as err:
+        pytest.fail(f"cannot build the test control plane (hack/control-plane/build.sh): {err}", pytrace=False)
+    TIMINGS["build"] = time.monotonic() - started
+    cp = ControlPlane()
+    try:
+        cp.start()
+    except Exception as err:
+        pytest.fail(f"the test control plane did not start:\n{err}", pytrace=False)
+    TIMINGS["start"] = cp.ready_seconds or 0.0
+    TIMINGS["session_start"] = time.monotonic()
+    try:
+        yield cp
+    finally:
+        cp.stop()
+        TIMINGS["session"] = time.monotonic() - TIMINGS["session_start"]
+    leaked = kube_threads()
+    assert not leaked, f"KubeCluster threads still running after the e2e tests: {leaked}"
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if "start" in TIMINGS:
+        line = (f"e2e control plane: binaries ready in {TIMINGS['build']:.2f}s, etcd + kube-apiserver ready in "
+                f"{TIMINGS['start']:.2f}s")
+        if "session" in TIMINGS:
+            line += f"; e2e session {TIMINGS['session']:.1f}s"
+        terminalreporter.write_line(line)
+
+
+@pytest.fixture
+def namespace() -> str:
+    """A fresh namespace name per test (the tests create it; nothing deletes namespaces without controllers)."""
+    return f"e2e-{uuid.uuid4().hex[:8]}"
+
+
+def run_with(cp: ControlPlane, body: Callable[[KubeCluster], Awaitable[T]], **options: Any) -> T:
+    """Run ``body(cluster)`` on a fresh real event loop with a KubeCluster on ``cp``; closes it after."""
+
+    async def main() -> T:
+        cluster = KubeCluster.from_kubeconfig(cp.kubeconfig_path, **options)
+        try:
+            return await body(cluster)
+        finally:
+            await cluster.close()
+
+    return asyncio.run(main())
+
+
+def kube_threads() -> list[str]:
+    return sorted(t.name for t in threading.enumerate() if t.name.startswith(("cvo-kube", "cvo-watch")))
+
+
+async def make_namespace(cluster: KubeCluster, name: str) -> None:
+    await cluster.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+

@@ -1,0 +1,285 @@
+"""KubeCluster's retry and error-class rules, against a scripted HTTP server (no control plane needed).
+
+A real API server does not answer 429 or 500 on demand; this one does.  It speaks just enough of
+the API: discovery (aggregated, or legacy when asked to) and whatever each test scripts per path.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from collections import defaultdict, deque
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+from kubernetes import client
+
+from cvo.cluster.api import ApiError, ApiErrorKind, Ref
+from cvo.errors import wrap_apply_error
+from cvo.kube import KubeCluster, RetryPolicy
+
+TOKEN = "secret-token-0123456789"
+CM = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm", "namespace": "ns"}, "data": {}}
+CM_PATH = "/api/v1/namespaces/ns/configmaps"
+AGGREGATED_CORE = {
+    "kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2",
+    "items": [{"metadata": {}, "versions": [{"version": "v1", "resources": [
+        {"resource": "configmaps", "responseKind": {"kind": "ConfigMap"}, "scope": "Namespaced"},
+        {"resource": "namespaces", "responseKind": {"kind": "Namespace"}, "scope": "Cluster",
+         "subresources": [{"subresource": "status"}]}]}]}],
+}
+AGGREGATED_GROUPS = {"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2", "items": []}
+
+
+def status(code: int, reason: str, message: str, **details: Any) -> dict[str, Any]:
+    return {"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": code, "reason": reason,
+            "message": message, **({"details": details} if details else {})}
+
+
+class FakeServer:
+    def __init__(self) -> None:
+        self.script: dict[tuple[str, str], deque[tuple[int, dict[str, str], Any]]] = defaultdict(deque)
+        self.requests: list[tuple[str, str, dict[str, str]]] = []
+        self.legacy = False
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def handle_one(self) -> None:
+                path = self.path.split("?")[0]
+                length = int(self.headers.get("Content-Length") or 0)
+                body = json.loads(self.rfile.read(length)) if length else None
+                server.requests.append((self.command, path, dict(self.headers)))
+                code, headers, payload = server.answer(self.command, path, body)
+                data = json.dumps(payload).encode()
+                self.send_response(code)
+                for k, v in {"Content-Type": "application/json", **headers}.items():
+                    self.send_header(k, v)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            do_GET = do_POST = do_PUT = do_DELETE = handle_one
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, args=(0.02,), daemon=True)
+        self.thread.start()
+
+    def answer(self, method: str, path: str, body: Any) -> tuple[int, dict[str, str], Any]:
+        queue = self.script.get((method, path))
+        if queue:
+            return queue.popleft()
+        if path == "/version":
+            return 200, {}, {"major": "1", "minor": "37", "gitVersion": "v1.37.2"}
+        if path == "/api":
+            return 200, {}, {"kind": "APIVersions", "versions": ["v1"]} if self.legacy else AGGREGATED_CORE
+        if path == "/apis":
+            return 200, {}, {"kind": "APIGroupList", "groups": []} if self.legacy else AGGREGATED_GROUPS
+        if path == "/api/v1":
+            return 200, {}, {"kind": "APIResourceList", "groupVersion": "v1", "resources": [
+                {"name": "configmaps", "namespaced": True, "kind": "ConfigMap"}]}
+        if method in ("POST", "PUT") and body is not None:
+            return (201 if method == "POST" else 200), {}, {**body, "metadata": {**body["metadata"], "resourceVersion": "7"}}
+        return 404, {}, status(404, "NotFound", f"{path} not found")
+
+    def then(self, method: str, path: str, *answers: tuple[int, dict[str, str], Any]) -> None:
+        self.script[(method, path)].extend(answers)
+
+    def count(self, method: str, path: str) -> int:
+        return sum(1 for m, p, _ in self.requests if (m, p) == (method, path))
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeServer]:
+    server = FakeServer()
+    yield server
+    server.close()
+
+
+def kube(fake: FakeServer, **options: Any) -> KubeCluster:
+    config = client.Configuration(host=fake.url)
+    config.api_key = {"BearerToken": f"Bearer {TOKEN}"}
+    options.setdefault("retry", RetryPolicy(attempts=4, initial=0.01, cap=0.02))
+    return KubeCluster(config, **options)
+
+
+def run(fake: FakeServer, test: Any, **options: Any) -> Any:
+    async def main() -> Any:
+        cluster = kube(fake, **options)
+        try:
+            return await test(cluster)
+        finally:
+            await cluster.close()
+
+    return asyncio.run(main())
+
+
+@pytest.mark.parametrize(("code", "reason", "kind"), [
+    (429, "TooManyRequests", ApiErrorKind.SERVER_TIMEOUT),
+    (500, "InternalError", ApiErrorKind.INTERNAL),
+    (500, "ServerTimeout", ApiErrorKind.SERVER_TIMEOUT),
+    (503, "ServiceUnavailable", ApiErrorKind.TIMEOUT),
+    (504, "Timeout", ApiErrorKind.TIMEOUT),
+    (502, "", ApiErrorKind.TIMEOUT),
+])
+def test_transient_errors_are_retried_then_succeed(fake: FakeServer, code: int, reason: str,
+                                                   kind: ApiErrorKind) -> None:
+    fake.then("POST", CM_PATH, (code, {}, status(code, reason, "busy")), (code, {}, status(code, reason, "busy")))
+
+    async def test(cluster: KubeCluster) -> None:
+        created = await cluster.create(dict(CM))
+        assert created["metadata"]["resourceVersion"] == "7"
+        assert cluster.stats.retries == 2
+
+    run(fake, test)
+    assert fake.count("POST", CM_PATH) == 3
+
+
+@pytest.mark.parametrize(("code", "reason", "kind", "cvo_reason"), [
+    (429, "TooManyRequests", ApiErrorKind.SERVER_TIMEOUT, "UpdatePayloadClusterOverloaded"),
+    (500, "InternalError", ApiErrorKind.INTERNAL, "UpdatePayloadClusterError"),
+    (503, "ServiceUnavailable", ApiErrorKind.TIMEOUT, "UpdatePayloadClusterDown"),
+])
+def test_a_transient_error_that_persists_is_raised_after_the_attempts(fake: FakeServer, code: int, reason: str,
+                                                                     kind: ApiErrorKind, cvo_reason: str) -> None:
+    fake.then("POST", CM_PATH, *[(code, {}, status(code, reason, "still busy"))] * 10)
+
+    async def test(cluster: KubeCluster) -> None:
+        with pytest.raises(ApiError) as err:
+            await cluster.create(dict(CM))
+        assert err.value.kind is kind and str(err.value) == "still busy"
+        assert err.value.ref == Ref("", "ConfigMap", "ns", "cm")
+        assert wrap_apply_error(err.value, "t").reason == cvo_reason
+
+    run(fake, test)
+    assert fake.count("POST", CM_PATH) == 4
+
+
+@pytest.mark.parametrize(("code", "reason", "kind"), [
+    (400, "BadRequest", ApiErrorKind.OTHER),
+    (401, "Unauthorized", ApiErrorKind.UNAUTHORIZED),
+    (403, "Forbidden", ApiErrorKind.FORBIDDEN),
+    (404, "NotFound", ApiErrorKind.NOT_FOUND),
+    (409, "Conflict", ApiErrorKind.CONFLICT),
+    (409, "AlreadyExists", ApiErrorKind.ALREADY_EXISTS),
+    (422, "Invalid", ApiErrorKind.INVALID),
+    (405, "MethodNotAllowed", ApiErrorKind.OTHER),
+    (422, "", ApiErrorKind.INVALID),
+    (409, "", ApiErrorKind.CONFLICT),
+])
+def test_client_errors_are_never_retried(fake: FakeServer, code: int, reason: str, kind: ApiErrorKind) -> None:
+    fake.then("PUT", CM_PATH + "/cm", (code, {}, status(code, reason, f"no: {code}")))
+
+    async def test(cluster: KubeCluster) -> None:
+        with pytest.raises(ApiError) as err:
+            await cluster.update(dict(CM))
+        assert err.value.kind is kind
+        assert cluster.stats.retries == 0
+
+    run(fake, test)
+    assert fake.count("PUT", CM_PATH + "/cm") == 1
+
+
+def test_retry_after_is_honoured_and_capped(fake: FakeServer) -> None:
+    fake.then("POST", CM_PATH, (429, {"Retry-After": "1"}, status(429, "TooManyRequests", "slow down")),
+              (500, {}, status(500, "ServerTimeout", "later", retryAfterSeconds=30)))
+
+    async def test(cluster: KubeCluster) -> float:
+        started = time.monotonic()
+        await cluster.create(dict(CM))
+        return time.monotonic() - started
+
+    elapsed = run(fake, test, retry=RetryPolicy(attempts=4, initial=0.01, cap=0.02, retry_after_cap=1.0))
+    assert 1.9 <= elapsed < 3  # 1 s (Retry-After), then 1 s (retryAfterSeconds 30, capped)
+
+
+def test_a_body_without_a_status_still_names_the_request(fake: FakeServer) -> None:
+    fake.then("GET", CM_PATH + "/cm", (418, {}, "teapot"))
+
+    async def test(cluster: KubeCluster) -> None:
+        with pytest.raises(ApiError) as err:
+            await cluster.get(Ref("", "ConfigMap", "ns", "cm"))
+        assert err.value.kind is ApiErrorKind.OTHER
+        assert str(err.value).startswith("get ConfigMap ns/cm: HTTP 418")
+
+    run(fake, test)
+
+
+def test_credentials_are_sent_but_never_in_messages(fake: FakeServer) -> None:
+    fake.then("POST", CM_PATH, *[(503, {}, "")] * 10)
+
+    async def test(cluster: KubeCluster) -> None:
+        with pytest.raises(ApiError) as err:
+            await cluster.create(dict(CM))
+        assert TOKEN not in str(err.value) and TOKEN not in repr(err.value)
+
+    run(fake, test)
+    headers = {k.lower(): v for k, v in fake.requests[-1][2].items()}
+    assert headers["authorization"] == f"Bearer {TOKEN}"
+    assert headers["user-agent"].startswith("cvo/")
+
+
+def test_legacy_discovery_when_the_server_has_no_aggregated_one(fake: FakeServer) -> None:
+    fake.legacy = True
+
+    async def test(cluster: KubeCluster) -> None:
+        assert await cluster.serves("v1", "ConfigMap")
+        assert not await cluster.serves("v1", "Pod")
+        assert (await cluster.create(dict(CM)))["metadata"]["resourceVersion"] == "7"
+
+    run(fake, test)
+    assert fake.count("GET", "/api/v1") >= 1
+
+
+def test_discovery_misses_are_remembered_briefly(fake: FakeServer) -> None:
+    async def test(cluster: KubeCluster) -> None:
+        for _ in range(20):
+            assert not await cluster.serves("route.openshift.io/v1", "Route")
+        await asyncio.gather(*(cluster.serves("route.openshift.io/v1", "Route") for _ in range(20)))
+
+    run(fake, test)
+    assert fake.count("GET", "/apis/route.openshift.io/v1") == 1
+
+
+def test_an_unreachable_server_is_cluster_down(fake: FakeServer) -> None:
+    fake.close()
+
+    async def test(cluster: KubeCluster) -> None:
+        with pytest.raises(ApiError) as err:
+            await cluster.create(dict(CM))
+        assert err.value.kind is ApiErrorKind.TIMEOUT
+        assert "unreachable (connection refused)" in str(err.value)
+        assert cluster.stats.retries == 3
+
+    run(fake, test)
+
+
+def test_a_cluster_without_cvos_crds_says_to_bootstrap(fake: FakeServer, tmp_path: Any, make_release: Any,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    from conftest import obj
+
+    from cvo.cli.main import main as cvo_main
+
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(json.dumps({
+        "apiVersion": "v1", "kind": "Config", "current-context": "fake",
+        "clusters": [{"name": "fake", "cluster": {"server": fake.url}}],
+        "users": [{"name": "u", "user": {"token": TOKEN}}],
+        "contexts": [{"name": "fake", "context": {"cluster": "fake", "user": "u"}}]}))
+    release = make_release({"0000_50_e2e_00_config.yaml": obj("ConfigMap", "cm", "ns")})
+    assert cvo_main(["install", str(release), "--kubeconfig", str(kubeconfig)]) == 2
+    err = capsys.readouterr().err
+    assert 'no matches for kind "ClusterVersion" in version "config.openshift.io/v1"' in err
+    assert "run 'cvo bootstrap' with the same --kubeconfig/--context first" in err
+    assert TOKEN not in err
