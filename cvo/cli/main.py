@@ -3,25 +3,32 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from collections.abc import Sequence
 
 from cvo import __version__
-from cvo.cli import (
-    bootstrap_cmd,
-    lint_cmd,
-    override_cmd,
-    plan_cmd,
-    replay_cmd,
-    simop_cmd,
-    status_cmd,
-    sweep_cmd,
-)
 from cvo.cli.common import EXIT_USAGE, UsageError, print_error
 from cvo.log import configure
 
+# command -> (module that registers it, one-line help).  Only the module of the command being run
+# is imported: a warm `cvo plan` of the corpus must not pay for the sweep's and the client's imports.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "plan": ("plan_cmd", "print the task graph a sweep of RELEASE_DIR would run (dry run)"),
+    "lint": ("lint_cmd", "check RELEASE_DIR for problems a sweep would trip over (exit 1 on errors)"),
+    "install": ("sweep_cmd", "install RELEASE_DIR into an empty cluster and wait until it is done"),
+    "upgrade": ("sweep_cmd", "upgrade the cluster to the release in --to DIR"),
+    "reconcile": ("sweep_cmd", "re-apply the current release once, repairing drift"),
+    "status": ("status_cmd", "show the ClusterVersion and every ClusterOperator"),
+    "override": ("override_cmd", "set (or --clear) an admin override of an operator's Upgradeable OperatorCondition"),
+    "replay": ("replay_cmd", "replay scenario files on the embedded cluster; print the timeline and PASS/FAIL"),
+    "bootstrap": ("bootstrap_cmd", "install the ClusterVersion, ClusterOperator and OperatorCondition CRDs and RBAC"),
+    "sim-operators": ("simop_cmd", "run the simulated operators of a release against a cluster"),
+}
 
-def build_parser() -> argparse.ArgumentParser:
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The parser; with ``only``, just that command is fully registered (the others get their help line)."""
     parser = argparse.ArgumentParser(
         prog="cvo",
         description="Walk an OpenShift-style release payload the way the Cluster Version Operator does: "
@@ -33,14 +40,28 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more log output (-v info, -vv debug)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    for module in (plan_cmd, lint_cmd, sweep_cmd, status_cmd, override_cmd, replay_cmd, bootstrap_cmd, simop_cmd):
-        module.register(sub)
+    registered: set[str] = set()
+    for command, (module_name, help_text) in COMMANDS.items():
+        if command in registered:
+            continue
+        if only is None or command == only:
+            module = importlib.import_module(f"cvo.cli.{module_name}")
+            module.register(sub)
+            registered |= {c for c, (m, _) in COMMANDS.items() if m == module_name}
+        else:
+            sub.add_parser(command, help=help_text)
     return parser
 
 
+def _command(argv: Sequence[str]) -> str | None:
+    """The sub-command in ``argv`` (the first argument naming one), if any."""
+    return next((a for a in argv if a in COMMANDS), None)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(_command(arguments))
+    args = parser.parse_args(arguments)
     configure(args.log_format, args.verbose)
     try:
         return int(args.func(args))
