@@ -40,14 +40,13 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more log output (-v info, -vv debug)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    registered: set[str] = set()
+    wanted = None if only is None else COMMANDS[only][0]
+    imported: set[str] = set()
     for command, (module_name, help_text) in COMMANDS.items():
-        if command in registered:
-            continue
-        if only is None or command == only:
-            module = importlib.import_module(f"cvo.cli.{module_name}")
-            module.register(sub)
-            registered |= {c for c, (m, _) in COMMANDS.items() if m == module_name}
+        if wanted is None or module_name == wanted:
+            if module_name not in imported:  # a module registers all of its commands at once
+                importlib.import_module(f"cvo.cli.{module_name}").register(sub)
+                imported.add(module_name)
         else:
             sub.add_parser(command, help=help_text)
     return parser
