@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 from cvo import __version__
 from cvo.cli.common import EXIT_USAGE, UsageError, print_error
+from cvo.cluster.api import ApiError
 from cvo.log import configure
 
 # command -> (module that registers it, one-line help).  Only the module of the command being run
@@ -67,6 +68,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as err:
         print_error(str(err))
         return EXIT_USAGE
+    except ApiError as err:
+        print_error(f"the cluster refused a request ({err.kind.value}): {err}")
+        return 1
     except KeyboardInterrupt:
         print_error("interrupted")
         return 130

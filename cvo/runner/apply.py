@@ -159,9 +159,15 @@ async def apply_task(cluster: Cluster, task: Task, mode: Mode, deletes: DeleteTr
         return ApplyOutcome("created", created)
     if task.create_only:
         return ApplyOutcome("unchanged", live)
-    update = merge(desired_object(task, mutate), live, typed=m.group in TYPED_GROUPS)
+    desired = desired_object(task, mutate)
+    update = merge(desired, live, typed=m.group in TYPED_GROUPS)
     if update is None:
         return ApplyOutcome("unchanged", live)
+    if (m.group, m.kind) == ("batch", "Job") and not contains((desired.get("spec") or {}).get("template"),
+                                                              (live.get("spec") or {}).get("template")):
+        # A Job's pod template is immutable: a new release's Job replaces the old one.
+        await cluster.delete(ref)
+        return ApplyOutcome("replaced", await cluster.create(desired))
     return ApplyOutcome("updated", await cluster.update(update))
 
 

@@ -293,6 +293,8 @@ class SimCluster:
                      if k in old["metadata"]})
         status = old.get("status") if info.status_subresource else obj.get("status")
         new = _compose(obj, meta, status)
+        if (ref.group, ref.kind) == ("batch", "Job"):
+            _check_job_immutable(ref, old, new)
         if _spec_changed(old, new):
             meta["generation"] = old["metadata"].get("generation", 0) + 1
         if (ref.group, ref.kind) == CRD:
@@ -456,6 +458,15 @@ class SimCluster:
 
 
 # ------------------------------------------------------------------------------------- helpers
+
+
+def _check_job_immutable(ref: Ref, old: Mapping[str, Any], new: Mapping[str, Any]) -> None:
+    """A Job's pod template (and selector) cannot change after creation, as on a real server."""
+    old_spec, new_spec = old.get("spec") or {}, new.get("spec") or {}
+    for key in ("template", "selector"):
+        if key in new_spec and new_spec.get(key) != old_spec.get(key):
+            raise ApiError(ApiErrorKind.INVALID, f'Job.batch "{ref.name}" is invalid: spec.{key}: Invalid value: '
+                           f"field is immutable", ref)
 
 
 def _group_kind(obj: Mapping[str, Any]) -> GroupKind:

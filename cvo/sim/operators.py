@@ -79,6 +79,7 @@ class OperatorSimulator:
         # for their operands, so the simulated operators do too, when they start.
         self.operand_namespaces: set[str] = set()
         self._reading: set[str] = set()  # operators whose "first read" decision is in progress
+        self._remove_read_hook: Any = None
 
     # --- releases ------------------------------------------------------------------------------
 
@@ -113,7 +114,7 @@ class OperatorSimulator:
         await asyncio.gather(*(e.wait() for e in watch_ready))
         on_read = getattr(self.cluster, "on_read", None)
         if callable(on_read):
-            on_read(self._on_read)
+            self._remove_read_hook = on_read(self._on_read)
         for name, model in self.operators.items():
             b = self.behaviours.for_operator(name)
             if b.upgradeable is not None:
@@ -121,6 +122,9 @@ class OperatorSimulator:
             await self._reconsider(model)
 
     async def stop(self) -> None:
+        if self._remove_read_hook is not None:
+            self._remove_read_hook()
+            self._remove_read_hook = None
         tasks = self._tasks + [m.task for m in self.operators.values() if m.task is not None]
         for task in tasks:
             task.cancel()
