@@ -249,6 +249,21 @@ def sweep_section(repeats: int) -> list[str]:
 SECTIONS: dict[str, Section] = {"plan": plan_section, "sweep": sweep_section}
 
 
+def _sections(text: str) -> dict[str, list[str]]:
+    """The sections of an earlier docs/benchmarks.md, by name (between the section markers)."""
+    out: dict[str, list[str]] = {}
+    name: str | None = None
+    for line in text.splitlines():
+        if line.startswith("<!-- section:"):
+            name = line[len("<!-- section:"):-len(" -->")]
+            out[name] = []
+        elif line.startswith("<!-- end:"):
+            name = None
+        elif name is not None:
+            out[name].append(line)
+    return out
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--output", type=Path, default=REPO / "docs" / "benchmarks.md")
@@ -264,11 +279,16 @@ def main() -> int:
         "Medians of repeated runs measured side by side in this run; see `bench/run.py` for the method.",
         "",
     ]
+    previous = _sections(args.output.read_text()) if args.only and args.output.exists() else {}
     for name, section in SECTIONS.items():
         if args.only and name not in args.only:
+            if name in previous:  # --only keeps the other sections of the file as they were measured
+                lines += [f"<!-- section:{name} -->", *previous[name], f"<!-- end:{name} -->"]
             continue
         print(f"bench: {name} …", file=sys.stderr, flush=True)
-        lines += section(args.repeats)
+        started = datetime.now(UTC)
+        lines += [f"<!-- section:{name} -->", *section(args.repeats),
+                  f"(measured {started:%Y-%m-%d %H:%M} UTC)", "", f"<!-- end:{name} -->"]
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text("\n".join(lines) + "\n")
     print(f"bench: wrote {args.output}", file=sys.stderr)

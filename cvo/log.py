@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import sys
+import threading
 from typing import Any
 
 _SECRET_KEYS = frozenset({"token", "password", "secret", "data", "stringData", "client-key-data", "bearer"})
@@ -29,6 +30,7 @@ class _StderrProxy:
         sys.stderr.flush()
 
 
+_lock = threading.RLock()
 _settings: dict[str, Any] = {"format": "text", "verbosity": 0, "configured": False}
 
 
@@ -46,8 +48,9 @@ class _LazyLogger:
         if self._logger is None:
             import structlog
 
-            if not _settings["configured"]:
-                _apply(structlog)
+            with _lock:  # watch threads log too: configure exactly once, before anyone writes
+                if not _settings["configured"]:
+                    _apply(structlog)
             self._logger = structlog.get_logger(self._name)
         return getattr(self._logger, attr)
 
@@ -58,16 +61,16 @@ def get_logger(name: str) -> Any:
 
 def configure(log_format: str = "text", verbosity: int = 0) -> None:
     """Choose the format (``text`` or ``json``) and level (``-v`` lowers it); applied on first log."""
-    _settings.update(format=log_format, verbosity=verbosity, configured=False)
-    if "structlog" in sys.modules:
-        import structlog
+    with _lock:
+        _settings.update(format=log_format, verbosity=verbosity, configured=False)
+        if "structlog" in sys.modules:
+            import structlog
 
-        _apply(structlog)
+            _apply(structlog)
 
 
 def _apply(structlog: Any) -> None:
     log_format, verbosity = _settings["format"], _settings["verbosity"]
-    _settings["configured"] = True
     level = logging.WARNING - 10 * verbosity
     as_json = log_format == "json"
     processors: list[Any] = [
@@ -86,3 +89,4 @@ def _apply(structlog: Any) -> None:
         logger_factory=lambda *args: structlog.PrintLogger(_StderrProxy()),
         cache_logger_on_first_use=False,
     )
+    _settings["configured"] = True

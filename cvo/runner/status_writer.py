@@ -7,6 +7,7 @@ completions do not become a thousand writes.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Any
@@ -35,6 +36,7 @@ class StatusWriter:
         self._last_write: float | None = None
         self._release_accepted: tuple[str, str, str] | None = None
         self._cv: dict[str, Any] | None = None
+        self._lock = asyncio.Lock()  # one writer at a time: parallel nodes report through one object
         # Where the Upgradeable condition comes from; evaluated on every forced (edge) write.
         self.upgradeable: Callable[[], Awaitable[list[Blocker]]] | None = None
         self.accepted_risks = ""
@@ -59,7 +61,19 @@ class StatusWriter:
         self._cv = cv
         return cv
 
-    async def write(self, *, version: str, image: str, done: int, total: int, completed: int, reconciling: bool,
+    async def write(self, **kwargs: Any) -> None:
+        """Write the status; serialised, and re-read once if another writer got there first."""
+        async with self._lock:
+            for attempt in range(3):
+                try:
+                    await self._write(**kwargs)
+                    return
+                except ApiError as err:
+                    if err.kind is not ApiErrorKind.CONFLICT or attempt == 2:
+                        raise
+                    kwargs["force"] = True
+
+    async def _write(self, *, version: str, image: str, done: int, total: int, completed: int, reconciling: bool,
                     initial: bool, failure: UpdateError | None, co_start_times: dict[str, datetime],
                     errors: list[UpdateError] | None = None, force: bool = False) -> None:
         now_mono = self.clock.monotonic()
