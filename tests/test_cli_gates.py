@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -25,37 +24,6 @@ MINOR = str(PAYLOADS / "demo-4.17.0")
 ETCD_BLOCKS = "etcd: {upgradeable: {after: 0s}, use-operator-condition: true}\n"
 ETCD_MESSAGE = "The operator is migrating its data; do not upgrade now"
 OC_NAME = "openshift-etcd-operator/etcd"
-
-
-def _forget_structlog() -> None:
-    """Leave logging as a fresh process has it: structlog not imported, nothing configured.
-
-    ``cvo.log.configure()`` (called by every ``main()``) binds the ``sys.stderr`` of that moment
-    once structlog is imported.  Tests that run ``main()`` under ``capsys`` later in the session
-    (test_cli_plan, test_lint) would then bind a capture stream that is closed after them, and the
-    next log line anywhere (test_loader's warnings) raises "I/O operation on closed file"
-    (reproduce: ``pytest -p structlog tests/test_lint.py tests/test_loader.py``).  This module imports
-    structlog (the sweeps log), so it hands the session back without it.
-    """
-    import cvo.log
-
-    for name, module in list(sys.modules.items()):
-        if name == "cvo" or name.startswith("cvo."):
-            for value in list(vars(module).values()):
-                if isinstance(value, cvo.log._LazyLogger):
-                    value._logger = None
-    for name in [n for n in sys.modules if n == "structlog" or n.startswith("structlog.")]:
-        del sys.modules[name]
-    cvo.log._settings["configured"] = False
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _fresh_logging_after_this_module() -> Any:
-    imported = "structlog" in sys.modules
-    yield
-    configure("text", 0)
-    if not imported:  # give the session back as this module found it
-        _forget_structlog()
 
 
 @pytest.fixture(autouse=True)
