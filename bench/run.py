@@ -25,6 +25,7 @@ REPO = Path(__file__).resolve().parent.parent
 CORPUS = REPO.parent / "shared" / "corpus" / "ocp-5.0-nightly"
 sys.path.insert(0, str(REPO))
 
+from bench.kube_bench import kube_section  # noqa: E402
 from bench.scale import derived_release, scaled_corpus  # noqa: E402
 
 
@@ -246,7 +247,7 @@ def sweep_section(repeats: int) -> list[str]:
     return lines
 
 
-SECTIONS: dict[str, Section] = {"plan": plan_section, "sweep": sweep_section}
+SECTIONS: dict[str, Section] = {"plan": plan_section, "sweep": sweep_section, "kube": kube_section}
 
 
 def _sections(text: str) -> dict[str, list[str]]:
