@@ -20,17 +20,24 @@ def _redact(_logger: Any, _method: str, event: dict[str, Any]) -> dict[str, Any]
     return event
 
 
-class _StderrProxy:
-    """Whatever ``sys.stderr`` is when a line is written."""
-
-    def write(self, text: str) -> int:
-        return sys.stderr.write(text)
-
-    def flush(self) -> None:
-        sys.stderr.flush()
-
-
 _lock = threading.RLock()
+_write_lock = threading.Lock()
+
+
+class _LineLogger:
+    """Writes each rendered line to whatever ``sys.stderr`` is at that moment, in one write.
+
+    Watch threads log while the event loop does: a line and its newline written separately (as
+    ``print`` does) can interleave with another thread's line and glue two JSON documents together.
+    """
+
+    def msg(self, message: str) -> None:
+        with _write_lock:
+            stream = sys.stderr
+            stream.write(message + "\n")
+            stream.flush()
+
+    log = debug = info = warning = warn = error = critical = exception = fatal = msg
 _settings: dict[str, Any] = {"format": "text", "verbosity": 0, "configured": False}
 
 
@@ -86,7 +93,7 @@ def _apply(structlog: Any) -> None:
         processors=processors,
         wrapper_class=structlog.make_filtering_bound_logger(max(level, logging.DEBUG)),
         # Resolve sys.stderr at each write: it may be replaced (tests, redirection) after configuration.
-        logger_factory=lambda *args: structlog.PrintLogger(_StderrProxy()),
+        logger_factory=lambda *args: _LineLogger(),
         cache_logger_on_first_use=False,
     )
     _settings["configured"] = True

@@ -18,7 +18,7 @@ from cvo.runner.events import Event, Progress
 log = get_logger("cvo.sweep")
 
 # Events worth a line of their own in text logs (the rest are debug detail).
-_INFO = {"sweep.started", "attempt.started", "attempt.failed", "attempt.woken", "node.failed", "task.failed",
+_INFO = {"sweep.started", "attempt.started", "attempt.failed", "attempt.woken", "node.failed", "node.error", "task.failed",
          "task.waiting", "operator.ready", "operator.degraded", "condition.changed", "sweep.completed",
          "sweep.timeout", "precondition.blocked", "precondition.passed", "node.blocked"}
 

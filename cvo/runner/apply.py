@@ -1,6 +1,7 @@
 """Applying one manifest the way the CVO's resource builders do (reference §6).
 
-* Missing objects are created; create-only objects are never updated.
+* Missing objects are created; create-only objects are never updated.  In install mode cvo sends
+  the create first and reads the object only when it already exists (the CVO reads first).
 * Existing objects are updated only when a field the manifest sets differs from the live object.
   cvo compares "the manifest is contained in the live object" rather than the CVO's per-type merge
   code: fields the server defaults (and the manifest leaves out) never count as drift, fields the
@@ -151,8 +152,17 @@ async def apply_task(cluster: Cluster, task: Task, mode: Mode, deletes: DeleteTr
         return await _delete(cluster, ref, mode, deletes)
     if not await cluster.serves(m.api_version, m.kind):
         raise ApiError(ApiErrorKind.NO_KIND_MATCH, f'no matches for kind "{m.kind}" in version "{m.api_version}"', ref)
+    cluster_operator = m.kind == "ClusterOperator" and m.group == "config.openshift.io"
+    if mode is Mode.INSTALL and not cluster_operator:
+        # An install finds an empty cluster: create first and read only what already exists (one
+        # request per new object instead of a GET that fails and then a create).
+        try:
+            return ApplyOutcome("created", await cluster.create(desired_object(task, mutate)))
+        except ApiError as err:
+            if err.kind is not ApiErrorKind.ALREADY_EXISTS:
+                raise
     live = await cluster.get(ref)
-    if m.kind == "ClusterOperator" and m.group == "config.openshift.io":
+    if cluster_operator:
         return await _cluster_operator(cluster, task, live, mode)
     if live is None:
         created = await cluster.create(desired_object(task, mutate))
@@ -171,11 +181,13 @@ async def apply_task(cluster: Cluster, task: Task, mode: Mode, deletes: DeleteTr
     return ApplyOutcome("updated", await cluster.update(update))
 
 
-async def precreate_cluster_operator(cluster: Cluster, task: Task) -> None:
-    """The precreate pass: create the ClusterOperator (no status but relatedObjects) if it is missing."""
+async def precreate_cluster_operator(cluster: Cluster, task: Task, create_first: bool = False) -> None:
+    """The precreate pass: create the ClusterOperator (no status but relatedObjects) if it is missing.
+
+    ``create_first`` (install mode) skips the read: AlreadyExists means there is nothing to do."""
     m = task.manifest
     ref = Ref(m.group, m.kind, "", m.name)
-    if await cluster.get(ref) is not None:
+    if not create_first and await cluster.get(ref) is not None:
         return
     obj = task.manifest.copy_obj()
     related = (obj.get("status") or {}).get("relatedObjects")

@@ -8,6 +8,7 @@ cancels the running nodes; nodes that never ran are reported as incomplete.
 from __future__ import annotations
 
 import asyncio
+import heapq
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
@@ -43,21 +44,16 @@ async def _cancel(running: dict[asyncio.Task[None], int], result: GraphResult) -
 async def run_graph(graph: nx.DiGraph, max_parallel: int, fn: NodeFn, deadline: float | None = None) -> GraphResult:
     """Run every node; at ``deadline`` (loop time) cancel what still runs and return (``cancelled``)."""
     order = sorted(graph.nodes)
-    preds = {n: list(graph.predecessors(n)) for n in order}
+    waiting_on = {n: graph.in_degree(n) for n in order}  # predecessors not yet completed
+    ready = [n for n in order if waiting_on[n] == 0]  # a heap: the lowest-numbered ready node first
     result = GraphResult()
-    submitted: set[int] = set()
     running: dict[asyncio.Task[None], int] = {}
     limit = max(1, max_parallel)
 
-    def ready() -> list[int]:
-        return [n for n in order if n not in submitted and all(p in result.completed for p in preds[n])]
-
     try:
         while True:
-            for node in ready():
-                if len(running) >= limit:
-                    break
-                submitted.add(node)
+            while ready and len(running) < limit:
+                node = heapq.heappop(ready)
                 running[asyncio.create_task(fn(node, graph.nodes[node]["tasks"]), name=f"node {node}")] = node
             if not running:
                 break
@@ -71,6 +67,10 @@ async def run_graph(graph: nx.DiGraph, max_parallel: int, fn: NodeFn, deadline: 
                 error = finished.exception() if not finished.cancelled() else asyncio.CancelledError()
                 if error is None:
                     result.completed.add(node)
+                    for successor in graph.successors(node):
+                        waiting_on[successor] -= 1
+                        if waiting_on[successor] == 0:
+                            heapq.heappush(ready, successor)
                 else:
                     result.errors[node] = error
     except asyncio.CancelledError:

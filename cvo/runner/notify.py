@@ -38,16 +38,26 @@ def established_key(obj: dict[str, Any]) -> Hashable:
 
 
 class Notifier:
+    """One watch on a kind; waiters wait for a change of one object (or of any, for ``None``).
+
+    Each waiter has its own future, so a change wakes the waiters of that name only: a thousand
+    ClusterOperator waits do not all wake up for each report.  :attr:`objects` keeps the newest
+    object of each name that the watch delivered (every change, not only key changes), which is an
+    informer's cache: readers can use it instead of listing the kind again.
+    """
+
     def __init__(self, cluster: Cluster, group: str, kind: str,
                  key: Callable[[dict[str, Any]], Hashable] | None = None) -> None:
         self.cluster = cluster
         self.group = group
         self.kind = kind
         self.key = key
+        self.objects: dict[str, dict[str, Any]] = {}
+        self.revision = 0  # bumped by every watch event, key change or not (cache users compare it)
         self._last_keys: dict[str, Hashable] = {}
         self._versions: dict[str, int] = defaultdict(int)
         self._any_version = 0
-        self._changed = asyncio.Condition()
+        self._waiters: dict[str | None, set[asyncio.Future[None]]] = defaultdict(set)
         self._task: asyncio.Task[None] | None = None
         self._ready = asyncio.Event()
 
@@ -55,10 +65,18 @@ class Notifier:
         if self._task is None:
             self._task = asyncio.create_task(self._run(), name=f"watch {self.kind}")
             await self._ready.wait()
-            if self.key is not None:  # what is already there is the baseline, not a change
-                for obj in await self.cluster.list(self.group, self.kind):
-                    name = (obj.get("metadata") or {}).get("name", "")
+            # What is already there is the baseline, not a change.  (A watch event that arrived
+            # meanwhile is newer than this list: it wins.)
+            for obj in await self.cluster.list(self.group, self.kind):
+                name = (obj.get("metadata") or {}).get("name", "")
+                self.objects.setdefault(name, obj)
+                if self.key is not None:
                     self._last_keys.setdefault(name, self.key(obj))
+            self.revision += 1
+
+    @property
+    def running(self) -> bool:
+        return self._task is not None
 
     async def stop(self) -> None:
         if self._task is not None:
@@ -74,26 +92,44 @@ class Notifier:
                 self._ready.set()
                 async for event in stream:
                     name = (event.obj.get("metadata") or {}).get("name", "")
-                    if self.key is not None and event.type != "DELETED":
-                        key = self.key(event.obj)
-                        if self._last_keys.get(name, _UNSEEN) == key:
-                            continue
-                        self._last_keys[name] = key
-                    async with self._changed:
-                        self._versions[name] += 1
-                        self._any_version += 1
-                        self._changed.notify_all()
+                    self.revision += 1
+                    if event.type == "DELETED":
+                        self.objects.pop(name, None)
+                    else:
+                        self.objects[name] = event.obj
+                        if self.key is not None:
+                            key = self.key(event.obj)
+                            if self._last_keys.get(name, _UNSEEN) == key:
+                                continue
+                            self._last_keys[name] = key
+                    self.poke(name)
             except asyncio.CancelledError:
                 raise
             except Exception as err:  # the backend's watch broke: say so, then watch again
                 log.warning("watch ended; restarting", kind=self.kind, error=str(err))
                 self._ready.set()
-                async with self._changed:  # wake every waiter: each re-reads its object
-                    self._any_version += 1
-                    for key in self._versions:
-                        self._versions[key] += 1
-                    self._changed.notify_all()
+                self.revision += 1
+                self._poke_all()  # every waiter re-reads its object
                 await asyncio.sleep(1.0)
+
+    def poke(self, name: str) -> None:
+        """Count a change of ``name`` and wake its waiters (and those waiting for any change)."""
+        self._versions[name] += 1
+        self._any_version += 1
+        for key in (name, None):
+            for future in self._waiters.pop(key, ()):
+                if not future.done():
+                    future.set_result(None)
+
+    def _poke_all(self) -> None:
+        self._any_version += 1
+        for key in self._versions:
+            self._versions[key] += 1
+        waiters, self._waiters = self._waiters, defaultdict(set)
+        for futures in waiters.values():
+            for future in futures:
+                if not future.done():
+                    future.set_result(None)
 
     def mark(self, name: str | None = None) -> int:
         return self._any_version if name is None else self._versions[name]
@@ -104,11 +140,17 @@ class Notifier:
         def changed() -> bool:
             return (self._any_version if name is None else self._versions[name]) > since
 
-        async with self._changed:
-            if changed():
-                return True
-            try:
-                await asyncio.wait_for(self._changed.wait_for(changed), timeout)
-            except TimeoutError:
-                return False
+        if changed():
             return True
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters[name].add(future)
+        try:
+            await asyncio.wait((future,), timeout=timeout)
+        finally:
+            waiters = self._waiters.get(name)
+            if waiters is not None:
+                waiters.discard(future)
+                if not waiters:
+                    del self._waiters[name]
+            future.cancel()
+        return changed()

@@ -34,6 +34,8 @@ class OperatorConditionManager:
                 self.owner.setdefault((d.namespace, d.name), co)
         self._served: bool | None = None
         self._task: asyncio.Task[None] | None = None
+        self.revision = 0  # OperatorCondition watch events seen
+        self._listed: tuple[int, list[dict[str, Any]]] | None = None
 
     async def served(self) -> bool:
         if self._served is None:
@@ -101,8 +103,18 @@ class OperatorConditionManager:
         ready.set()
         await self.sync_all()
         async for event in stream:
+            self.revision += 1
             if event.type != "DELETED":
                 await self._sync(event.obj)
+
+    async def conditions(self) -> list[dict[str, Any]]:
+        """Every OperatorCondition; listed again only after the watch saw one change."""
+        if not await self.served():
+            return []
+        if self._task is None or self._listed is None or self._listed[0] != self.revision:
+            revision = self.revision
+            self._listed = (revision, await self.cluster.list(OC_GROUP, OC_KIND))
+        return self._listed[1]
 
     async def sync_one(self, oc: dict[str, Any]) -> None:
         await self._sync(oc)

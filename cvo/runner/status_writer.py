@@ -38,7 +38,7 @@ class StatusWriter:
         self._cv: dict[str, Any] | None = None
         self._lock = asyncio.Lock()  # one writer at a time: parallel nodes report through one object
         # Where the Upgradeable condition comes from; evaluated on every forced (edge) write.
-        self.upgradeable: Callable[[], Awaitable[list[Blocker]]] | None = None
+        self.upgradeable: Callable[[dict[str, Any]], Awaitable[list[Blocker]]] | None = None
         self.accepted_risks = ""
 
     async def current(self) -> dict[str, Any]:
@@ -90,7 +90,7 @@ class StatusWriter:
         )
         new_status = update_cluster_version_status(old_status, sync, self.clock.now())
         if force and self.upgradeable is not None:
-            new_status = apply_upgradeable(new_status, await self.upgradeable(), self.clock.now())
+            new_status = apply_upgradeable(new_status, await self.upgradeable(cv), self.clock.now())
         if new_status == old_status:
             self._last_write = now_mono
             return

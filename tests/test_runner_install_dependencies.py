@@ -1,0 +1,161 @@
+"""Install mode: an object whose CRD or Namespace another node of the same attempt applies waits for
+it (driven by watches) instead of failing after the short back-off; install creates before it reads.
+
+Everything runs on the virtual clock; event timestamps are simulated seconds since ``EPOCH``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from conftest import ReleaseFactory, obj
+from test_runner_worker import EPOCH, first, named, release_of, secs, virtual
+
+from cvo.clock import Clock
+from cvo.cluster.api import ApiErrorKind, Ref
+from cvo.payload.graph import Mode
+from cvo.payload.loader import Release
+from cvo.runner.events import Recorder
+from cvo.runner.worker import SweepOptions, SweepResult, Worker
+from cvo.sim.cluster import DEFAULT_NAMESPACES, SimCluster
+
+CRD_NAME = "widgets.example.com"
+CRD_REF = Ref("apiextensions.k8s.io", "CustomResourceDefinition", "", CRD_NAME)
+
+
+def crd() -> dict[str, Any]:
+    return obj("CustomResourceDefinition", CRD_NAME, api="apiextensions.k8s.io/v1", spec={
+        "group": "example.com", "scope": "Namespaced", "names": {"plural": "widgets", "kind": "Widget"},
+        "versions": [{"name": "v1", "served": True, "storage": True}]})
+
+
+def widget(namespace: str = "ns") -> dict[str, Any]:
+    return obj("Widget", "w", namespace, api="example.com/v1", spec={"size": 1})
+
+
+def widget_payload() -> dict[str, object]:
+    # Two components of one run level: two nodes that install mode runs side by side.
+    return {"0000_10_a_widget.yaml": widget(), "0000_10_b_crd.yaml": crd()}
+
+
+async def sweep(cluster: SimCluster, clock: Clock, release: Release, mode: Mode) -> tuple[SweepResult, Recorder]:
+    rec = Recorder()
+    result = await Worker(cluster, release, mode, rec, clock, SweepOptions(timeout=3600.0, interval=180.0)).run()
+    return result, rec
+
+
+def cluster_with(clock: Clock, **kw: Any) -> SimCluster:
+    return SimCluster(clock=clock, namespaces=(*DEFAULT_NAMESPACES, "ns"), **kw)
+
+
+def test_a_custom_resource_waits_for_its_crd_to_be_established(make_release: ReleaseFactory) -> None:
+    release = release_of(make_release, "4.17.0", widget_payload())
+
+    async def main() -> tuple[SweepResult, Recorder]:
+        clock = Clock(EPOCH)
+        # Established 12 s after it is created: longer than the install back-off's 1 + 2 + 4 s.
+        return await sweep(cluster_with(clock, crd_establish_delay=12.0), clock, release, Mode.INSTALL)
+
+    result, rec = virtual(main)
+    assert result.ok and result.attempts == 1, result.message
+    dependency = first(rec, "task.dependency")
+    assert dependency.fields["kind"] == "CustomResourceDefinition" and dependency.fields["dependency"] == CRD_NAME
+    assert dependency.fields["error"] == "NoKindMatch" and secs(dependency) == 0.0
+    applied = first(rec, "task.applied", task='widget "ns/w" (1 of 2)')
+    assert secs(applied) == 12.0  # the moment the CRD was Established: no polling, no back-off
+    assert named(rec, "task.retry") == [] and named(rec, "task.failed") == []
+
+
+def test_a_namespaced_object_waits_for_its_namespace(make_release: ReleaseFactory) -> None:
+    files = {
+        "0000_10_a_cm.yaml": obj("ConfigMap", "cm", "late", data={"k": "v"}),
+        "0000_10_b_slow.yaml": obj("ConfigMap", "slow", "ns"),
+        "0000_10_b_zns.yaml": obj("Namespace", "late"),
+    }
+    release = release_of(make_release, "4.17.0", files)
+
+    async def main() -> tuple[SweepResult, Recorder]:
+        clock = Clock(EPOCH)
+        cluster = cluster_with(clock)
+        # The node that creates the namespace is held up by 3 failures (1 + 2 + 4 s of retries).
+        cluster.inject_failure(Ref("", "ConfigMap", "ns", "slow"), ApiErrorKind.TIMEOUT, count=3)
+        return await sweep(cluster, clock, release, Mode.INSTALL)
+
+    result, rec = virtual(main)
+    assert result.ok and result.attempts == 1, result.message
+    dependency = first(rec, "task.dependency")
+    assert (dependency.fields["kind"], dependency.fields["dependency"], dependency.fields["error"]) == (
+        "Namespace", "late", "NotFound")
+    namespace = first(rec, "task.applied", task='namespace "late" (3 of 3)')
+    assert secs(namespace) == 7.0
+    assert secs(first(rec, "task.applied", task='configmap "late/cm" (1 of 3)')) == 7.0
+    assert [e.fields["task"] for e in named(rec, "task.retry")] == ['configmap "ns/slow" (2 of 3)'] * 3
+
+
+def test_a_dependency_whose_node_fails_is_not_waited_for(make_release: ReleaseFactory) -> None:
+    release = release_of(make_release, "4.17.0", widget_payload())
+
+    async def main() -> tuple[SweepResult, Recorder]:
+        clock = Clock(EPOCH)
+        cluster = cluster_with(clock)
+        cluster.inject_failure(CRD_REF, ApiErrorKind.FORBIDDEN, count=4)  # every call of the first attempt
+        return await sweep(cluster, clock, release, Mode.INSTALL)
+
+    result, rec = virtual(main)
+    crd_failed = first(rec, "task.failed", task=f'customresourcedefinition "{CRD_NAME}" (2 of 2)')
+    assert secs(crd_failed) == 7.0
+    # The widget stopped waiting when the CRD's node failed, then used its own back-off (1, 2, 4 s).
+    widget_failed = first(rec, "task.failed", task='widget "ns/w" (1 of 2)')
+    assert widget_failed.fields["reason"] == "UpdatePayloadResourceTypeMissing"
+    assert secs(widget_failed) == 7.0 + 7.0
+    attempt_failed = first(rec, "attempt.failed")
+    assert secs(attempt_failed) == 14.0
+    # The next attempt finds the CRD's failures used up, and the install completes.
+    assert result.ok and result.attempts == 2
+
+
+def test_update_mode_does_not_wait_for_a_crd(make_release: ReleaseFactory) -> None:
+    release = release_of(make_release, "4.17.0", widget_payload())
+
+    async def main() -> tuple[SweepResult, Recorder]:
+        clock = Clock(EPOCH)
+        return await sweep(cluster_with(clock, crd_establish_delay=30.0), clock, release, Mode.UPDATE)
+
+    _result, rec = virtual(main)
+    assert named(rec, "task.dependency") == []
+    failed = first(rec, "task.failed", task='widget "ns/w" (1 of 2)')
+    assert failed.fields["reason"] == "UpdatePayloadResourceTypeMissing" and secs(failed) == 23.0
+
+
+def configmaps(n: int) -> dict[str, object]:
+    return {f"0000_10_c{i:03}_cm.yaml": obj("ConfigMap", f"cm{i}", "ns", data={"i": str(i)}) for i in range(n)}
+
+
+def test_install_creates_without_reading_first(make_release: ReleaseFactory) -> None:
+    def requests(n: int) -> tuple[dict[str, int], dict[str, int]]:
+        release = release_of(make_release, f"4.17.{n}", configmaps(n))
+
+        async def main() -> tuple[dict[str, int], dict[str, int]]:
+            clock = Clock(EPOCH)
+            cluster = cluster_with(clock)
+            result, _ = await sweep(cluster, clock, release, Mode.INSTALL)
+            assert result.ok
+            fresh = dict(cluster.stats.verbs)
+            result, rec = await sweep(cluster, clock, release, Mode.INSTALL)  # everything exists now
+            assert result.ok
+            assert {e.fields["action"] for e in named(rec, "task.applied")} == {"unchanged"}
+            again = {k: v - fresh.get(k, 0) for k, v in cluster.stats.verbs.items()}
+            return fresh, again
+
+        return virtual(main)
+
+    small, small_again = requests(5)
+    large, large_again = requests(25)
+    # Into an empty cluster: one create per object and no extra reads.
+    assert large["create"] - small["create"] == 20
+    assert large.get("get", 0) == small.get("get", 0)
+    # Into a cluster that has them: the create is refused, then the object is read and compared.
+    assert large_again["create"] - small_again["create"] == 20
+    assert large_again["get"] - small_again["get"] == 20
+    assert large_again.get("update", 0) == small_again.get("update", 0)
+

@@ -1,0 +1,83 @@
+"""The Notifier: one watch per kind, waiters woken per name, and the newest objects cached."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime
+
+from cvo.clock import Clock, run_virtual
+from cvo.cluster.api import Ref
+from cvo.runner.notify import Notifier
+from cvo.sim.cluster import DEFAULT_NAMESPACES, SimCluster
+
+EPOCH = datetime(2025, 6, 1, tzinfo=UTC)
+
+
+def cm(name: str, value: str) -> dict:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": "ns"}, "data": {"v": value}}
+
+
+def test_a_change_wakes_the_waiters_of_that_name_only() -> None:
+    async def main() -> tuple[bool, bool, bool, dict, int]:
+        clock = Clock(EPOCH)
+        cluster = SimCluster(clock=clock, namespaces=(*DEFAULT_NAMESPACES, "ns"))
+        await cluster.create(cm("a", "1"))
+        notifier = Notifier(cluster, "", "ConfigMap")
+        await notifier.start()
+        marks = notifier.mark("a"), notifier.mark("b"), notifier.mark()
+        waits = [asyncio.create_task(notifier.wait_change("a", marks[0], 10.0)),
+                 asyncio.create_task(notifier.wait_change("b", marks[1], 10.0)),
+                 asyncio.create_task(notifier.wait_change(None, marks[2], 10.0))]
+        await asyncio.sleep(1.0)
+        live = await cluster.get(Ref("", "ConfigMap", "ns", "a"))
+        await cluster.update({**live, "data": {"v": "2"}})
+        a, b, any_ = await asyncio.gather(*waits)
+        waiters_left = sum(len(w) for w in notifier._waiters.values())
+        cached = notifier.objects["a"]
+        await notifier.stop()
+        return a, b, any_, cached, waiters_left
+
+    a, b, any_, cached, waiters_left = run_virtual(main)
+    assert (a, b, any_) == (True, False, True)
+    assert cached["data"] == {"v": "2"}
+    assert waiters_left == 0  # a timed-out waiter leaves nothing behind
+
+
+def test_a_key_filters_changes_but_the_cache_sees_them_all() -> None:
+    async def main() -> tuple[bool, dict, int, int]:
+        clock = Clock(EPOCH)
+        cluster = SimCluster(clock=clock, namespaces=(*DEFAULT_NAMESPACES, "ns"))
+        await cluster.create(cm("a", "1"))
+        notifier = Notifier(cluster, "", "ConfigMap", key=lambda obj: (obj.get("metadata") or {}).get("labels"))
+        await notifier.start()
+        revision = notifier.revision
+        mark = notifier.mark("a")
+        waiter = asyncio.create_task(notifier.wait_change("a", mark, 5.0))
+        live = await cluster.get(Ref("", "ConfigMap", "ns", "a"))
+        await cluster.update({**live, "data": {"v": "2"}})  # not a key change
+        woke = await waiter
+        cached = notifier.objects["a"]
+        await notifier.stop()
+        return woke, cached, notifier.revision - revision, notifier.mark("a") - mark
+
+    woke, cached, revisions, changes = run_virtual(main)
+    assert not woke and changes == 0
+    assert cached["data"] == {"v": "2"} and revisions == 1
+
+
+def test_poke_wakes_a_waiter_without_a_watch_event() -> None:
+    async def main() -> tuple[bool, float]:
+        clock = Clock(EPOCH)
+        cluster = SimCluster(clock=clock)
+        notifier = Notifier(cluster, "", "ConfigMap")
+        await notifier.start()
+        loop = asyncio.get_running_loop()
+        begin = loop.time()
+        waiter = asyncio.create_task(notifier.wait_change("x", notifier.mark("x"), 60.0))
+        loop.call_later(3.0, notifier.poke, "x")
+        woke = await waiter
+        await notifier.stop()
+        return woke, loop.time() - begin
+
+    woke, waited = run_virtual(main)
+    assert woke and waited == 3.0
