@@ -22,7 +22,7 @@ def test_a_change_wakes_the_waiters_of_that_name_only() -> None:
         clock = Clock(EPOCH)
         cluster = SimCluster(clock=clock, namespaces=(*DEFAULT_NAMESPACES, "ns"))
         await cluster.create(cm("a", "1"))
-        notifier = Notifier(cluster, "", "ConfigMap")
+        notifier = Notifier(cluster, "", "ConfigMap", cache=True)
         await notifier.start()
         marks = notifier.mark("a"), notifier.mark("b"), notifier.mark()
         waits = [asyncio.create_task(notifier.wait_change("a", marks[0], 10.0)),
@@ -48,7 +48,7 @@ def test_a_key_filters_changes_but_the_cache_sees_them_all() -> None:
         clock = Clock(EPOCH)
         cluster = SimCluster(clock=clock, namespaces=(*DEFAULT_NAMESPACES, "ns"))
         await cluster.create(cm("a", "1"))
-        notifier = Notifier(cluster, "", "ConfigMap", key=lambda obj: (obj.get("metadata") or {}).get("labels"))
+        notifier = Notifier(cluster, "", "ConfigMap", key=lambda obj: (obj.get("metadata") or {}).get("labels"), cache=True)
         await notifier.start()
         revision = notifier.revision
         mark = notifier.mark("a")
@@ -69,7 +69,7 @@ def test_poke_wakes_a_waiter_without_a_watch_event() -> None:
     async def main() -> tuple[bool, float]:
         clock = Clock(EPOCH)
         cluster = SimCluster(clock=clock)
-        notifier = Notifier(cluster, "", "ConfigMap")
+        notifier = Notifier(cluster, "", "ConfigMap", cache=True)
         await notifier.start()
         loop = asyncio.get_running_loop()
         begin = loop.time()

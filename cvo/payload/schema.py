@@ -22,7 +22,7 @@ def required_zero_values(manifests: Sequence[Manifest]) -> dict[tuple[str, str],
     for m in manifests:
         if m.kind != "CustomResourceDefinition" or m.group != "apiextensions.k8s.io":
             continue
-        spec = m.obj.get("spec") or {}
+        spec = m.copy_obj().get("spec") or {}  # not m.obj: that would keep every CRD decoded
         kind = (spec.get("names") or {}).get("kind")
         for version in spec.get("versions") or []:
             schema = ((version.get("schema") or {}).get("openAPIV3Schema")) or {}

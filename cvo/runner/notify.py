@@ -41,18 +41,21 @@ class Notifier:
     """One watch on a kind; waiters wait for a change of one object (or of any, for ``None``).
 
     Each waiter has its own future, so a change wakes the waiters of that name only: a thousand
-    ClusterOperator waits do not all wake up for each report.  :attr:`objects` keeps the newest
-    object of each name that the watch delivered (every change, not only key changes), which is an
-    informer's cache: readers can use it instead of listing the kind again.
+    ClusterOperator waits do not all wake up for each report.  :attr:`listeners` see every change
+    (not only key changes) with the new object; with ``cache``, :attr:`objects` keeps the newest
+    object of each name, an informer's cache.
     """
 
     def __init__(self, cluster: Cluster, group: str, kind: str,
-                 key: Callable[[dict[str, Any]], Hashable] | None = None) -> None:
+                 key: Callable[[dict[str, Any]], Hashable] | None = None, cache: bool = False) -> None:
         self.cluster = cluster
         self.group = group
         self.kind = kind
         self.key = key
-        self.objects: dict[str, dict[str, Any]] = {}
+        self.cache = cache
+        self.objects: dict[str, dict[str, Any]] = {}  # with ``cache`` only
+        self._known: set[str] = set()  # names seen (the baseline list must not override newer events)
+        self.listeners: list[Callable[[str, dict[str, Any] | None], None]] = []  # (name, object or None: gone)
         self.revision = 0  # bumped by every watch event, key change or not (cache users compare it)
         self._last_keys: dict[str, Hashable] = {}
         self._versions: dict[str, int] = defaultdict(int)
@@ -69,7 +72,11 @@ class Notifier:
             # meanwhile is newer than this list: it wins.)
             for obj in await self.cluster.list(self.group, self.kind):
                 name = (obj.get("metadata") or {}).get("name", "")
-                self.objects.setdefault(name, obj)
+                if name not in self._known:
+                    self._known.add(name)
+                    if self.cache:
+                        self.objects[name] = obj
+                    self._tell(name, obj)
                 if self.key is not None:
                     self._last_keys.setdefault(name, self.key(obj))
             self.revision += 1
@@ -93,10 +100,14 @@ class Notifier:
                 async for event in stream:
                     name = (event.obj.get("metadata") or {}).get("name", "")
                     self.revision += 1
+                    self._known.add(name)
                     if event.type == "DELETED":
                         self.objects.pop(name, None)
+                        self._tell(name, None)
                     else:
-                        self.objects[name] = event.obj
+                        if self.cache:
+                            self.objects[name] = event.obj
+                        self._tell(name, event.obj)
                         if self.key is not None:
                             key = self.key(event.obj)
                             if self._last_keys.get(name, _UNSEEN) == key:
@@ -111,6 +122,10 @@ class Notifier:
                 self.revision += 1
                 self._poke_all()  # every waiter re-reads its object
                 await asyncio.sleep(1.0)
+
+    def _tell(self, name: str, obj: dict[str, Any] | None) -> None:
+        for listener in self.listeners:
+            listener(name, obj)
 
     def poke(self, name: str) -> None:
         """Count a change of ``name`` and wake its waiters (and those waiting for any change)."""

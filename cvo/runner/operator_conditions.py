@@ -18,7 +18,15 @@ from typing import Any
 
 from cvo.cluster.api import ApiError, ApiErrorKind, Cluster, Ref
 from cvo.log import get_logger
-from cvo.olm import OC_API_VERSION, OC_GROUP, OC_KIND, inject_env, operator_condition_objects, synced_status
+from cvo.olm import (
+    OC_API_VERSION,
+    OC_GROUP,
+    OC_KIND,
+    inject_env,
+    operator_condition_objects,
+    synced_status,
+    upgradeable_verdict,
+)
 from cvo.payload.manifest import Manifest
 from cvo.payload.operators import operator_deployments
 
@@ -34,8 +42,8 @@ class OperatorConditionManager:
                 self.owner.setdefault((d.namespace, d.name), co)
         self._served: bool | None = None
         self._task: asyncio.Task[None] | None = None
-        self.revision = 0  # OperatorCondition watch events seen
-        self._listed: tuple[int, list[dict[str, Any]]] | None = None
+        self._blocking: dict[tuple[str, str], dict[str, Any]] = {}  # (namespace, name) -> a blocking OC
+        self._tracking = False  # the watch has listed them all and follows changes
 
     async def served(self) -> bool:
         if self._served is None:
@@ -88,6 +96,7 @@ class OperatorConditionManager:
             await ready.wait()
 
     async def stop_sync(self) -> None:
+        self._tracking = False
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -96,25 +105,38 @@ class OperatorConditionManager:
 
     async def sync_all(self) -> None:
         for oc in await self.cluster.list(OC_GROUP, OC_KIND):
+            self._track(oc)
             await self._sync(oc)
 
     async def _sync_loop(self, ready: asyncio.Event) -> None:
         stream = self.cluster.watch(OC_GROUP, OC_KIND)
         ready.set()
         await self.sync_all()
+        self._tracking = True
         async for event in stream:
-            self.revision += 1
-            if event.type != "DELETED":
+            if event.type == "DELETED":
+                meta = event.obj.get("metadata") or {}
+                self._blocking.pop((meta.get("namespace", ""), meta.get("name", "")), None)
+            else:
+                self._track(event.obj)
                 await self._sync(event.obj)
 
+    def _track(self, oc: dict[str, Any]) -> None:
+        """Keep the OperatorConditions that block (only they can change the Upgradeable verdict)."""
+        meta = oc.get("metadata") or {}
+        key = (meta.get("namespace", ""), meta.get("name", ""))
+        if upgradeable_verdict(oc).upgradeable:
+            self._blocking.pop(key, None)
+        else:
+            self._blocking[key] = oc
+
     async def conditions(self) -> list[dict[str, Any]]:
-        """Every OperatorCondition; listed again only after the watch saw one change."""
+        """The OperatorConditions that block upgrades now (OLM's verdict), from the watch once it runs."""
         if not await self.served():
             return []
-        if self._task is None or self._listed is None or self._listed[0] != self.revision:
-            revision = self.revision
-            self._listed = (revision, await self.cluster.list(OC_GROUP, OC_KIND))
-        return self._listed[1]
+        if self._task is None or not self._tracking:
+            return [oc for oc in await self.cluster.list(OC_GROUP, OC_KIND) if not upgradeable_verdict(oc).upgradeable]
+        return list(self._blocking.values())
 
     async def sync_one(self, oc: dict[str, Any]) -> None:
         await self._sync(oc)

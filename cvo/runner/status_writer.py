@@ -61,6 +61,10 @@ class StatusWriter:
         self._cv = cv
         return cv
 
+    def due(self) -> bool:
+        """Whether an unforced write would happen now (the throttle has passed)."""
+        return self._last_write is None or self.clock.monotonic() - self._last_write >= self.throttle
+
     async def write(self, **kwargs: Any) -> None:
         """Write the status; serialised, and re-read once if another writer got there first."""
         async with self._lock:
@@ -77,7 +81,7 @@ class StatusWriter:
                     initial: bool, failure: UpdateError | None, co_start_times: dict[str, datetime],
                     errors: list[UpdateError] | None = None, force: bool = False) -> None:
         now_mono = self.clock.monotonic()
-        if not force and self._last_write is not None and now_mono - self._last_write < self.throttle:
+        if not force and not self.due():
             return
         cv = await self.current()
         old_status = cv.get("status") or {}

@@ -22,6 +22,7 @@ import networkx as nx
 
 from cvo.clock import Clock
 from cvo.cluster.api import CLUSTER_OPERATOR, ApiError, ApiErrorKind, Cluster, Ref
+from cvo.cvstatus import find_condition
 from cvo.errors import Effect, UpdateError, summarize, wrap_apply_error
 from cvo.payload.filters import ApplyFilter, Override
 from cvo.payload.graph import Mode, Task, build_graph, make_tasks, max_workers, operator_versions
@@ -36,7 +37,7 @@ from cvo.runner.health import check_crd, check_deployment, check_job, check_oper
 from cvo.runner.notify import Notifier, established_key, operator_health_key
 from cvo.runner.operator_conditions import OperatorConditionManager
 from cvo.runner.status_writer import StatusWriter
-from cvo.upgradeable import Blocker
+from cvo.upgradeable import UPGRADEABLE, Blocker
 from cvo.upgradeable import blockers as upgradeable_blockers
 
 
@@ -165,7 +166,8 @@ class Worker:
         self._failure_fraction = 0.0  # how far the failed walk got
         self._completed = 0
         self._tasks: list[Task] = []
-        self._co_cache: tuple[int, list[dict]] | None = None
+        self._blocking_cos: dict[str, dict] = {}  # ClusterOperators with Upgradeable=False, from the watch
+        self.co_notifier.listeners.append(self._track_upgradeable)
 
     # --- reporting ------------------------------------------------------------------------
 
@@ -180,6 +182,8 @@ class Worker:
         """Report progress.  Waits of this attempt are the failure; otherwise an earlier attempt's
         failure stays until this walk gets further than it did (``statusWrapper.Report`` drops a
         report that clears a failure with a lower fraction)."""
+        if not force and failure is None and not self.status.due():
+            return  # throttled: do not even summarise the waits (a thousand tasks, a thousand calls)
         waiting = [w.error for w in self.progress.waiting.values()]
         if failure is not None:
             current, errors = failure, [failure]
@@ -271,20 +275,24 @@ class Worker:
     async def blockers(self, cv: dict | None = None) -> list[Blocker]:
         """What blocks minor and major updates now (the ClusterVersion's Upgradeable condition).
 
-        ClusterOperators come from the watch's cache (an informer, as the CVO's listers are) and
-        OperatorConditions are listed again only after one changed: the status is written on every
-        edge, and listing every operator each time made large payloads quadratic.
+        While the watches run, the ClusterOperators and OperatorConditions that block are kept up
+        to date from their events (as the CVO's listers are): the status is written on every edge,
+        and listing every operator each time made large payloads quadratic.
         """
         if cv is None:
             cv = await self.status.current()
         if self.co_notifier.running:
-            objects = self.co_notifier.objects
-            if self._co_cache is None or self._co_cache[0] != self.co_notifier.revision:
-                self._co_cache = (self.co_notifier.revision, [objects[n] for n in sorted(objects)])
-            cos = self._co_cache[1]
+            cos = list(self._blocking_cos.values())
         else:
             cos = await self.cluster.list(*CLUSTER_OPERATOR)
         return upgradeable_blockers(cv, cos, await self.olm.conditions(), self.deletes.in_progress())
+
+    def _track_upgradeable(self, name: str, co: dict | None) -> None:
+        cond = find_condition(((co or {}).get("status") or {}).get("conditions") or [], UPGRADEABLE)
+        if co is not None and cond is not None and cond.get("status") == "False":
+            self._blocking_cos[name] = co
+        else:
+            self._blocking_cos.pop(name, None)
 
     def _backoff(self, consecutive: int) -> float:
         interval = self.options.interval

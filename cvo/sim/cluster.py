@@ -258,11 +258,11 @@ class SimCluster:
     def _restore(self, state: Mapping[str, Any]) -> None:
         self._objects.clear()
         for obj in state["objects"]:
-            self._objects.setdefault(_group_kind(obj), {})[Ref.of(obj)] = _Entry(orjson.dumps(obj), obj)
+            self._objects.setdefault(_group_kind(obj), {})[Ref.of(obj)] = _Entry(orjson.dumps(obj))
         self._resource_version = state["resource_version"]
         self._uid_counter = state["uid_counter"]
         for entry in list(self._objects.get(CRD, {}).values()):
-            self._establish_now(entry.obj)
+            self._establish_now(entry.copy())  # not entry.obj: that would keep every CRD decoded
 
     # ----------------------------------------------------------------------------------- writes
 

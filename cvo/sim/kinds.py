@@ -226,8 +226,12 @@ class ServedKinds:
         return self.lookup(group, kind) or builtin_kind(group, kind)
 
     def register_crd(self, name: str, info: KindInfo) -> None:
-        self._crds[name] = info
-        self._reindex()
+        if name in self._crds:
+            self._crds[name] = info
+            self._reindex()
+        else:  # appended last, so it wins its (group, kind) just as a re-index would decide
+            self._crds[name] = info
+            self._crd_kinds[(info.group, info.kind)] = info
 
     def unregister_crd(self, name: str) -> KindInfo | None:
         info = self._crds.pop(name, None)

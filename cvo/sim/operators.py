@@ -29,6 +29,7 @@ from cvo.operator.clusteroperator import Condition, report_status
 from cvo.operator.conditions import OperatorConditions
 from cvo.payload.graph import operator_versions
 from cvo.payload.loader import Release
+from cvo.payload.manifest import Manifest
 from cvo.payload.operators import is_cluster_operator, operator_deployments
 from cvo.sim.behaviour import Behaviour, Behaviours
 
@@ -85,8 +86,12 @@ class OperatorSimulator:
 
     def register_release(self, release: Release) -> None:
         """Learn a release's operators, their declared versions and the Deployments that drive them."""
+        cluster_operators: dict[str, Manifest] = {}
+        for m in release.manifests:
+            if is_cluster_operator(m):
+                cluster_operators.setdefault(m.name, m)
         for name, deployments in operator_deployments(release.manifests).items():
-            co = next(m for m in release.manifests if is_cluster_operator(m) and m.name == name)
+            co = cluster_operators[name]
             model = self.operators.setdefault(name, OperatorModel(name))
             model.versions[release.version] = dict(operator_versions(co))
             refs = {Ref(d.group, d.kind, d.namespace, d.name): _images(d.obj) for d in deployments}
