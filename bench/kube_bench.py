@@ -7,10 +7,8 @@ runs ``kubectl apply --server-side`` over the very same files.  A separate run u
 derived next version in update mode to measure how fast cvo reacts when a ClusterOperator it
 waits on becomes ready.
 
-The upgrade target is *not* given to sim-operators with ``--release``: a release it already knows
-when the ClusterVersion moves to it is only re-ordered, the simulator is not restarted, and it keeps
-treating the old release as the newest, so no operator ever rolls out.  It loads the target from
-the ClusterVersion instead, which restarts the simulator.
+The upgrade target is not given to sim-operators with ``--release``: it loads the target from the
+ClusterVersion when ``cvo upgrade`` sets it, as a user's sim-operators would.
 
 A cvo run takes 15–60 s (one attempt, or two with the CVO's back-off of about 25 s between them;
 before the ClusterVersion status writes were serialised, self-inflicted Conflicts made it ~6.5 min),
@@ -654,7 +652,7 @@ def reaction_run(prep: Prepared, nxt: Path, version: str, env: dict[str, str], a
                 return Reaction(note=f"the install before the upgrade failed ({install.code}): "
                                      f"{install.stderr.strip().splitlines()[-1:]}")
             sim.stop()
-            # Not --release for the target: sim-operators would then never roll it out (see the report).
+            # The target comes from the ClusterVersion once cvo upgrade sets it (not --release).
             sim = start_sim_operators(cp, env, [prep.directory], after_a_second)
             upgrade = timed(cvo_argv("--log-format", "json", "-vv", "upgrade", "--to", str(nxt), "--kubeconfig",
                                      cp.kubeconfig_path, "-o", "json", "--timeout", TIMEOUT), env)

@@ -430,3 +430,54 @@ def test_on_a_real_api_server_bootstrap_then_sim_operators_under_their_own_servi
     ]
     co = run_real(lambda: run_admin(lambda cluster: cluster.get(co_ref("foo"))))
     assert versions(co) == {"operator": OLD, "foo_operand": f"1.{OLD}"}
+
+
+def test_a_release_given_up_front_rolls_out_when_the_clusterversion_moves_to_it(make_release: ReleaseFactory) -> None:
+    """Both releases known from the start, with the same Deployment (only the versions the operator
+    reports differ): the one the ClusterVersion desires is the one the operator runs."""
+
+    def same_deployment_release(version: str) -> Path:
+        dep = deployment(OLD)
+        dep["spec"]["template"]["spec"]["containers"][0].pop("env")  # no RELEASE_VERSION to tell them apart
+        return make_release({
+            "0000_10_foo_05_deployment.yaml": dep,
+            "0000_10_foo_06_clusteroperator.yaml": cluster_operator("foo", version),
+        }, version=version, name=f"same-{version}")
+
+    old, new = load_release(same_deployment_release(OLD)), load_release(same_deployment_release(NEW))
+    out, err = io.StringIO(), io.StringIO()
+
+    async def test() -> tuple[dict[str, str], dict[str, str], SimOperators]:
+        clock = Clock(EPOCH)
+        cluster = SimCluster(clock, namespaces=(*DEFAULT_NAMESPACES, "ns"))
+        created = await cluster.create(clusterversion(old.directory))
+        await cluster.update_status({**created, "status": clusterversion(old.directory)["status"]})
+        dep = deployment(OLD)
+        dep["spec"]["template"]["spec"]["containers"][0].pop("env")
+        await cluster.create(dep)
+
+        def no_load(image: str) -> Any:
+            raise AssertionError(f"{image} was given with --release: it must not be loaded again")
+
+        runner = SimOperators(cluster, clock, Behaviours(default=Behaviour(delay=60)), [new, old],
+                              load=no_load, out=out, err=err)
+        stop = asyncio.Event()
+        follower = asyncio.create_task(runner.watch_cluster_version(stop))
+        await asyncio.sleep(100)
+        before = versions(await cluster.get(co_ref("foo")))
+        cv = await cluster.get(cv_ref())
+        assert cv is not None
+        await cluster.update_status({**cv, "status": clusterversion(new.directory, completed=old.directory,
+                                                                    version=NEW)["status"]})
+        await asyncio.sleep(100)
+        stop.set()
+        follower.cancel()
+        await asyncio.gather(follower, return_exceptions=True)
+        after = versions(await cluster.get(co_ref("foo")))
+        await runner.stop()
+        return before, after, runner
+
+    before, after, runner = run_virtual(test)
+    assert before == {"operator": OLD}
+    assert after == {"operator": NEW}
+    assert runner.restarts == 1 and [r.version for r in runner.releases.values()] == [OLD, NEW]

@@ -254,10 +254,11 @@ class SimOperators:
         """Register the releases ``cv`` names that are new; restart the simulator if there were any."""
         async with self._lock:
             new = False
+            preferred: Release | None = None
             for image in release_images(cv):
                 if image in self.releases:
                     if list(self.releases)[-1] != image:  # the desired release goes last
-                        self.releases[image] = self.releases.pop(image)
+                        self.releases[image] = preferred = self.releases.pop(image)
                     continue
                 if image in self._unloadable:
                     continue
@@ -272,6 +273,8 @@ class SimOperators:
                 new = True
             if new or (self.simulator is None and self.releases):
                 await self._restart()
+            elif preferred is not None and self.simulator is not None:
+                await self.simulator.prefer(preferred.version)  # a known release is now the desired one
             return new
 
     async def _restart(self) -> None:

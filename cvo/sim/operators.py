@@ -104,6 +104,17 @@ class OperatorSimulator:
         created = {m.name for m in release.manifests if m.kind == "Namespace" and m.group == ""}
         self.operand_namespaces |= {m.namespace for m in release.manifests if m.namespace} - created
 
+    async def prefer(self, version: str) -> None:
+        """The ClusterVersion moved to ``version``: it becomes the newest release, and every operator
+        looks again.  (An operator whose Deployments are the same in two releases runs the newest
+        one that matches, so the order decides.)"""
+        if version not in self.releases or self.releases[-1] == version:
+            return
+        self.releases.remove(version)
+        self.releases.append(version)
+        for model in list(self.operators.values()):
+            await self._reconsider(model)
+
     # --- lifecycle -----------------------------------------------------------------------------
 
     async def start(self) -> None:
