@@ -675,3 +675,33 @@ def test_report_status_writes_versions_and_conditions_together() -> None:
     assert versions(co) == {"operator": NEW}
     assert set(conds(co)) == {"Available", "Degraded"}
 
+
+
+def test_a_release_registered_while_running_gets_its_namespaces_and_upgradeable_windows(
+        make_release: ReleaseFactory) -> None:
+    behaviours = Behaviours(default=Behaviour(delay=10), operators={
+        "bar": Behaviour(delay=10, upgradeable=Window(0.0, 100.0), upgradeable_reason="Migrating")})
+    first = payload(make_release, OLD)
+    later = load_release(make_release({
+        "0000_20_bar_05_deployment.yaml": deployment(NEW, namespace="openshift-bar", component="bar"),
+        "0000_20_bar_06_clusteroperator.yaml": cluster_operator("bar", NEW),
+    }, version=NEW, name="later"))
+
+    async def test(cluster: SimCluster, clock: Clock, sim: OperatorSimulator) -> tuple[bool, bool, list, dict]:
+        await sim.start()
+        before = await cluster.get(Ref("", "Namespace", "", "openshift-bar")) is not None
+        await at(50)
+        timeline = Timeline(cluster, "bar")
+        sim.register_release(later)
+        await at(51)
+        after = await cluster.get(Ref("", "Namespace", "", "openshift-bar")) is not None
+        await cluster.create(deployment(NEW, namespace="openshift-bar", component="bar"))
+        await at(500)
+        await timeline.stop()
+        return before, after, timeline.condition("Upgradeable"), versions(await cluster.get(co_ref("bar")))
+
+    before, after, upgradeable, reported = scenario(test, [first], behaviours)
+    assert (before, after) == (False, True)
+    # Blocked from its registration until the window's end, measured (as every window) from the start.
+    assert upgradeable == [(50.0, "False"), (100.0, "True")]
+    assert reported == {"operator": NEW}

@@ -80,6 +80,8 @@ class OperatorSimulator:
         # for their operands, so the simulated operators do too, when they start.
         self.operand_namespaces: set[str] = set()
         self._reading: set[str] = set()  # operators whose "first read" decision is in progress
+        self._namespaces_done: set[str] = set()  # operand namespaces already ensured
+        self._windows: set[str] = set()  # operators whose Upgradeable window runs
         self._remove_read_hook: Any = None
 
     # --- releases ------------------------------------------------------------------------------
@@ -103,6 +105,8 @@ class OperatorSimulator:
         self.releases.append(release.version)
         created = {m.name for m in release.manifests if m.kind == "Namespace" and m.group == ""}
         self.operand_namespaces |= {m.namespace for m in release.manifests if m.namespace} - created
+        if self._origin is not None:  # already running: the new operators start as the others did
+            self._tasks.append(asyncio.get_running_loop().create_task(self._catch_up(), name="sim new release"))
 
     async def prefer(self, version: str) -> None:
         """The ClusterVersion moved to ``version``: it becomes the newest release, and every operator
@@ -120,10 +124,7 @@ class OperatorSimulator:
     async def start(self) -> None:
         """Watch the cluster, and catch up with what is already there (operators restarting)."""
         self._origin = self.clock.monotonic()
-        for namespace in sorted(self.operand_namespaces):
-            if await self.cluster.get(Ref("", "Namespace", "", namespace)) is None:
-                with contextlib.suppress(ApiError):
-                    await self.cluster.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+        await self._create_operand_namespaces()
         watch_ready = [asyncio.Event(), asyncio.Event()]
         self._tasks.append(asyncio.create_task(self._watch_deployments(watch_ready[0]), name="sim deployments"))
         self._tasks.append(asyncio.create_task(self._watch_operators(watch_ready[1]), name="sim clusteroperators"))
@@ -131,11 +132,28 @@ class OperatorSimulator:
         on_read = getattr(self.cluster, "on_read", None)
         if callable(on_read):
             self._remove_read_hook = on_read(self._on_read)
-        for name, model in self.operators.items():
+        await self._start_operators()
+
+    async def _create_operand_namespaces(self) -> None:
+        for namespace in sorted(self.operand_namespaces - self._namespaces_done):
+            self._namespaces_done.add(namespace)
+            if await self.cluster.get(Ref("", "Namespace", "", namespace)) is None:
+                with contextlib.suppress(ApiError):
+                    await self.cluster.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+
+    async def _start_operators(self) -> None:
+        """Upgradeable windows for operators that have none yet, then every operator looks at the cluster."""
+        for name, model in list(self.operators.items()):
             b = self.behaviours.for_operator(name)
-            if b.upgradeable is not None:
+            if b.upgradeable is not None and name not in self._windows:
+                self._windows.add(name)
                 self._tasks.append(asyncio.create_task(self._upgradeable_window(name, b), name=f"sim gate {name}"))
             await self._reconsider(model)
+
+    async def _catch_up(self) -> None:
+        """A release registered while running: its operand namespaces and new operators, as at start."""
+        await self._create_operand_namespaces()
+        await self._start_operators()
 
     async def stop(self) -> None:
         if self._remove_read_hook is not None:
@@ -148,6 +166,7 @@ class OperatorSimulator:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         self._tasks.clear()
+        self._windows.clear()  # a restart starts the windows again, as operators restarting would
 
     async def _watch_deployments(self, ready: asyncio.Event) -> None:
         stream = self.cluster.watch("apps", "Deployment")
