@@ -21,6 +21,7 @@ import contextlib
 import json
 import os
 import re
+import resource
 import shutil
 import signal
 import ssl
@@ -261,6 +262,12 @@ class Timed:
     started: float  # time.time() at start
     stdout: str
     stderr: str
+    cpu: float = 0.0  # user + system CPU seconds of the process (and children it waited for)
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def timed(argv: list[str], env: dict[str, str], timeout: float = PROCESS_TIMEOUT) -> Timed:
@@ -268,6 +275,7 @@ def timed(argv: list[str], env: dict[str, str], timeout: float = PROCESS_TIMEOUT
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         started = time.time()
         t0 = time.perf_counter()
+        cpu0 = _children_cpu()
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env, preexec_fn=_preexec)
         try:
             code: int | None = proc.wait(timeout=timeout)
@@ -278,12 +286,26 @@ def timed(argv: list[str], env: dict[str, str], timeout: float = PROCESS_TIMEOUT
             code, wall = None, None
         out.seek(0)
         err.seek(0)
-        return Timed(wall, code, started, out.read().decode("utf-8", "replace"), err.read().decode("utf-8", "replace"))
+        return Timed(wall, code, started, out.read().decode("utf-8", "replace"), err.read().decode("utf-8", "replace"),
+                     _children_cpu() - cpu0)
+
+
+def _process_cpu_ms(proc: Any) -> int:
+    """CPU milliseconds (user + system) a running process has used, from ``/proc/PID/stat``."""
+    if proc is None:
+        return 0
+    try:
+        fields = Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0
+    return int((int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK"))
 
 
 def request_counts(cp: Any) -> Counter[str]:
-    """``apiserver_request_total`` summed: all, 4xx/5xx, and 409s on the ClusterVersion."""
+    """``apiserver_request_total`` summed: all, 4xx/5xx, and 409s on the ClusterVersion; and the CPU
+    kube-apiserver and etcd have used (``server_cpu_ms``)."""
     counts: Counter[str] = Counter()
+    counts["server_cpu_ms"] = _process_cpu_ms(getattr(cp, "_apiserver", None)) + _process_cpu_ms(getattr(cp, "_etcd", None))
     for line in _api(cp, "/metrics", accept="text/plain").splitlines():
         if not line.startswith("apiserver_request_total{"):
             continue
@@ -429,6 +451,8 @@ class ToolRun:
     note: str = ""
     breakdown: Breakdown | None = None
     passes: list[tuple[float, int, int]] = field(default_factory=list)  # kubectl: (wall, requests, errors) per pass
+    cpu: float = 0.0  # the tool's own CPU seconds
+    helper_cpu: float = 0.0  # cvo: sim-operators' CPU seconds during the run
 
 
 def cvo_run(prep: Prepared, env: dict[str, str], behaviours: Path) -> ToolRun:
@@ -437,10 +461,11 @@ def cvo_run(prep: Prepared, env: dict[str, str], behaviours: Path) -> ToolRun:
         try:
             bootstrap(cp, env)
             sim = start_sim_operators(cp, env, [prep.directory], behaviours)
-            before = request_counts(cp)
+            before, sim_cpu = request_counts(cp), _process_cpu_ms(sim.proc)
             run = timed(cvo_argv("--log-format", "json", "install", str(prep.directory), "--kubeconfig",
                                  cp.kubeconfig_path, "-o", "json", "--timeout", TIMEOUT), env)
             requests = requests_between(before, request_counts(cp))
+            sim_cpu = _process_cpu_ms(sim.proc) - sim_cpu
         finally:
             if sim is not None:
                 sim.stop()
@@ -456,7 +481,7 @@ def cvo_run(prep: Prepared, env: dict[str, str], behaviours: Path) -> ToolRun:
     else:
         note = f"exit {run.code}: {report.get('message') or ' '.join(run.stderr.strip().splitlines()[-1:])}"
     b = breakdown(evs, run.started, run.wall or PROCESS_TIMEOUT)
-    return ToolRun(run.wall, requests, b.task_failures, ok, note, b)
+    return ToolRun(run.wall, requests, b.task_failures, ok, note, b, cpu=run.cpu, helper_cpu=sim_cpu / 1000)
 
 
 MAX_KUBECTL_PASSES = 4
@@ -499,9 +524,9 @@ def kubectl_run(prep: Prepared, env: dict[str, str], work: Path) -> ToolRun:
                 if first is None:
                     unmapped = run.stderr.count("resource mapping not found")
                     server = sum(1 for line in run.stderr.splitlines() if line.startswith("Error from server"))
-                    first = ToolRun(run.wall, requests, errors, errors == 0,
-                                    f"{unmapped} of a kind not served yet (its CRD is in the same apply), "
-                                    f"{server} rejected by the server")
+                    note = (f"{unmapped} of a kind not served yet (its CRD is in the same apply), "
+                            f"{server} rejected by the server")
+                    first = ToolRun(run.wall, requests, errors, errors == 0, note, cpu=run.cpu)
                 if errors == 0 or (len(passes) > 1 and errors >= passes[-2][2]):
                     break
     finally:
@@ -787,6 +812,7 @@ def render(prep: Prepared, repeats: int, cvo_runs: list[ToolRun], kubectl_runs: 
                   f"{_fmt(_median([float(len(r.breakdown.attempts)) for r in cvo_runs if r.breakdown]), '.0f')} attempts"
                   + (f"; {len(failed)} of {len(cvo_runs)} runs failed: {failed[0].note}" if failed else ""))
     kubectl_wall = _median([r.wall for r in kubectl_runs if r.wall is not None])
+    repeated_wall: float | None = None
     lines.append(_row(f"cvo install (waits on {prep.cluster_operators} ClusterOperators)", prep.documents, cvo_runs,
                       "—", cvo_errors))
     if kubectl is None:
@@ -806,16 +832,23 @@ def render(prep: Prepared, repeats: int, cvo_runs: list[ToolRun], kubectl_runs: 
             total = [ToolRun(sum(p[0] for p in ps), Counter(total=sum(p[1] for p in ps)), ps[-1][2], ps[-1][2] == 0)
                      for ps in passes]
             counts = "/".join(str(n) for n in sorted({len(ps) for ps in passes}))
+            repeated_wall = _median([r.wall for r in total if r.wall])
             lines.append(_row(f"kubectl, repeated until its errors stop falling ({counts} passes)", prep.documents,
-                              total, _ratio(cvo_wall, _median([r.wall for r in total if r.wall])),
+                              total, _ratio(cvo_wall, repeated_wall),
                               f"{_fmt(_median([float(r.errors) for r in total]), '.0f')} never applied"))
     lines.append("")
     if cvo_wall and kubectl_wall:
         verdict = "met" if cvo_wall * 2 <= kubectl_wall else "not met"
-        lines.append(f"Goal \"at least 2× faster than kubectl apply while waiting on every ClusterOperator\": "
-                     f"**{verdict}** — cvo takes {cvo_wall / kubectl_wall:.2f}× kubectl's wall time "
-                     f"({cvo_wall:.1f} s vs {kubectl_wall:.1f} s).")
-        lines.append("")
+        text = (f"Goal \"at least 2× faster than kubectl apply while waiting on every ClusterOperator\", against "
+                f"one kubectl pass: **{verdict}** — cvo takes {cvo_wall / kubectl_wall:.2f}× kubectl's wall time "
+                f"({cvo_wall:.1f} s vs {kubectl_wall:.1f} s, {kubectl_wall / cvo_wall:.1f}× faster), although that "
+                f"pass leaves documents unapplied.")
+        if repeated_wall:
+            verdict = "met" if cvo_wall * 2 <= repeated_wall else "not met"
+            text += (f" Against kubectl repeated until its errors stop falling (the nearest kubectl gets to an "
+                     f"install, still short of one): **{verdict}** — {cvo_wall / repeated_wall:.2f}× "
+                     f"({repeated_wall / cvo_wall:.1f}× faster).")
+        lines += [text, ""]
     verbs = []
     for tool, runs in (("cvo", cvo_runs), ("kubectl (first pass)", kubectl_runs)):
         if runs:
@@ -826,9 +859,34 @@ def render(prep: Prepared, repeats: int, cvo_runs: list[ToolRun], kubectl_runs: 
                     f"{k[5:]} {_fmt(_median([float(r.requests[k]) for r in runs]), '.0f')}" for k in names))
     if verbs:
         lines += ["Requests by verb (medians): " + "; ".join(verbs) + ".", ""]
+    lines += cpu_lines(cvo_runs, kubectl_runs)
     lines += where_cvo_time_goes(cvo_runs)
     lines += reaction_lines(react, prep)
     return lines
+
+
+def cpu_lines(cvo_runs: list[ToolRun], kubectl_runs: list[ToolRun]) -> list[str]:
+    """Who used the machine's CPU during the runs: the server, the tool, sim-operators."""
+    cores = os.cpu_count() or 1
+    parts = []
+    for tool, runs in (("cvo", cvo_runs), ("kubectl (first pass)", kubectl_runs)):
+        done = [r for r in runs if r.wall]
+        if not done:
+            continue
+        wall = _median([r.wall for r in done if r.wall])
+        server = _median([r.requests["server_cpu_ms"] / 1000 for r in done])
+        own = _median([r.cpu for r in done])
+        helper = _median([r.helper_cpu for r in done]) if tool == "cvo" else 0.0
+        busy = ((server or 0.0) + (own or 0.0) + (helper or 0.0)) / (wall or 1.0) / cores
+        parts.append(f"{tool}: kube-apiserver + etcd {_fmt(server, '.1f')} s, the tool itself {_fmt(own, '.1f')} s"
+                     + (f", sim-operators {_fmt(helper, '.1f')} s" if tool == "cvo" else "")
+                     + f" over {_fmt(wall, '.1f')} s of wall time ({100 * busy:.0f} % of {cores} cores)")
+    if not parts:
+        return []
+    return ["CPU seconds during a run (medians): " + "; ".join(parts) + ". Most of it is the API server's own "
+            "work on the payload's CRDs (validating and storing their schemas, then re-publishing OpenAPI and "
+            "discovery for each one), which both tools cause; once the server is the bottleneck, more parallel "
+            "requests from cvo cannot make the install faster on this machine.", ""]
 
 
 def where_cvo_time_goes(runs: list[ToolRun]) -> list[str]:
@@ -914,7 +972,12 @@ def reaction_lines(react: Reaction, prep: Prepared) -> list[str]:
     noticed = [s.noticed for s in react.samples if s.noticed is not None]
     if noticed:
         text.append(f"Report → `operator.ready` (the watch event reaching cvo, and its check): {_stats(noticed)}.")
-    if report:
+    if clean:
+        goal = "met" if percentile(clean, 99) < 0.1 else "not met"
+        text.append(f"Goal \"reaction delay under 100 ms\" (p99 over the ClusterOperators that were the last thing "
+                    f"their dependent waited for; a dependent that still waits for a sibling of its run level has "
+                    f"nothing to react to yet): **{goal}** ({1000 * percentile(clean, 99):.1f} ms).")
+    elif report:
         goal = "met" if percentile(report, 99) < 0.1 else "not met"
         text.append(f"Goal \"reaction delay under 100 ms\" (p99): **{goal}**.")
     return [head, "", " ".join(text), ""]
