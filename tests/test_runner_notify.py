@@ -1,4 +1,4 @@
-"""The Notifier: one watch per kind, waiters woken per name, and the newest objects cached."""
+"""The Notifier: one watch per kind, waiters woken per name, and listeners that see every object."""
 
 from __future__ import annotations
 
@@ -22,7 +22,9 @@ def test_a_change_wakes_the_waiters_of_that_name_only() -> None:
         clock = Clock(EPOCH)
         cluster = SimCluster(clock=clock, namespaces=(*DEFAULT_NAMESPACES, "ns"))
         await cluster.create(cm("a", "1"))
-        notifier = Notifier(cluster, "", "ConfigMap", cache=True)
+        notifier = Notifier(cluster, "", "ConfigMap")
+        seen: dict[str, dict] = {}
+        notifier.listeners.append(lambda name, obj: seen.__setitem__(name, obj))
         await notifier.start()
         marks = notifier.mark("a"), notifier.mark("b"), notifier.mark()
         waits = [asyncio.create_task(notifier.wait_change("a", marks[0], 10.0)),
@@ -33,7 +35,7 @@ def test_a_change_wakes_the_waiters_of_that_name_only() -> None:
         await cluster.update({**live, "data": {"v": "2"}})
         a, b, any_ = await asyncio.gather(*waits)
         waiters_left = sum(len(w) for w in notifier._waiters.values())
-        cached = notifier.objects["a"]
+        cached = seen["a"]
         await notifier.stop()
         return a, b, any_, cached, waiters_left
 
@@ -43,33 +45,34 @@ def test_a_change_wakes_the_waiters_of_that_name_only() -> None:
     assert waiters_left == 0  # a timed-out waiter leaves nothing behind
 
 
-def test_a_key_filters_changes_but_the_cache_sees_them_all() -> None:
+def test_a_key_filters_changes_but_listeners_see_them_all() -> None:
     async def main() -> tuple[bool, dict, int, int]:
         clock = Clock(EPOCH)
         cluster = SimCluster(clock=clock, namespaces=(*DEFAULT_NAMESPACES, "ns"))
         await cluster.create(cm("a", "1"))
-        notifier = Notifier(cluster, "", "ConfigMap", key=lambda obj: (obj.get("metadata") or {}).get("labels"), cache=True)
+        notifier = Notifier(cluster, "", "ConfigMap", key=lambda obj: (obj.get("metadata") or {}).get("labels"))
+        seen: list[dict] = []
+        notifier.listeners.append(lambda name, obj: seen.append(obj))
         await notifier.start()
-        revision = notifier.revision
         mark = notifier.mark("a")
         waiter = asyncio.create_task(notifier.wait_change("a", mark, 5.0))
         live = await cluster.get(Ref("", "ConfigMap", "ns", "a"))
         await cluster.update({**live, "data": {"v": "2"}})  # not a key change
         woke = await waiter
-        cached = notifier.objects["a"]
         await notifier.stop()
-        return woke, cached, notifier.revision - revision, notifier.mark("a") - mark
+        return woke, seen, notifier.mark("a") - mark
 
-    woke, cached, revisions, changes = run_virtual(main)
+    woke, seen, changes = run_virtual(main)
     assert not woke and changes == 0
-    assert cached["data"] == {"v": "2"} and revisions == 1
+    # The listener saw the object at start, then the change the key filtered out.
+    assert [o["data"] for o in seen] == [{"v": "1"}, {"v": "2"}]
 
 
 def test_poke_wakes_a_waiter_without_a_watch_event() -> None:
     async def main() -> tuple[bool, float]:
         clock = Clock(EPOCH)
         cluster = SimCluster(clock=clock)
-        notifier = Notifier(cluster, "", "ConfigMap", cache=True)
+        notifier = Notifier(cluster, "", "ConfigMap")
         await notifier.start()
         loop = asyncio.get_running_loop()
         begin = loop.time()

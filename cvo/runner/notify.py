@@ -41,22 +41,19 @@ class Notifier:
     """One watch on a kind; waiters wait for a change of one object (or of any, for ``None``).
 
     Each waiter has its own future, so a change wakes the waiters of that name only: a thousand
-    ClusterOperator waits do not all wake up for each report.  :attr:`listeners` see every change
-    (not only key changes) with the new object; with ``cache``, :attr:`objects` keeps the newest
-    object of each name, an informer's cache.
+    ClusterOperator waits do not all wake up for each report.  :attr:`listeners` see every object
+    the watch delivers (not only key changes), and those already there at start: enough to keep
+    derived state (such as which operators block upgrades) up to date without listing again.
     """
 
     def __init__(self, cluster: Cluster, group: str, kind: str,
-                 key: Callable[[dict[str, Any]], Hashable] | None = None, cache: bool = False) -> None:
+                 key: Callable[[dict[str, Any]], Hashable] | None = None) -> None:
         self.cluster = cluster
         self.group = group
         self.kind = kind
         self.key = key
-        self.cache = cache
-        self.objects: dict[str, dict[str, Any]] = {}  # with ``cache`` only
         self._known: set[str] = set()  # names seen (the baseline list must not override newer events)
         self.listeners: list[Callable[[str, dict[str, Any] | None], None]] = []  # (name, object or None: gone)
-        self.revision = 0  # bumped by every watch event, key change or not (cache users compare it)
         self._last_keys: dict[str, Hashable] = {}
         self._versions: dict[str, int] = defaultdict(int)
         self._any_version = 0
@@ -74,12 +71,9 @@ class Notifier:
                 name = (obj.get("metadata") or {}).get("name", "")
                 if name not in self._known:
                     self._known.add(name)
-                    if self.cache:
-                        self.objects[name] = obj
                     self._tell(name, obj)
                 if self.key is not None:
                     self._last_keys.setdefault(name, self.key(obj))
-            self.revision += 1
 
     @property
     def running(self) -> bool:
@@ -99,27 +93,19 @@ class Notifier:
                 self._ready.set()
                 async for event in stream:
                     name = (event.obj.get("metadata") or {}).get("name", "")
-                    self.revision += 1
                     self._known.add(name)
-                    if event.type == "DELETED":
-                        self.objects.pop(name, None)
-                        self._tell(name, None)
-                    else:
-                        if self.cache:
-                            self.objects[name] = event.obj
-                        self._tell(name, event.obj)
-                        if self.key is not None:
-                            key = self.key(event.obj)
-                            if self._last_keys.get(name, _UNSEEN) == key:
-                                continue
-                            self._last_keys[name] = key
+                    self._tell(name, None if event.type == "DELETED" else event.obj)
+                    if event.type != "DELETED" and self.key is not None:
+                        key = self.key(event.obj)
+                        if self._last_keys.get(name, _UNSEEN) == key:
+                            continue
+                        self._last_keys[name] = key
                     self.poke(name)
             except asyncio.CancelledError:
                 raise
             except Exception as err:  # the backend's watch broke: say so, then watch again
                 log.warning("watch ended; restarting", kind=self.kind, error=str(err))
                 self._ready.set()
-                self.revision += 1
                 self._poke_all()  # every waiter re-reads its object
                 await asyncio.sleep(1.0)
 
