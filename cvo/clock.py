@@ -91,8 +91,12 @@ class _VirtualSelector(selectors.BaseSelector):
             # (threads, signals): wait for it in real time.
             return self._real.select(None)
         if self.speed:
+            started = time.monotonic()
             ready = self._real.select(timeout / self.speed)
             if ready:
+                # Woken early (a thread, a signal, another process's write): the simulated time that
+                # passed is the real time waited, at the speed asked for.
+                self._loop.advance(min(timeout, (time.monotonic() - started) * self.speed))
                 return ready
         self._loop.advance(timeout)
         return []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
@@ -93,3 +94,25 @@ def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 @pytest.fixture(autouse=True)
 def _private_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CVO_CACHE_DIR", str(tmp_path_factory.mktemp("cvo-cache")))
+
+
+def state_objects(path: Path) -> list[dict]:
+    """Every live object in an embedded cluster's store, read with plain sqlite3 (not through cvo)."""
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        rows = conn.execute("SELECT data FROM objects WHERE data IS NOT NULL ORDER BY grp, kind, namespace, name")
+        return [json.loads(data) for (data,) in rows]
+    finally:
+        conn.close()
+
+
+def state_kind(path: Path, kind: str) -> list[dict]:
+    return [o for o in state_objects(path) if o["kind"] == kind]
+
+
+def state_resource_version(path: Path) -> int:
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        return int(conn.execute("SELECT resource_version FROM meta").fetchone()[0])
+    finally:
+        conn.close()

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from conftest import PAYLOADS
+from conftest import state_objects as read_state_objects
 
 from cvo.cli.main import main
 from cvo.log import configure
@@ -67,7 +68,7 @@ def cluster(installed: tuple[Path, Path], tmp_path: Path) -> tuple[str, str]:
 
 
 def state_objects(state: str) -> list[dict[str, Any]]:
-    return json.loads(Path(state).read_text())["objects"]
+    return read_state_objects(Path(state))
 
 
 def find(state: str, kind: str, name: str, namespace: str | None = None) -> dict[str, Any] | None:
@@ -112,7 +113,7 @@ def test_install_creates_the_operator_condition_and_injects_its_name(cluster: tu
 def test_dry_run_of_a_minor_update_is_blocked_and_says_how_to_override(
         cluster: tuple[str, str], capsys: pytest.CaptureFixture[str]) -> None:
     state, _ = cluster
-    before = Path(state).read_bytes()
+    before = state_objects(state)
     code, out, _ = cli(capsys, "upgrade", "--to", MINOR, "--dry-run", "--state", state)
     assert code == 1
     assert "Upgrade from 4.16.0 to 4.17.0 (minor update)" in out
@@ -125,7 +126,7 @@ def test_dry_run_of_a_minor_update_is_blocked_and_says_how_to_override(
     assert "cvo override etcd Upgradeable=True" in out
     assert "--force" in out
     assert "Verdict: BLOCKED" in out
-    assert json.loads(before)["objects"] == state_objects(state)  # a dry run writes nothing
+    assert before == state_objects(state)  # a dry run writes nothing
 
 
 def test_dry_run_of_a_patch_update_passes(cluster: tuple[str, str], capsys: pytest.CaptureFixture[str]) -> None:
@@ -236,7 +237,7 @@ def test_override_last_transition_time_moves_only_when_its_status_changes(
 def test_override_bad_input_exits_2_with_one_error_line(cluster: tuple[str, str], capsys: pytest.CaptureFixture[str],
                                                         args: list[str], needle: str) -> None:
     state, _ = cluster
-    before = Path(state).read_bytes()
+    before = state_objects(state)
     code, out, err = cli(capsys, "override", *args, "--state", state)
     assert code == 2
     assert out == ""
@@ -244,7 +245,7 @@ def test_override_bad_input_exits_2_with_one_error_line(cluster: tuple[str, str]
     assert len(error_lines(err)) == 1
     assert needle in err
     assert "Traceback" not in err
-    assert json.loads(Path(state).read_bytes())["objects"] == json.loads(before)["objects"]
+    assert state_objects(state) == before
 
 
 # --- --force --------------------------------------------------------------------------------------------------

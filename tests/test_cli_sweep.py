@@ -1,8 +1,9 @@
 """``cvo install``, ``cvo upgrade``, ``cvo reconcile`` and ``cvo status`` with a state file.
 
 Exit codes (README): 0 success; 1 the sweep ran and failed (the failing condition's message on
-stderr); 2 bad input, one ``error:`` line and no traceback; 130 interrupted.  Everything but the
-Ctrl-C test runs on the virtual clock, in process; the subprocess tests check ``python -m cvo``.
+stderr), or there is no cluster yet; 2 bad input, one ``error:`` line and no traceback; 130
+interrupted.  Everything but the Ctrl-C test runs on the virtual clock, in process; the subprocess
+tests check ``python -m cvo``.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import PAYLOADS, REPO
+from conftest import PAYLOADS, REPO, state_kind, state_objects
 
 from cvo.cli.main import main
 from cvo.log import configure
@@ -91,10 +92,16 @@ def condition(cv: dict[str, Any], type_: str) -> dict[str, Any]:
 
 
 def cv_history_in_state_file(path: Path) -> list[dict[str, Any]]:
-    data = json.loads(path.read_text())
-    cvs = [o for o in data["objects"] if o["kind"] == "ClusterVersion"]
+    cvs = state_kind(path, "ClusterVersion")
     assert len(cvs) == 1
     return cvs[0]["status"]["history"]
+
+
+def assert_no_cluster(code: int, err: str) -> None:
+    assert code == 1
+    assert len(error_lines(err)) == 1, err
+    assert "no cluster has been installed yet" in error_lines(err)[0]
+    assert "Traceback" not in err
 
 
 # --- success ---------------------------------------------------------------------------------------------------
@@ -217,21 +224,41 @@ def test_failed_upgrade_exits_1(state: str, tmp_path: Path, capsys: pytest.Captu
 
 
 def test_install_twice_is_bad_input(state: str, capsys: pytest.CaptureFixture[str]) -> None:
-    before = Path(state).read_bytes()
+    before = state_objects(Path(state))
     code, _, err = cli(capsys, "install", OLD, "--state", state)
     assert_usage_error(code, err, "the cluster already runs 4.16.0")
-    assert Path(state).read_bytes() == before
+    assert state_objects(Path(state)) == before
 
 
-def test_upgrade_reconcile_and_status_before_install_are_bad_input(tmp_path: Path,
-                                                                   capsys: pytest.CaptureFixture[str]) -> None:
-    state = str(tmp_path / "cluster.json")
-    code, _, err = cli(capsys, "upgrade", "--to", PATCH, "--state", state)
-    assert_usage_error(code, err, "no completed release to upgrade from")
-    code, _, err = cli(capsys, "reconcile", "--state", state)
-    assert_usage_error(code, err, "no release to reconcile")
-    code, _, err = cli(capsys, "status", "--state", state)
-    assert_usage_error(code, err, "no ClusterVersion in the cluster")
+def test_upgrade_reconcile_and_status_before_install_say_there_is_no_cluster(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    state = tmp_path / "cluster.db"
+    for args in (["upgrade", "--to", PATCH], ["upgrade", "--to", PATCH, "--dry-run"], ["reconcile"], ["status"],
+                 ["override", "etcd", "Upgradeable=True"]):
+        code, out, err = cli(capsys, *args, "--state", str(state))
+        assert_no_cluster(code, err)
+        assert out == ""
+        assert not state.exists()  # a read, or a change to what is there, creates no cluster
+
+
+def test_reconcile_refuses_another_release(state: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """A reconcile of 4.17.0 on a 4.16.0 cluster would move it there past every gate: refused."""
+    before = state_objects(Path(state))
+    code, _, err = cli(capsys, "reconcile", "--release", MINOR, "--state", state)
+    assert_usage_error(code, err, "is release 4.17.0, but the cluster runs 4.16.0")
+    assert f"cvo upgrade --to {MINOR}" in error_lines(err)[0]
+    assert state_objects(Path(state)) == before
+    assert history(status_json(capsys, state)) == [("4.16.0", "Completed")]
+
+
+def test_reconcile_of_the_current_release_from_another_directory(state: str, tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    moved = tmp_path / "moved-4.16.0"
+    shutil.copytree(OLD, moved)
+    code, _, err = cli(capsys, "reconcile", "--release", str(moved), "--state", state)
+    assert code == 0, err
+    doc = status_json(capsys, state)
+    assert history(doc) == [("4.16.0", "Completed")]
 
 
 def test_installing_another_release_over_a_partial_install_is_bad_input(
@@ -276,8 +303,27 @@ def test_corrupt_state_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     state.write_text("{not json")
     for args in (["install", OLD], ["status"], ["upgrade", "--to", PATCH], ["reconcile"]):
         code, _, err = cli(capsys, *args, "--state", str(state))
-        assert_usage_error(code, err, "corrupt simulated-cluster state file")
+        assert_usage_error(code, err, f"{state}: not a cvo state file")
     assert state.read_text() == "{not json"
+
+
+@pytest.mark.parametrize(("make", "needle"), [
+    (lambda p: p.mkdir(), "is a directory, not a state file"),
+    (lambda p: p.write_bytes(b"SQLite format 3\x00" + b"\x00" * 200), "corrupt state database"),
+    (lambda p: p.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(range(256))), "not a cvo state file"),
+    (lambda p: p.write_text(json.dumps({"format": 1, "resource_version": 1, "uid_counter": 0,
+                                        "clock_time": "2025-01-01T00:00:00Z", "history": "x", "objects": "x"})),
+     "objects must be a list"),
+])
+def test_unusable_state_is_one_error_line(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                          make: Any, needle: str) -> None:
+    state = tmp_path / "state"
+    make(state)
+    for args in (["install", OLD], ["status"], ["upgrade", "--to", PATCH]):
+        code, out, err = cli(capsys, *args, "--state", str(state))
+        assert_usage_error(code, err, needle)
+        assert error_lines(err)[0].startswith(f"error: {state}: ")
+        assert out == ""
 
 
 def run_cvo(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
@@ -287,13 +333,13 @@ def run_cvo(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]
 
 
 def test_python_m_cvo_bad_input_exits_2_without_a_traceback(tmp_path: Path) -> None:
-    state = str(tmp_path / "cluster.json")
-    for args, needle in ((["install", "/nonexistent/release"], "/nonexistent/release"),
-                         (["upgrade", "--to", PATCH], "no completed release to upgrade from"),
-                         (["status"], "no ClusterVersion")):
+    state = str(tmp_path / "cluster.db")
+    proc = run_cvo("install", "/nonexistent/release", "--state", state)
+    assert_usage_error(proc.returncode, proc.stderr, "/nonexistent/release")
+    assert proc.stdout == ""
+    for args in (["upgrade", "--to", PATCH], ["status"]):
         proc = run_cvo(*args, "--state", state)
-        assert proc.returncode == 2, proc.stderr
-        assert_usage_error(proc.returncode, proc.stderr, needle)
+        assert_no_cluster(proc.returncode, proc.stderr)
         assert proc.stdout == ""
 
 
@@ -312,7 +358,7 @@ def test_python_m_cvo_state_file_round_trip(installed: Path, tmp_path: Path) -> 
 
 def test_ctrl_c_leaves_a_consistent_state_and_the_rerun_resumes(tmp_path: Path,
                                                                  capsys: pytest.CaptureFixture[str]) -> None:
-    """The state file is written on the way out (docs/sweep.md), so progress is watched on the event log."""
+    """Every write is in the store when it returns; the interrupted install left a consistent one."""
     state = tmp_path / "cluster.json"
     log = tmp_path / "events.jsonl"
     env = {**os.environ, "PYTHONPATH": str(REPO)}
@@ -349,7 +395,6 @@ def test_ctrl_c_leaves_a_consistent_state_and_the_rerun_resumes(tmp_path: Path,
     entries = cv_history_in_state_file(state)  # valid JSON, one ClusterVersion
     assert [(h["version"], h["state"]) for h in entries] == [("4.16.0", "Partial")]
     started = entries[0]["startedTime"]
-    assert not list(tmp_path.glob(".cluster.json.*.tmp"))  # no half-written state left behind
 
     code, _, err = cli(capsys, "install", OLD, "--state", str(state))
     assert code == 0, err

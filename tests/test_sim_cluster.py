@@ -15,6 +15,7 @@ from cvo.clock import Clock, run_virtual
 from cvo.cluster.api import ApiError, ApiErrorKind, EventType, Ref, WatchEvent, co_ref
 from cvo.payload.loader import load_release
 from cvo.sim.cluster import SimCluster
+from cvo.sim.store import StateError
 
 EPOCH = datetime(2025, 1, 2, 3, 4, 5, tzinfo=UTC)
 CM = Ref("", "ConfigMap", "default", "cm")
@@ -561,7 +562,7 @@ def test_returned_objects_are_copies() -> None:
 
 
 def test_state_round_trip(tmp_path: Path) -> None:
-    state = tmp_path / "state" / "cluster.json"
+    state = tmp_path / "state" / "cluster.db"
 
     async def first() -> tuple[int, str]:
         c = SimCluster(Clock(EPOCH), path=state)
@@ -585,17 +586,19 @@ def test_state_round_trip(tmp_path: Path) -> None:
         assert int(new["metadata"]["resourceVersion"]) == version + 1
         assert new["metadata"]["uid"] != uid
         assert new["metadata"]["creationTimestamp"] == "2025-01-02T04:04:05Z"
+        await c.close()
 
     version, uid = run_virtual(first)
     run_virtual(second)
-    assert [p.name for p in state.parent.iterdir()] == ["cluster.json"]  # no temporary file left
+    assert sorted(p.name for p in state.parent.iterdir()) == ["cluster.db"]  # the WAL is merged on close
 
 
 def test_missing_state_file_is_a_fresh_cluster(tmp_path: Path) -> None:
     async def test() -> None:
-        c = SimCluster.load(tmp_path / "none.json", Clock(EPOCH))
+        c = SimCluster.load(tmp_path / "none.db", Clock(EPOCH))
         assert await c.get(Ref("", "Namespace", "", "default")) is not None
         assert await c.list("", "ConfigMap") == []
+        await c.close()
 
     run_virtual(test)
 
@@ -609,15 +612,17 @@ def test_missing_state_file_is_a_fresh_cluster(tmp_path: Path) -> None:
     (b'{"format": 1, "resource_version": 1, "uid_counter": 0, "clock_time": "2025-01-01T00:00:00Z",'
      b' "objects": [{"kind": "ConfigMap"}]}', "objects[0] is not a Kubernetes object"),
 ])
-def test_corrupt_state_file_is_a_clear_error(tmp_path: Path, content: bytes, problem: str) -> None:
+def test_corrupt_legacy_state_file_is_a_clear_error(tmp_path: Path, content: bytes, problem: str) -> None:
+    """A JSON state of cvo 0.1 is migrated when it is valid, refused (and left as it is) when it is not."""
     state = tmp_path / "cluster.json"
     state.write_bytes(content)
-    with pytest.raises(ValueError) as info:
+    with pytest.raises(StateError) as info:
         SimCluster.load(state, Clock(EPOCH))
     message = str(info.value)
-    assert message.startswith(f"{state}: corrupt simulated-cluster state file: ")
+    assert message.startswith(f"{state}: not a cvo state file (neither an SQLite store nor a valid JSON state")
     assert problem in message
     assert "\n" not in message
+    assert state.read_bytes() == content
 
 
 # --- the corpus ----------------------------------------------------------------------------------------

@@ -8,20 +8,20 @@ import asyncio
 import io
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import orjson
 import pytest
-from conftest import REPO, ReleaseFactory, cluster_operator, obj
+from conftest import REPO, ReleaseFactory, cluster_operator, obj, state_kind
 
 from cvo.cli.main import main
-from cvo.cli.simop_cmd import SimOperators, _keep_newer_state, _state_stamp, describe_report, release_images
+from cvo.cli.simop_cmd import SimOperators, describe_report, release_images
 from cvo.clock import Clock, run_virtual, to_rfc3339
-from cvo.cluster.api import CLUSTER_OPERATOR, Ref, co_ref, cv_ref
+from cvo.cluster.api import Ref, co_ref, cv_ref
 from cvo.payload.loader import load_release
 from cvo.sim.behaviour import Behaviour, Behaviours
 from cvo.sim.cluster import DEFAULT_NAMESPACES, SimCluster
@@ -76,9 +76,13 @@ def make_state(path: Path, cv: dict[str, Any] | None, deployed: str | None) -> N
 
 
 def load_state(path: Path) -> tuple[datetime, dict[str, Any] | None]:
-    data = orjson.loads(path.read_bytes())
-    co = next((o for o in data["objects"] if o["kind"] == "ClusterOperator"), None)
-    return datetime.strptime(data["clock_time"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC), co
+    co = next(iter(state_kind(path, "ClusterOperator")), None)
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        clock = conn.execute("SELECT clock FROM meta").fetchone()[0]
+    finally:
+        conn.close()
+    return datetime.fromtimestamp(clock, UTC), co
 
 
 def conditions(co: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
@@ -294,20 +298,6 @@ def test_report_lines() -> None:
     assert describe_report("create", {**co, "status": {}}) == "clusteroperator/etcd created"
 
 
-def test_a_state_file_saved_meanwhile_by_another_command_is_not_overwritten(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    path = tmp_path / "state.json"
-    make_state(path, None, deployed=None)
-    cluster = SimCluster.load(path)
-    stamp = _state_stamp(path)
-    _keep_newer_state(cluster, path, stamp)
-    assert cluster.path == path  # unchanged: saved as usual
-    path.write_bytes(path.read_bytes() + b" ")
-    _keep_newer_state(cluster, path, stamp)
-    assert cluster.path is None
-    assert "was changed by another cvo command" in capsys.readouterr().err
-
-
 def test_demo_payload_from_a_partial_upgrade(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """An upgrade that stopped half-way (its operators went with it): sim-operators finishes their rollouts."""
     payloads = REPO / "payloads"
@@ -322,7 +312,7 @@ def test_demo_payload_from_a_partial_upgrade(tmp_path: Path, capsys: pytest.Capt
     assert lines and all(" clusteroperator/" in line for line in lines)
     assert lines[-1].split(" ", 1)[1].startswith("clusteroperator/")
     assert all("operator=4.16.3" in line for line in lines if "Available=True" in line)
-    cos = [o for o in orjson.loads(path.read_bytes())["objects"] if (Ref.of(o).group, Ref.of(o).kind) == CLUSTER_OPERATOR]
+    cos = state_kind(path, "ClusterOperator")
     upgraded = {o["metadata"]["name"] for o in cos if versions(o)["operator"] == NEW}
     assert {line.split("clusteroperator/")[1].split(":")[0] for line in lines} <= upgraded
     # The upgrade now continues where it stopped and completes.

@@ -15,17 +15,18 @@ A real cluster runs on the real clock (:func:`backend_clock`); its operators are
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TypeVar
 
 import orjson
 
-from cvo.cli.common import UsageError
+from cvo.cli.common import CommandFailed, UsageError
 from cvo.clock import Clock, parse_rfc3339, run_real, run_virtual
 from cvo.cluster.api import ApiError, ApiErrorKind, Cluster
 from cvo.payload.loader import Release
@@ -37,15 +38,21 @@ T = TypeVar("T")
 def default_state_path() -> Path:
     if env := os.environ.get("CVO_STATE"):
         return Path(env)
-    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
-    return Path(base) / "cvo" / "sim-cluster.json"
+    base = Path(os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state"))
+    path = base / "cvo" / "sim-cluster.db"
+    legacy = base / "cvo" / "sim-cluster.json"  # cvo 0.1's default; migrated to SQLite when opened
+    if not path.exists() and legacy.is_file():
+        with contextlib.suppress(OSError):
+            os.replace(legacy, path)
+    return path
 
 
 def add_backend_flags(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("cluster")
     group.add_argument("--state", type=Path, default=None, metavar="FILE",
-                       help="state file of the embedded simulated cluster (default: $CVO_STATE or "
-                            "~/.local/state/cvo/sim-cluster.json); 'none' keeps it in memory")
+                       help="the embedded cluster's store, an SQLite file that several cvo commands can "
+                            "use at once (default: $CVO_STATE or ~/.local/state/cvo/sim-cluster.db); 'none' "
+                            "keeps the cluster in memory for this command only")
     group.add_argument("--speed", type=float, default=None, metavar="X",
                        help="simulated seconds per real second (default: as fast as possible)")
     group.add_argument("--kubeconfig", default=None, metavar="PATH",
@@ -87,14 +94,20 @@ def state_path(args: argparse.Namespace) -> Path | None:
 
 
 def saved_time(path: Path | None) -> datetime | None:
-    """The simulated wall-clock time the state file was saved at: the next command continues from it."""
-    if path is None or not path.exists():
+    """The embedded cluster's clock as its store last recorded it: the next command continues from it."""
+    if path is None or not path.is_file():
         return None
-    try:
-        data = orjson.loads(path.read_bytes())
+    from cvo.sim.store import peek_clock
+
+    clock = peek_clock(path)
+    if clock is not None:
+        return datetime.fromtimestamp(clock, UTC)
+    try:  # the JSON state of an earlier cvo (migrated when the cluster is opened)
+        with open(path, "rb") as f:
+            data = orjson.loads(f.read(64 * 1024 * 1024))
         return parse_rfc3339(data["clock_time"])
     except (OSError, orjson.JSONDecodeError, KeyError, TypeError, ValueError):
-        return None  # SimCluster.load reports a corrupt file properly
+        return None  # opening the cluster reports a corrupt file properly
 
 
 def load_behaviours(args: argparse.Namespace) -> Behaviours:
@@ -124,30 +137,63 @@ class Backend:
             self.simulator.register_release(release)  # type: ignore[attr-defined]
 
 
+class NoCluster(CommandFailed):
+    """The embedded cluster a read-only command asked for has never been created; exits 1."""
+
+
 @asynccontextmanager
 async def open_backend(args: argparse.Namespace, clock: Clock, behaviours: Behaviours | None = None,
-                       simulate_operators: bool = True) -> AsyncIterator[Backend]:
+                       simulate_operators: bool = True, *, create: bool = True,
+                       sweep: str | None = None) -> AsyncIterator[Backend]:
+    """The cluster the command talks to.
+
+    ``create=False``: a command that only reads (or only amends what is there) does not create an
+    embedded cluster; :class:`NoCluster` when there is none.  ``sweep``: what the command is about to
+    run (``install 4.16.0``); on the embedded cluster only one sweep runs at a time
+    (:mod:`cvo.sim.sweep_lock`), and a second one is refused with who holds it.
+    """
     if uses_real_clock(args):
         async with _open_kube(args, clock, simulate_operators) as backend:
             yield backend
         return
     from cvo.sim.cluster import SimCluster
     from cvo.sim.operators import OperatorSimulator
+    from cvo.sim.store import StateError
+    from cvo.sim.sweep_lock import SweepLock, SweepLockHeld
 
     path = state_path(args)
+    if path is not None and not create and not path.exists():
+        raise NoCluster(f"no cluster has been installed yet: the embedded cluster's state {path} does not exist "
+                        f"(cvo install RELEASE_DIR creates it; --state chooses another)")
+    lock: SweepLock | None = None
+    if path is not None and sweep is not None:
+        try:
+            lock = SweepLock.acquire(path, sweep)
+        except SweepLockHeld as err:
+            raise ClusterBusy(str(err)) from None
+        except OSError as err:
+            raise UsageError(f"{path}: cannot lock the state for a sweep: {err.strerror}") from None
     try:
-        cluster = SimCluster.load(path, clock) if path is not None and path.exists() else SimCluster(clock=clock, path=path)
-    except ValueError as err:
-        raise UsageError(str(err)) from None
-    description = f"embedded simulated cluster (state: {path})" if path else "embedded simulated cluster (in memory)"
-    simulator = OperatorSimulator(cluster, clock, behaviours) if simulate_operators else None
-    backend = Backend(cluster, clock, description, simulator)
-    try:
-        yield backend
+        try:
+            cluster = SimCluster(clock=clock, path=path)
+        except StateError as err:
+            raise UsageError(str(err)) from None
+        description = f"embedded simulated cluster (state: {path})" if path else "embedded simulated cluster (in memory)"
+        simulator = OperatorSimulator(cluster, clock, behaviours) if simulate_operators else None
+        backend = Backend(cluster, clock, description, simulator)
+        try:
+            yield backend
+        finally:
+            if simulator is not None:
+                await simulator.stop()
+            await cluster.close()
     finally:
-        if simulator is not None:
-            await simulator.stop()
-        await cluster.close()
+        if lock is not None:
+            lock.release()
+
+
+class ClusterBusy(CommandFailed):
+    """Another cvo process is running a sweep on the same embedded cluster; exits 1."""
 
 
 def _refuse_simulator_flags(args: argparse.Namespace, simulate_operators: bool) -> None:

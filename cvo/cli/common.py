@@ -26,6 +26,10 @@ class UsageError(Exception):
     """A one-line problem with the command line or its input; exits 2."""
 
 
+class CommandFailed(Exception):
+    """The command could not do its work for a reason outside its input (no cluster, a busy one); exits 1."""
+
+
 @dataclass(frozen=True)
 class PayloadOptions:
     load_filter: LoadFilter

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 
 from cvo import __version__
-from cvo.cli.common import EXIT_USAGE, UsageError, print_error
+from cvo.cli.common import EXIT_FAILED, EXIT_USAGE, CommandFailed, UsageError, print_error
 from cvo.cluster.api import ApiError
 from cvo.log import configure
 
@@ -68,6 +68,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as err:
         print_error(str(err))
         return EXIT_USAGE
+    except CommandFailed as err:
+        print_error(str(err))
+        return EXIT_FAILED
     except ApiError as err:
         print_error(f"the cluster refused a request ({err.kind.value}): {err}")
         return 1

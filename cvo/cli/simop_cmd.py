@@ -13,9 +13,9 @@ last completed release too, during an upgrade).  The ClusterVersion is watched: 
 --to`` sets a new desired release, its operators are simulated from then on (the simulator
 restarts with every known release, as operators restart; rollouts already done are not redone).
 
-Against the embedded cluster's state file it runs on that file's virtual clock and saves what the
-operators reported when it stops (``--once`` or ``--duration`` make that useful); against a real
-cluster it runs on the real clock until interrupted.
+Against the embedded cluster's store it runs on that cluster's virtual clock, and every report is in
+the store as soon as it is made, so it can run beside other cvo commands on the same ``--state``;
+against a real cluster it runs on the real clock until interrupted.
 """
 
 from __future__ import annotations
@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import os
 import signal
 import sys
 from collections.abc import AsyncIterator, Callable
@@ -36,7 +35,6 @@ from cvo.cli.backend import (
     backend_clock,
     load_behaviours,
     open_backend,
-    state_path,
 )
 from cvo.cli.common import EXIT_FAILED, EXIT_OK, UsageError, print_error
 from cvo.clock import Clock, to_rfc3339
@@ -367,14 +365,6 @@ def _load_explicit(paths: list[Path]) -> list[Release]:
     return releases
 
 
-def _state_stamp(path: Path | None) -> tuple[int, int] | None:
-    try:
-        st = os.stat(path) if path is not None else None
-    except OSError:
-        return None
-    return (st.st_mtime_ns, st.st_size) if st is not None else None
-
-
 def run(args: argparse.Namespace) -> int:
     behaviours = load_behaviours(args)
     duration = None
@@ -385,7 +375,6 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(str(err)) from None
     explicit = _load_explicit(args.releases)
     clock, run_loop = backend_clock(args)
-    path = state_path(args)  # None for a real cluster
     outcome: dict[str, Any] = {"signal": None}
 
     async def main() -> int:
@@ -401,13 +390,10 @@ def run(args: argparse.Namespace) -> int:
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                 loop.add_signal_handler(signum, on_signal, signum)
                 handled.append(signum)
-        stamp = _state_stamp(path)
         try:
             async with open_backend(args, clock, simulate_operators=False) as backend:
                 print(f"cluster: {backend.description}", file=sys.stderr)
-                code = await _run(backend.cluster, clock, behaviours, explicit, stop, args.once, duration)
-                _keep_newer_state(backend.cluster, path, stamp)
-                return code
+                return await _run(backend.cluster, clock, behaviours, explicit, stop, args.once, duration)
         finally:
             for signum in handled:
                 loop.remove_signal_handler(signum)
@@ -422,17 +408,6 @@ def run(args: argparse.Namespace) -> int:
     if outcome["signal"] == signal.SIGTERM:
         return EXIT_TERMINATED
     return code
-
-
-def _keep_newer_state(cluster: Cluster, path: Path | None, stamp: tuple[int, int] | None) -> None:
-    """Do not overwrite a state file another cvo command saved while this one ran: it is newer."""
-    from cvo.sim.cluster import SimCluster
-
-    if isinstance(cluster, SimCluster) and cluster.path is not None and _state_stamp(path) != stamp:
-        print_error(f"{path} was changed by another cvo command while sim-operators ran; not saving over it "
-                    f"(the embedded cluster lives in one process at a time: run sim-operators with --once or "
-                    f"--duration between commands)")
-        cluster.path = None
 
 
 async def _run(cluster: Cluster, clock: Clock, behaviours: Behaviours, explicit: list[Release],

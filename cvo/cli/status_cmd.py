@@ -28,7 +28,7 @@ def run(args: argparse.Namespace) -> int:
     found: dict[str, Any] = {}
 
     async def main() -> None:
-        async with open_backend(args, clock, simulate_operators=False) as backend:
+        async with open_backend(args, clock, simulate_operators=False, create=False) as backend:
             found["cv"] = await backend.cluster.get(cv_ref())
             found["cos"] = sorted(await backend.cluster.list(*CLUSTER_OPERATOR),
                                   key=lambda o: o.get("metadata", {}).get("name", ""))

@@ -126,8 +126,12 @@ def _progress(runner: Runner) -> Progress:
     return runner.worker.progress if runner.worker is not None else Progress()
 
 
-def _sweep(args: argparse.Namespace, prepare: Callable[[Backend], Awaitable[tuple[str, MakeRunner] | int]]) -> int:
-    """Open the cluster, let ``prepare`` pick what runs, run it with progress, report."""
+def _sweep(args: argparse.Namespace, prepare: Callable[[Backend], Awaitable[tuple[str, MakeRunner] | int]],
+           what: str, *, create: bool = False) -> int:
+    """Open the cluster, let ``prepare`` pick what runs, run it with progress, report.
+
+    ``what`` names the sweep for the embedded cluster's sweep lock; only ``install`` creates a cluster.
+    """
     behaviours = load_behaviours(args)
     options = _options(args)
     if not wants_live_display(args.log_format):
@@ -137,7 +141,9 @@ def _sweep(args: argparse.Namespace, prepare: Callable[[Backend], Awaitable[tupl
     outcome: dict[str, Any] = {}
 
     async def main() -> int:
-        async with open_backend(args, clock, behaviours) as backend:
+        dry_run = bool(getattr(args, "dry_run", False))
+        async with open_backend(args, clock, behaviours, create=create and not dry_run,
+                                sweep=None if dry_run else what) as backend:
             if args.log_format == "json":
                 get_logger("cvo.cli").info("cluster", backend=backend.description)
             else:
@@ -219,7 +225,7 @@ def run_install(args: argparse.Namespace) -> int:
         return f"install {release.version}", lambda reporter, options: Worker(
             backend.cluster, release, Mode.INSTALL, reporter, clock_of(backend), options)
 
-    return _sweep(args, prepare)
+    return _sweep(args, prepare, f"install {release.version}", create=True)
 
 
 def run_upgrade(args: argparse.Namespace) -> int:
@@ -249,21 +255,46 @@ def run_upgrade(args: argparse.Namespace) -> int:
         return f"upgrade to {target.version}", lambda reporter, options: UpgradeController(
             backend.cluster, current, target, reporter, clock_of(backend), options, force=args.force)
 
-    return _sweep(args, prepare)
+    return _sweep(args, prepare, f"upgrade to {target.version}")
 
 
 def run_reconcile(args: argparse.Namespace) -> int:
+    given = load(args, payload_options(args)) if args.release_dir is not None else None
+
     async def prepare(backend: Backend) -> tuple[str, MakeRunner] | int:
         cv = await backend.cluster.get(cv_ref())
         desired = ((cv or {}).get("status") or {}).get("desired") or {}
         if not desired.get("image"):
             raise UsageError("the cluster has no release to reconcile; run 'cvo install' first")
-        if args.release_dir is not None:
-            release = load(args, payload_options(args))
+        if given is not None:
+            check_current_release(given, desired, args.release_dir)
+            release = given
+            if given.image != desired["image"] and not args.release_image:
+                # The same release from another directory: it keeps the image the cluster knows it by.
+                release = _load_as(args.release_dir, desired["image"], args)
         else:
             release = _release_from_image(desired["image"], args)
         backend.register(release)
         return f"reconcile {release.version}", lambda reporter, options: Worker(
             backend.cluster, release, Mode.RECONCILE, reporter, clock_of(backend), options)
 
-    return _sweep(args, prepare)
+    return _sweep(args, prepare, "reconcile")
+
+
+def _load_as(directory: Path, image: str, args: argparse.Namespace) -> Release:
+    try:
+        return load_release(directory, release_image=image, load_filter=payload_options(args).load_filter)
+    except LoadError as err:
+        raise UsageError("\n".join(err.errors)) from None
+
+
+def check_current_release(release: Release, desired: dict[str, Any], where: Path) -> None:
+    """Reconcile re-applies the release the cluster runs; moving to another one is an upgrade's job.
+
+    The release may live in another directory now (moved, or a copy): the version decides.
+    """
+    current = str(desired.get("version") or "")
+    if release.version != current:
+        raise UsageError(f"--release {where} is release {release.version}, but the cluster runs {current}: "
+                         f"reconcile only re-applies the current release; to move to {release.version}, run "
+                         f"'cvo upgrade --to {where}' (its preconditions decide)")

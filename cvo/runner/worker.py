@@ -125,6 +125,14 @@ def payload_crds(manifests: list[Manifest]) -> dict[tuple[str, str, str], Manife
     return out
 
 
+class WrongRelease(Exception):
+    """A reconcile was asked to apply a release other than the one the cluster runs.
+
+    Only an upgrade, through its preconditions, may move the cluster to another release; a reconcile
+    of another release would bypass every gate.
+    """
+
+
 class _Attempt:
     """State of one walk over the graph."""
 
@@ -208,6 +216,8 @@ class Worker:
     async def run(self) -> SweepResult:
         loop = asyncio.get_running_loop()
         started = self.clock.now()
+        if self.mode is Mode.RECONCILE:
+            await self._check_current_release()
         deadline = None if self.options.timeout is None else loop.time() + self.options.timeout
         await self.status.ensure(self.release.version, self.release.image,
                                  self.options.release_accepted or self.release_accepted())
@@ -271,6 +281,13 @@ class Worker:
             await self.crd_notifier.stop()
             await self.ns_notifier.stop()
             await self.olm.stop_sync()
+
+    async def _check_current_release(self) -> None:
+        cv = await self.status.current()
+        running = ((cv.get("status") or {}).get("desired") or {}).get("version")
+        if running and running != self.release.version:
+            raise WrongRelease(f"reconcile of {self.release.version} refused: the cluster runs {running}, and "
+                               f"only an upgrade (through its preconditions) may change the release")
 
     async def blockers(self, cv: dict | None = None) -> list[Blocker]:
         """What blocks minor and major updates now (the ClusterVersion's Upgradeable condition).

@@ -189,7 +189,7 @@ class Replay:
             else:
                 await self.start_sweep("upgrade", release, Mode.UPDATE, force=force)
         elif action.kind == "reconcile":
-            release = self._current_release(where)
+            release = await self._current_release(where)
             await self.start_sweep("reconcile", release, Mode.RECONCILE)
         elif action.kind == "cancel":
             await self._stop_current("cancelled by the scenario")
@@ -225,7 +225,11 @@ class Replay:
         assert self.simulator is not None
         self.simulator.register_release(release)
 
-    def _current_release(self, where: str) -> Release:
+    async def _current_release(self, where: str) -> Release:
+        """The release the cluster runs (not the last one named: a blocked upgrade's target is not it)."""
+        cv = await self.cluster.get(cv_ref()) or {}
+        if ((cv.get("status") or {}).get("desired") or {}).get("image"):
+            return await self._running_release()
         if self.last is not None:
             return self.last.release
         if self.scenario.installed is not None:

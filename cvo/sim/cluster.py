@@ -1,28 +1,34 @@
-"""An in-memory Kubernetes API server: the embedded simulated cluster behind the :class:`Cluster` protocol.
+"""The embedded Kubernetes API server: the simulated cluster behind the :class:`Cluster` protocol.
 
-Objects are stored as their JSON bytes (decoded on demand), so every object handed out is a fresh
-copy made with one ``orjson.loads``; measured on the corpus this is 2–3× faster than ``deepcopy``.
-Writes are synchronous inside their coroutine: the server never yields, so a write and the watch
-events it queues happen atomically and in order.
+Objects are held in memory as their JSON bytes (decoded on demand), so every object handed out is a
+fresh copy made with one ``orjson.loads``; measured on the corpus this is 2–3× faster than
+``deepcopy``.  Writes are synchronous inside their coroutine: the server never yields, so a write and
+the watch events it queues happen atomically and in order.
+
+With a state file the objects also live in a :class:`cvo.sim.store.Store` (SQLite) that any number of
+cvo processes share: every write is committed there before it returns, checked inside the store's
+lock against what every process has written, and each process takes in the others' writes before
+each request and, while anything watches, within :data:`POLL_INTERVAL` of real time.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import os
-import tempfile
+import sqlite3
 import weakref
 from collections import Counter
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from cvo.clock import Clock, parse_rfc3339, to_rfc3339
+from cvo.clock import Clock, to_rfc3339
 from cvo.cluster.api import ApiError, ApiErrorKind, EventType, Object, Ref, WatchEvent
 from cvo.sim.kinds import (
     CRD,
@@ -34,10 +40,12 @@ from cvo.sim.kinds import (
     crd_kind,
     crd_problem,
 )
+from cvo.sim.poller import POLL_INTERVAL as POLL_INTERVAL
+from cvo.sim.poller import StorePoller
+from cvo.sim.store import Row, StateError, Store
 
 DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease", "openshift-config",
                       "openshift-config-managed")
-STATE_FORMAT = 1
 READ_VERBS = ("get", "list")
 WRITE_VERBS = ("create", "update", "update_status", "delete")
 # Metadata only the server sets; a request's values are ignored.
@@ -133,8 +141,16 @@ class SimCluster:
         self._injections: list[_Injection] = []
         self._timers: dict[int, asyncio.TimerHandle] = {}
         self._timer_keys = itertools.count()
-        for name in namespaces:
-            self._create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+        self._store: Store | None = None
+        self._poller: StorePoller | None = None
+        self._in_write = False
+        self._deferred: list[tuple[Ref, EventType, bytes]] = []  # watch events of the write in progress
+        self._closed = False
+        if self.path is not None:
+            self._open_store(self.path, namespaces)
+        else:
+            for name in namespaces:
+                self._create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
 
     # ----------------------------------------------------------------------------------- protocol
 
@@ -152,6 +168,7 @@ class SimCluster:
 
     async def get(self, ref: Ref) -> Object | None:
         self.stats.verbs["get"] += 1
+        self._sync()
         for hook in list(self._read_hooks):
             hook(ref)
         entry = self._entry(ref)
@@ -159,33 +176,44 @@ class SimCluster:
 
     async def list(self, group: str, kind: str, namespace: str | None = None) -> list[Object]:
         self.stats.verbs["list"] += 1
+        self._sync()
         entries = self._objects.get((group, kind), {})
         return [entries[r].copy() for r in sorted(entries) if namespace is None or r.namespace == namespace]
 
     async def create(self, obj: Object) -> Object:
         self.stats.verbs["create"] += 1
-        return self._create(obj, verb="create")
+        with self._writing():
+            return self._create(obj, verb="create")
 
     async def update(self, obj: Object) -> Object:
         self.stats.verbs["update"] += 1
-        return self._update(obj)
+        with self._writing():
+            return self._update(obj)
 
     async def update_status(self, obj: Object) -> Object:
         self.stats.verbs["update_status"] += 1
-        return self._update_status(obj)
+        with self._writing():
+            return self._update_status(obj)
 
     async def delete(self, ref: Ref) -> bool:
         self.stats.verbs["delete"] += 1
         self._check_injection("delete", ref)
-        return self._delete(ref)
+        with self._writing():
+            return self._delete(ref)
 
     async def serves(self, api_version: str, kind: str) -> bool:
+        self._sync()
         return self.kinds.serves(api_version, kind)
 
     def watch(self, group: str, kind: str, namespace: str | None = None, name: str | None = None,
               ) -> AsyncIterator[WatchEvent]:
-        """Subscribes now (not at the first iteration); unsubscribes when the iterator is closed or dropped."""
+        """Subscribes now (not at the first iteration); unsubscribes when the iterator is closed or dropped.
+
+        With a store, another process's writes reach the watch within :data:`POLL_INTERVAL` (real time).
+        """
         self.stats.verbs["watch"] += 1
+        self._sync()
+        self._start_poller()
         sub = _Subscriber(group, kind, namespace, name)
         self._subscribers.append(sub)
         stream = self._stream(sub)
@@ -193,14 +221,25 @@ class SimCluster:
         return stream
 
     async def close(self) -> None:
-        """Ends every watch, cancels pending CRD establishment, and saves the state file if there is one."""
+        """Ends every watch, cancels pending CRD establishment, records the clock and closes the store."""
         for sub in list(self._subscribers):
             sub.queue.put_nowait(None)
         for handle in self._timers.values():
             handle.cancel()
         self._timers.clear()
-        if self.path is not None:
-            self.save()
+        if self._poller is not None:
+            self._poller.stop()
+            self._poller = None
+        if self._store is not None and not self._closed:
+            with contextlib.suppress(Exception):  # the clock is a courtesy to the next command
+                self._store.advance_clock(self.clock.now().timestamp())
+            self._store.close()
+        self._closed = True
+
+    @property
+    def store(self) -> Store | None:
+        """The durable store behind this cluster, if it has a state file."""
+        return self._store
 
     # -------------------------------------------------------------------------- scenario hooks
 
@@ -234,35 +273,159 @@ class SimCluster:
 
     @classmethod
     def load(cls, path: str | os.PathLike[str], clock: Clock | None = None, **options: Any) -> SimCluster:
-        """The cluster saved at ``path`` (a fresh one if the file is missing); ``clock`` continues its timeline."""
-        cluster = cls(clock, path=path, **options)
-        try:
-            data = Path(path).read_bytes()
-        except FileNotFoundError:
-            return cluster
-        state = _parse_state(Path(path), data)
-        _continue_timeline(cluster.clock, parse_rfc3339(state["clock_time"]))
-        cluster._restore(state)
-        return cluster
+        """The cluster stored at ``path`` (a fresh one if there is none yet); ``clock`` continues its timeline.
 
-    def save(self, path: str | os.PathLike[str] | None = None) -> None:
-        """Write the state file atomically (a temporary file renamed over the old one)."""
-        target = Path(path) if path is not None else self.path
-        if target is None:
-            raise ValueError("SimCluster.save: no path given and the cluster was not created with one")
-        objects = b",".join(self._objects[gk][ref].raw for gk, ref in _sorted_keys(self._objects))
-        header = orjson.dumps({"format": STATE_FORMAT, "clock_time": to_rfc3339(self.clock.now()),
-                               "resource_version": self._resource_version, "uid_counter": self._uid_counter})
-        _write_atomically(target, header[:-1] + b',"objects":[' + objects + b"]}")
+        :class:`cvo.sim.store.StateError` when the file is not a usable state file.
+        """
+        return cls(clock, path=path, **options)
 
-    def _restore(self, state: Mapping[str, Any]) -> None:
+    def _open_store(self, path: Path, namespaces: Iterable[str]) -> None:
+        """Load the stored objects into memory (creating the store and its default namespaces if new)."""
+        self._store = Store.open(path, initial_clock=self.clock.now().timestamp())
+        meta = self._store.meta
+        if meta.resource_version == 0:
+            with self._writing():
+                for name in namespaces:
+                    if self._entry(Ref(*NAMESPACE, "", name)) is None:
+                        self._create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+        else:
+            _continue_timeline(self.clock, datetime.fromtimestamp(meta.clock, UTC))
+            self._reload(self._store.snapshot(), notify=False)
+            self._establish_pending()
+
+    def _reload(self, rows: list[Row], notify: bool) -> None:
+        """Replace the objects in memory by ``rows`` (every live object); watchers see the differences."""
+        assert self._store is not None
+        meta = self._store.meta
+        for row in rows:
+            _check_row(self._store.path, row)
+        old = {ref: entry for entries in self._objects.values() for ref, entry in entries.items()}
         self._objects.clear()
-        for obj in state["objects"]:
-            self._objects.setdefault(_group_kind(obj), {})[Ref.of(obj)] = _Entry(orjson.dumps(obj))
-        self._resource_version = state["resource_version"]
-        self._uid_counter = state["uid_counter"]
-        for entry in list(self._objects.get(CRD, {}).values()):
-            self._establish_now(entry.copy())  # not entry.obj: that would keep every CRD decoded
+        for row in rows:
+            assert row.data is not None
+            self._objects.setdefault((row.ref.group, row.ref.kind), {})[row.ref] = _Entry(row.data)
+        self._resource_version, self._uid_counter = meta.resource_version, meta.uid_counter
+        crds = list(self._objects.get(CRD, {}).values())
+        for ref, entry in old.items():
+            if self._entry(ref) is None:
+                if (ref.group, ref.kind) == CRD:
+                    self.kinds.unregister_crd(ref.name)
+                if notify:
+                    self._notify(ref, EventType.DELETED, entry.raw)
+        for row in rows if notify else ():
+            before = old.get(row.ref)
+            if before is None or before.raw != row.data:
+                assert row.data is not None
+                self._notify(row.ref, EventType.ADDED if before is None else EventType.MODIFIED, row.data)
+        for entry in crds:
+            crd = entry.copy()  # not entry.obj: that would keep every CRD decoded
+            if _is_established(crd.get("status")) and not crd_problem(crd):
+                self.kinds.register_crd(crd["metadata"]["name"], crd_kind(crd))
+
+    def _establish_pending(self) -> None:
+        """CRDs stored without Established (their writer stopped before its delay ran out): establish now."""
+        pending = [e.copy() for e in self._objects.get(CRD, {}).values()]
+        pending = [crd for crd in pending if not _is_established(crd.get("status"))]
+        if pending:
+            with self._writing():
+                for crd in pending:
+                    self._establish_now(crd)
+
+    def _sync(self) -> None:
+        """Take in what other processes wrote to the store since this one last looked (cheap when nothing)."""
+        if self._store is None or self._closed:
+            return
+        with self._store_errors():
+            changes = self._store.changes()
+            if changes is None:
+                return
+            for row in changes.rows:
+                _check_row(self._store.path, row)
+        _continue_timeline(self.clock, datetime.fromtimestamp(changes.meta.clock, UTC))
+        if changes.full:
+            self._reload(changes.rows, notify=True)
+            return
+        for row in changes.rows:
+            self._take(row)
+        self._resource_version = max(self._resource_version, changes.meta.resource_version)
+        self._uid_counter = max(self._uid_counter, changes.meta.uid_counter)
+
+    def _take(self, row: Row) -> None:
+        """One object another process wrote (or deleted): into memory, to the watchers, and into served kinds."""
+        ref = row.ref
+        entries = self._objects.setdefault((ref.group, ref.kind), {})
+        before = entries.get(ref)
+        if row.data is None:
+            if before is None:
+                return
+            del entries[ref]
+            if (ref.group, ref.kind) == CRD:
+                self.kinds.unregister_crd(ref.name)  # the writer deleted the instances itself
+            obj = before.copy()
+            obj["metadata"]["resourceVersion"] = str(row.rv)
+            self._notify(ref, EventType.DELETED, orjson.dumps(obj))
+            return
+        entries[ref] = _Entry(row.data)
+        if (ref.group, ref.kind) == CRD:
+            crd = orjson.loads(row.data)
+            if _is_established(crd.get("status")) and not crd_problem(crd):
+                self.kinds.register_crd(ref.name, crd_kind(crd))
+        self._notify(ref, EventType.ADDED if before is None else EventType.MODIFIED, row.data)
+
+    @contextlib.contextmanager
+    def _writing(self) -> Iterator[None]:
+        """One write request: atomic and durable in the store (if any); watchers hear of it after the commit.
+
+        Inside the store's lock the objects in memory are first brought up to date, so the request is
+        checked (existence, resourceVersion, namespace) against what every process has written.
+        """
+        if self._in_write:  # a write made while writing (a namespace's contents, a CRD's instances)
+            yield
+            return
+        self._in_write = True
+        self._deferred = []
+        committed = False
+        try:
+            if self._store is None:
+                yield
+            else:
+                before: int | None = None
+                try:
+                    with self._store_errors(), self._store.transaction():
+                        self._sync()
+                        before = self._resource_version
+                        yield
+                        if self._resource_version != before:
+                            self._store.set_meta(self._resource_version, self._uid_counter,
+                                                 self.clock.now().timestamp())
+                except BaseException:
+                    if before is not None and self._resource_version != before:
+                        self._reload(self._store.snapshot(), notify=False)  # undo what memory took in
+                    raise
+            committed = True
+        finally:
+            self._in_write = False
+            deferred, self._deferred = self._deferred, []
+            if committed or self._store is None:  # in memory there is no rollback: what changed, changed
+                for ref, event, raw in deferred:
+                    self._dispatch(ref, event, raw)
+
+    @contextlib.contextmanager
+    def _store_errors(self) -> Iterator[None]:
+        """A store that fails under a running command is an API server whose storage fails: an InternalError."""
+        try:
+            yield
+        except (StateError, sqlite3.Error) as err:
+            assert self._store is not None
+            text = str(err) if isinstance(err, StateError) else f"{self._store.path}: {err}"
+            raise ApiError(ApiErrorKind.INTERNAL, f"the embedded cluster's store failed: {text}") from None
+
+    def _start_poller(self) -> None:
+        """Watch the store for other processes' commits in real time, at most ``POLL_INTERVAL`` behind."""
+        if self._store is None or self._poller is not None or self._closed:
+            return
+        self._poller = StorePoller(self._store.path, asyncio.get_running_loop(), self._sync)
+        self._poller.start()
 
     # ----------------------------------------------------------------------------------- writes
 
@@ -318,7 +481,10 @@ class SimCluster:
         elif (ref.group, ref.kind) == CRD:
             self._stop_serving(ref.name)
         obj = entry.obj
-        obj["metadata"]["resourceVersion"] = str(self._next_resource_version())
+        rv = self._next_resource_version()
+        obj["metadata"]["resourceVersion"] = str(rv)
+        if self._store is not None:
+            self._store.delete(ref, rv)
         self._notify(ref, EventType.DELETED, orjson.dumps(obj))
         return True
 
@@ -334,8 +500,10 @@ class SimCluster:
             return entries[ref].copy()
         new["metadata"]["resourceVersion"] = str(self._resource_version + 1)
         raw = _encode(ref, new)
-        self._next_resource_version()
+        rv = self._next_resource_version()
         entries[ref] = _Entry(raw)
+        if self._store is not None:
+            self._store.put(ref, rv, raw)
         self._notify(ref, event, raw)
         return orjson.loads(raw)
 
@@ -419,9 +587,12 @@ class SimCluster:
 
     def _establish_later(self, key: int, name: str, uid: str) -> None:
         self._timers.pop(key, None)
-        entry = self._entry(Ref(*CRD, "", name))
-        if entry is not None and entry.obj["metadata"].get("uid") == uid:
-            self._establish_now(entry.obj)
+        if self._closed:
+            return
+        with self._writing():
+            entry = self._entry(Ref(*CRD, "", name))
+            if entry is not None and entry.obj["metadata"].get("uid") == uid:
+                self._establish_now(entry.obj)
 
     def _establish_now(self, crd: Object) -> None:
         """Serve the CRD's kind and, if its status does not say so yet, mark it Established."""
@@ -441,6 +612,12 @@ class SimCluster:
     # ---------------------------------------------------------------------------------- watches
 
     def _notify(self, ref: Ref, event: EventType, raw: bytes) -> None:
+        if self._in_write:
+            self._deferred.append((ref, event, raw))
+        else:
+            self._dispatch(ref, event, raw)
+
+    def _dispatch(self, ref: Ref, event: EventType, raw: bytes) -> None:
         for sub in self._subscribers:
             if sub.matches(ref):
                 sub.queue.put_nowait(WatchEvent(event, orjson.loads(raw)))
@@ -574,22 +751,19 @@ def _condition(previous: Mapping[str, Any] | None, type_: str, status: str, reas
     return {"type": type_, "status": status, "lastTransitionTime": stamp, "reason": reason, "message": message}
 
 
-def _sorted_keys(objects: Mapping[GroupKind, Mapping[Ref, _Entry]]) -> list[tuple[GroupKind, Ref]]:
-    return sorted(((gk, ref) for gk, entries in objects.items() for ref in entries), key=lambda k: k[1])
-
-
-def _write_atomically(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+def _check_row(path: Path, row: Row) -> None:
+    """A stored object must be the JSON object its key says; anything else is a corrupt store."""
+    if row.data is None:
+        return
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        obj = orjson.loads(row.data)
+    except orjson.JSONDecodeError:
+        obj = None
+    meta = obj.get("metadata") if isinstance(obj, dict) else None
+    ok = (isinstance(meta, dict) and isinstance(obj.get("apiVersion"), str) and isinstance(obj.get("kind"), str)
+          and isinstance(meta.get("name"), str) and isinstance(meta.get("namespace", ""), str))
+    if not ok or Ref.of(obj) != row.ref:  # type: ignore[arg-type]
+        raise StateError(f"{path}: corrupt state database: {row.ref} is not a JSON object of that kind and name")
 
 
 def _continue_timeline(clock: Clock, saved: datetime) -> None:
@@ -600,46 +774,3 @@ def _continue_timeline(clock: Clock, saved: datetime) -> None:
     now = clock.now()
     if now < saved:
         clock.epoch += saved - now
-
-
-def _parse_state(path: Path, data: bytes) -> dict[str, Any]:
-    try:
-        return _validate_state(orjson.loads(data))
-    except orjson.JSONDecodeError as e:
-        problem = f"invalid JSON ({e})"
-    except ValueError as e:
-        problem = str(e)
-    problem = " ".join(problem.split())
-    raise ValueError(f"{path}: corrupt simulated-cluster state file: {problem}")
-
-
-def _validate_state(state: Any) -> dict[str, Any]:
-    """The state if well-formed; ValueError naming the first problem otherwise."""
-    if not isinstance(state, dict):
-        raise ValueError("expected a JSON object")
-    if state.get("format") != STATE_FORMAT:
-        raise ValueError(f"unsupported format {state.get('format')!r} (expected {STATE_FORMAT})")
-    for counter in ("resource_version", "uid_counter"):
-        value = state.get(counter)
-        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-            raise ValueError(f"{counter} must be a non-negative integer, not {value!r}")
-    try:
-        parse_rfc3339(state.get("clock_time"))  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        raise ValueError(f"clock_time must be an RFC3339 time, not {state.get('clock_time')!r}") from None
-    _validate_objects(state.get("objects"))
-    return state
-
-
-def _validate_objects(objects: Any) -> None:
-    if not isinstance(objects, list):
-        raise ValueError("objects must be a list")
-    seen: set[Ref] = set()
-    for i, obj in enumerate(objects):
-        meta = obj.get("metadata") if isinstance(obj, dict) else None
-        if not isinstance(meta, dict) or not obj.get("apiVersion") or not obj.get("kind") or not meta.get("name"):
-            raise ValueError(f"objects[{i}] is not a Kubernetes object (apiVersion, kind, metadata.name)")
-        ref = Ref.of(obj)
-        if ref in seen:
-            raise ValueError(f"objects[{i}] duplicates {ref}")
-        seen.add(ref)

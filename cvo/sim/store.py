@@ -1,0 +1,383 @@
+"""The embedded cluster's durable store: one SQLite database in WAL mode, shared by every cvo process.
+
+The embedded cluster used to be a JSON file saved when a command ended; a second process saving
+later overwrote the first one's writes, and a killed process lost all of its own.  This store makes
+the file behave like the API server it stands for (k3s's kine runs the Kubernetes API on SQLite the
+same way):
+
+* one table of objects keyed by (group, kind, namespace, name), each row holding the object's JSON
+  and the resourceVersion of its last write; a deletion leaves a tombstone row (no data) with the
+  resourceVersion of the delete, so "what changed after revision N" is one indexed query;
+* one ``meta`` row with the global resourceVersion, the uid counter and the cluster's clock;
+* every write is its own transaction, begun with ``BEGIN IMMEDIATE``: writers are serialised by
+  SQLite's lock, and the caller brings its view up to date inside the lock before it checks a
+  request's resourceVersion, so optimistic concurrency holds across processes;
+* a commit is durable once it returns (WAL with ``synchronous=NORMAL``: a killed or crashed process
+  loses only the request in flight; an operating-system crash may lose the last commits, not
+  consistency);
+* readers never block writers (WAL), and :meth:`Store.changes` tells a process, cheaply
+  (``PRAGMA data_version``), whether another one has committed since it last looked.
+
+The store knows nothing about Kubernetes semantics: :class:`cvo.sim.cluster.SimCluster` keeps the
+objects decoded in memory, checks every request against them, and records its writes here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from cvo.cluster.api import Ref
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+FORMAT = 2  # 1 was the JSON state file of cvo 0.1 (migrated by cvo.sim.legacy_state)
+BUSY_TIMEOUT = 60.0  # seconds a writer waits for another process's transaction before giving up
+# Tombstones older than this many revisions are dropped when a store is opened; a process whose view
+# is older than the compaction point reloads everything (as a watch that gets 410 Gone relists).
+TOMBSTONE_HORIZON = 10_000
+
+_SCHEMA = """
+CREATE TABLE meta (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    format INTEGER NOT NULL,
+    resource_version INTEGER NOT NULL,
+    uid_counter INTEGER NOT NULL,
+    clock REAL NOT NULL,          -- the cluster's wall clock (Unix seconds) at its newest write
+    compacted INTEGER NOT NULL    -- tombstones at or below this revision may be gone
+);
+CREATE TABLE objects (
+    grp TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    namespace TEXT NOT NULL,
+    name TEXT NOT NULL,
+    rv INTEGER NOT NULL,          -- resourceVersion of the last write (or of the delete)
+    data BLOB,                    -- the object's JSON, or NULL: deleted (a tombstone)
+    PRIMARY KEY (grp, kind, namespace, name)
+) WITHOUT ROWID;
+CREATE INDEX objects_by_rv ON objects (rv);
+"""
+
+
+class StateError(ValueError):
+    """The state file cannot be used; the message is one line and names the file."""
+
+
+@dataclass(frozen=True, slots=True)
+class Meta:
+    resource_version: int
+    uid_counter: int
+    clock: float
+    compacted: int
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    ref: Ref
+    rv: int
+    data: bytes | None  # None: the object was deleted
+
+
+@dataclass(frozen=True, slots=True)
+class Changes:
+    meta: Meta
+    rows: list[Row]
+    full: bool  # rows is every live object (the view was older than the compaction point): reload
+
+
+def is_sqlite(head: bytes) -> bool:
+    return head.startswith(SQLITE_MAGIC)
+
+
+def read_head(path: Path, size: int = 16) -> bytes:
+    with open(path, "rb") as f:
+        return f.read(size)
+
+
+def peek_clock(path: Path) -> float | None:
+    """The clock of the store at ``path``, without opening it for writing; None if it has none."""
+    try:
+        if not path.is_file() or not is_sqlite(read_head(path)):
+            return None
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=BUSY_TIMEOUT)
+        try:
+            row = conn.execute("SELECT clock FROM meta WHERE id = 1").fetchone()
+        finally:
+            conn.close()
+    except (OSError, sqlite3.Error):
+        return None
+    return float(row[0]) if row else None
+
+
+class Store:
+    """One process's connection to the store.  Not thread-safe: one event loop uses it."""
+
+    def __init__(self, path: Path, conn: sqlite3.Connection, meta: Meta, data_version: int) -> None:
+        self.path = path
+        self._conn = conn
+        self._meta = meta
+        self._synced = meta.resource_version  # every revision up to here is in the caller's view
+        self._data_version = data_version  # of the snapshot ``meta`` was read from
+        self._in_transaction = False
+        self._meta_dirty = False
+        self._rows: list[tuple[str, str, str, str, int, bytes | None]] = []
+
+    # ------------------------------------------------------------------------------- opening
+
+    @classmethod
+    def open(cls, path: Path, *, initial_clock: float) -> Store:
+        """Open (or create) the store at ``path``; :class:`StateError` when it is not a usable store."""
+        if path.is_dir():
+            raise StateError(f"{path}: is a directory, not a state file")
+        exists = path.exists()
+        if exists and not path.is_file():
+            raise StateError(f"{path}: not a regular file")
+        if exists:
+            try:
+                head = read_head(path)
+            except OSError as err:
+                raise StateError(f"{path}: cannot read: {err.strerror}") from None
+            if head and not is_sqlite(head):
+                from cvo.sim.legacy_state import migrate
+
+                migrate(path, cls._create_schema, initial_clock)
+            elif not head:
+                exists = False  # an empty file: SQLite makes a database of it
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            conn = cls._connect(path)
+        except sqlite3.Error as err:
+            what = "corrupt state database" if "not a database" in str(err) else "cannot open the state database"
+            raise StateError(f"{path}: {what}: {err}") from None
+        try:
+            meta, data_version = cls._prepare(conn, path, initial_clock)
+        except BaseException:
+            conn.close()
+            raise
+        store = cls(path, conn, meta, data_version)
+        store._compact()
+        return store
+
+    @staticmethod
+    def _connect(path: Path) -> sqlite3.Connection:
+        conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT, isolation_level=None, check_same_thread=False)
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = NORMAL")
+        return conn
+
+    @staticmethod
+    def _create_schema(conn: sqlite3.Connection, meta: Meta) -> None:
+        for statement in _SCHEMA.split(";"):  # not executescript: it would commit the caller's transaction
+            if statement.strip():
+                conn.execute(statement)
+        conn.execute("INSERT INTO meta VALUES (1, ?, ?, ?, ?, ?)",
+                     (FORMAT, meta.resource_version, meta.uid_counter, meta.clock, meta.compacted))
+
+    @classmethod
+    def _prepare(cls, conn: sqlite3.Connection, path: Path, initial_clock: float) -> tuple[Meta, int]:
+        """The store's meta row and the data version it was read at, creating the schema in a new database
+        (once, whoever gets there first)."""
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+                if not tables:
+                    cls._create_schema(conn, Meta(0, 0, initial_clock, 0))
+                elif not {"meta", "objects"} <= tables:
+                    raise StateError(f"{path}: an SQLite database, but not a cvo state file "
+                                     f"(tables: {', '.join(sorted(tables))})")
+                meta = cls._read_meta(conn, path)
+                data_version = int(conn.execute("PRAGMA data_version").fetchone()[0])
+                conn.execute("COMMIT")
+            except BaseException:
+                with contextlib.suppress(sqlite3.Error):
+                    conn.execute("ROLLBACK")
+                raise
+        except sqlite3.Error as err:
+            raise StateError(f"{path}: corrupt state database: {err}") from None
+        return meta, data_version
+
+    @staticmethod
+    def _read_meta(conn: sqlite3.Connection, path: Path) -> Meta:
+        try:
+            row = conn.execute("SELECT format, resource_version, uid_counter, clock, compacted FROM meta "
+                               "WHERE id = 1").fetchone()
+        except sqlite3.Error as err:
+            raise StateError(f"{path}: corrupt state database: {err}") from None
+        if row is None:
+            raise StateError(f"{path}: corrupt state database: the meta row is missing")
+        fmt, rv, uid, clock, compacted = row
+        if fmt != FORMAT:
+            raise StateError(f"{path}: state format {fmt!r} is not supported by this cvo (it reads format {FORMAT})")
+        for name, value in (("resource_version", rv), ("uid_counter", uid), ("compacted", compacted)):
+            if not isinstance(value, int) or value < 0:
+                raise StateError(f"{path}: corrupt state database: {name} is {value!r}")
+        if not isinstance(clock, int | float) or clock != clock:
+            raise StateError(f"{path}: corrupt state database: clock is {clock!r}")
+        return Meta(rv, uid, float(clock), compacted)
+
+    def _compact(self) -> None:
+        horizon = self._meta.resource_version - TOMBSTONE_HORIZON
+        if horizon <= self._meta.compacted:
+            return
+        with self._locked():
+            self._conn.execute("DELETE FROM objects WHERE data IS NULL AND rv <= ?", (horizon,))
+            self._conn.execute("UPDATE meta SET compacted = ? WHERE id = 1", (horizon,))
+            self._meta = Meta(self._meta.resource_version, self._meta.uid_counter, self._meta.clock, horizon)
+
+    # ------------------------------------------------------------------------------- reading
+
+    @property
+    def meta(self) -> Meta:
+        return self._meta
+
+    def snapshot(self) -> list[Row]:
+        """Every live object, in key order, as of :attr:`meta` (read in one transaction)."""
+        own = not self._in_transaction
+        if own:
+            self._conn.execute("BEGIN")
+        try:
+            # Everything from one snapshot, the data version included: a commit after it is seen next time.
+            version = self._read_data_version()
+            self._meta = self._read_meta(self._conn, self.path)
+            rows = self._live_rows()
+        finally:
+            if own:
+                self._conn.execute("COMMIT")
+        self._synced = self._meta.resource_version
+        self._data_version = version
+        return rows
+
+    def changes(self) -> Changes | None:
+        """What other processes committed since this one last looked; None when nothing (cheap)."""
+        if self._read_data_version() == self._data_version:
+            return None
+        own = not self._in_transaction
+        if own:
+            self._conn.execute("BEGIN")
+        try:
+            # Read in one snapshot, its data version included: a commit after it is seen next time.
+            version = self._read_data_version()
+            meta = self._read_meta(self._conn, self.path)
+            if meta.resource_version == self._synced:
+                self._meta = meta
+                self._data_version = version
+                return None
+            if self._synced < meta.compacted:
+                rows, full = self._live_rows(), True
+            else:
+                rows = [self._row(r) for r in self._conn.execute(
+                    "SELECT grp, kind, namespace, name, rv, data FROM objects WHERE rv > ? ORDER BY rv",
+                    (self._synced,))]
+                full = False
+        finally:
+            if own:
+                self._conn.execute("COMMIT")
+        self._data_version = version
+        self._meta = meta
+        self._synced = meta.resource_version
+        return Changes(meta, rows, full)
+
+    def _live_rows(self) -> list[Row]:
+        return [self._row(r) for r in self._conn.execute(
+            "SELECT grp, kind, namespace, name, rv, data FROM objects WHERE data IS NOT NULL")]
+
+    @staticmethod
+    def _row(r: tuple[str, str, str, str, int, bytes | None]) -> Row:
+        return Row(Ref(r[0], r[1], r[2], r[3]), r[4], r[5])
+
+    def _read_data_version(self) -> int:
+        return int(self._conn.execute("PRAGMA data_version").fetchone()[0])
+
+    # ------------------------------------------------------------------------------- writing
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        """One write transaction: the caller catches up with :meth:`changes` first, then records rows.
+
+        Nothing recorded is written unless the block ends normally; then it is committed, durably.
+        """
+        if self._in_transaction:
+            raise RuntimeError("Store.transaction is not re-entrant")
+        with self._locked():
+            self._in_transaction = True
+            self._rows = []
+            self._meta_dirty = False
+            try:
+                yield
+                self._flush()
+            finally:
+                self._in_transaction = False
+                self._rows = []
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        try:
+            self._conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as err:
+            raise StateError(f"{self.path}: cannot lock the state database for writing: {err}") from None
+        try:
+            yield
+        except BaseException:
+            with contextlib.suppress(sqlite3.Error):
+                self._conn.execute("ROLLBACK")
+            raise
+        try:
+            self._conn.execute("COMMIT")
+        except sqlite3.Error as err:
+            with contextlib.suppress(sqlite3.Error):
+                self._conn.execute("ROLLBACK")
+            raise StateError(f"{self.path}: cannot write the state database: {err}") from None
+
+    def put(self, ref: Ref, rv: int, data: bytes) -> None:
+        self._record(ref, rv, data)
+
+    def delete(self, ref: Ref, rv: int) -> None:
+        self._record(ref, rv, None)
+
+    def _record(self, ref: Ref, rv: int, data: bytes | None) -> None:
+        if not self._in_transaction:
+            raise RuntimeError("Store writes happen inside Store.transaction()")
+        self._rows.append((ref.group, ref.kind, ref.namespace, ref.name, rv, data))
+
+    def set_meta(self, resource_version: int, uid_counter: int, clock: float) -> None:
+        """Record the counters and the clock with this transaction (the clock never moves back)."""
+        if not self._in_transaction:
+            raise RuntimeError("Store writes happen inside Store.transaction()")
+        self._meta = Meta(resource_version, uid_counter, max(clock, self._meta.clock), self._meta.compacted)
+        self._meta_dirty = True
+
+    def advance_clock(self, clock: float) -> None:
+        """Move the stored clock forward to ``clock`` (never back), in a transaction of its own."""
+        self._conn.execute("UPDATE meta SET clock = MAX(clock, ?) WHERE id = 1", (clock,))
+
+    def _flush(self) -> None:
+        if self._rows:
+            self._conn.executemany("INSERT OR REPLACE INTO objects VALUES (?, ?, ?, ?, ?, ?)", self._rows)
+        if self._meta_dirty:
+            m = self._meta
+            self._conn.execute("UPDATE meta SET resource_version = ?, uid_counter = ?, clock = ? WHERE id = 1",
+                               (m.resource_version, m.uid_counter, m.clock))
+            self._synced = m.resource_version
+
+    def close(self) -> None:
+        with contextlib.suppress(sqlite3.Error):
+            self._conn.close()
+
+
+def write_rows(conn: sqlite3.Connection, rows: Iterable[tuple[Ref, int, bytes]]) -> None:
+    """Bulk insert for migrations (inside the caller's transaction)."""
+    conn.executemany("INSERT OR REPLACE INTO objects VALUES (?, ?, ?, ?, ?, ?)",
+                     ((r.group, r.kind, r.namespace, r.name, rv, data) for r, rv, data in rows))
+
+
+def fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

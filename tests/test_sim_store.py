@@ -1,0 +1,382 @@
+"""The embedded cluster's SQLite store: durable writes, optimistic concurrency and watches across processes.
+
+Two :class:`SimCluster` objects on one file have two SQLite connections, which SQLite treats exactly
+as two processes (locks, WAL snapshots, ``data_version``); the tests that need a real second process
+(killed mid-run, concurrent writers) are in ``tests/test_store_processes.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import state_objects
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from cvo.clock import Clock, run_real, run_virtual
+from cvo.cluster.api import ApiError, ApiErrorKind, EventType, Ref, WatchEvent
+from cvo.sim import store as store_module
+from cvo.sim.cluster import SimCluster
+from cvo.sim.store import FORMAT, StateError, Store
+
+EPOCH = datetime(2025, 1, 2, 3, 4, 5, tzinfo=UTC)
+CM = Ref("", "ConfigMap", "default", "cm")
+
+
+def configmap(name: str = "cm", namespace: str = "default", **data: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": namespace},
+            "data": dict(data)}
+
+
+def crd(group: str = "example.com", kind: str = "Widget", plural: str = "widgets") -> dict[str, Any]:
+    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": f"{plural}.{group}"},
+            "spec": {"group": group, "scope": "Namespaced",
+                     "names": {"kind": kind, "plural": plural, "singular": kind.lower(), "listKind": f"{kind}List"},
+                     "versions": [{"name": "v1", "served": True, "storage": True}]}}
+
+
+def two(path: Path, test: Callable[[SimCluster, SimCluster], Awaitable[None]]) -> None:
+    """Run ``test`` with two clusters on one store, as two processes would have them."""
+
+    async def main() -> None:
+        a = SimCluster(Clock(EPOCH), path=path)
+        b = SimCluster(Clock(EPOCH), path=path)
+        try:
+            await test(a, b)
+        finally:
+            await a.close()
+            await b.close()
+
+    run_virtual(main)
+
+
+def test_a_write_is_in_the_store_when_it_returns(tmp_path: Path) -> None:
+    """No close, no save: what a process wrote is there for anyone who reads the file."""
+    path = tmp_path / "cluster.db"
+
+    async def main() -> None:
+        c = SimCluster(Clock(EPOCH), path=path)
+        await c.create(configmap(a="1"))
+        live = await c.get(CM)
+        assert live is not None
+        await c.update({**live, "data": {"a": "2"}})
+        stored = [o for o in state_objects(path) if o["kind"] == "ConfigMap"]
+        assert [o["data"] for o in stored] == [{"a": "2"}]
+        await c.delete(CM)
+        assert not [o for o in state_objects(path) if o["kind"] == "ConfigMap"]
+
+    run_virtual(main)
+
+
+def test_reads_see_the_other_process_writes(tmp_path: Path) -> None:
+    async def test(a: SimCluster, b: SimCluster) -> None:
+        await a.create(configmap(a="1"))
+        got = await b.get(CM)
+        assert got is not None and got["data"] == {"a": "1"}
+        assert [o["metadata"]["name"] for o in await b.list("", "ConfigMap")] == ["cm"]
+        await b.delete(CM)
+        assert await a.get(CM) is None
+        assert a.resource_version == b.resource_version
+
+    two(tmp_path / "cluster.db", test)
+
+
+def test_a_stale_resource_version_is_a_conflict_across_processes(tmp_path: Path) -> None:
+    async def test(a: SimCluster, b: SimCluster) -> None:
+        created = await a.create(configmap(a="1"))
+        mine = await a.get(CM)
+        theirs = await b.get(CM)
+        assert mine is not None and theirs is not None
+        await b.update({**theirs, "data": {"b": "1"}})
+        with pytest.raises(ApiError) as info:
+            await a.update({**mine, "data": {"a": "2"}})
+        assert info.value.kind is ApiErrorKind.CONFLICT
+        assert "the object has been modified" in str(info.value)
+        again = await a.get(CM)
+        assert again is not None and again["data"] == {"b": "1"}
+        assert int(again["metadata"]["resourceVersion"]) > int(created["metadata"]["resourceVersion"])
+        with pytest.raises(ApiError) as info:
+            await b.create(configmap(a="3"))
+        assert info.value.kind is ApiErrorKind.ALREADY_EXISTS
+
+    two(tmp_path / "cluster.db", test)
+
+
+def test_resource_versions_and_uids_stay_unique_across_processes(tmp_path: Path) -> None:
+    async def test(a: SimCluster, b: SimCluster) -> None:
+        seen_rv: list[int] = []
+        seen_uid: set[str] = set()
+        for i in range(20):
+            for c in (a, b):
+                obj = await c.create(configmap(f"cm-{i}-{id(c) % 7}-{c is a}"))
+                seen_rv.append(int(obj["metadata"]["resourceVersion"]))
+                seen_uid.add(obj["metadata"]["uid"])
+        assert seen_rv == sorted(seen_rv) and len(set(seen_rv)) == 40
+        assert len(seen_uid) == 40
+
+    two(tmp_path / "cluster.db", test)
+
+
+def test_a_watch_gets_the_other_process_changes_in_order(tmp_path: Path) -> None:
+    async def test(a: SimCluster, b: SimCluster) -> None:
+        stream = a.watch("", "ConfigMap")
+        events: list[WatchEvent] = []
+        await b.create(configmap(a="1"))
+        await a.get(Ref("", "Namespace", "", "default"))  # any request takes the changes in
+        events.append(await anext(stream))
+        live = await b.get(CM)
+        assert live is not None
+        await b.update({**live, "data": {"a": "2"}})
+        await a.list("", "Namespace")
+        events.append(await anext(stream))
+        await b.delete(CM)
+        await a.serves("v1", "ConfigMap")
+        events.append(await anext(stream))
+        assert [e.type for e in events] == [EventType.ADDED, EventType.MODIFIED, EventType.DELETED]
+        assert [e.obj.get("data") for e in events] == [{"a": "1"}, {"a": "2"}, {"a": "2"}]
+        assert [int(e.obj["metadata"]["resourceVersion"]) for e in events] == sorted(
+            int(e.obj["metadata"]["resourceVersion"]) for e in events)
+        await stream.aclose()
+
+    two(tmp_path / "cluster.db", test)
+
+
+def test_changes_between_two_looks_are_coalesced_as_a_relist_would(tmp_path: Path) -> None:
+    """The store keeps each object's latest state (as etcd does after compaction), not every event: a
+    process that looks after three writes sees where they ended, as a watch that relisted would."""
+    async def test(a: SimCluster, b: SimCluster) -> None:
+        stream = a.watch("", "ConfigMap")
+        await b.create(configmap(a="1"))
+        await b.create(configmap("other", a="1"))
+        for value in ("2", "3"):
+            live = await b.get(CM)
+            assert live is not None
+            await b.update({**live, "data": {"a": value}})
+        await b.delete(Ref("", "ConfigMap", "default", "other"))
+        await a.get(CM)
+        event = await anext(stream)
+        assert (event.type, event.obj["data"]) == (EventType.ADDED, {"a": "3"})
+        assert [o["metadata"]["name"] for o in await a.list("", "ConfigMap")] == ["cm"]
+        await stream.aclose()
+
+    two(tmp_path / "cluster.db", test)
+
+
+def test_an_idle_watcher_hears_of_another_process_write_within_a_second(tmp_path: Path) -> None:
+    """The poller thread notices the commit in real time; nothing in this process makes a request."""
+    path = tmp_path / "cluster.db"
+
+    async def main() -> float:
+        a = SimCluster(Clock(), path=path)
+        b = SimCluster(Clock(), path=path)
+        try:
+            stream = a.watch("", "ConfigMap")
+            waiter = asyncio.ensure_future(anext(stream))
+            await asyncio.sleep(0)
+            loop = asyncio.get_running_loop()
+            started = loop.time()
+            await b.create(configmap(a="1"))  # b's write; a makes no request from here on
+            event = await asyncio.wait_for(waiter, timeout=5)
+            took = loop.time() - started
+            assert event.type is EventType.ADDED and event.obj["data"] == {"a": "1"}
+            await stream.aclose()
+            return took
+        finally:
+            await a.close()
+            await b.close()
+
+    assert run_real(main) < 1.0
+
+
+def test_crds_and_namespace_deletion_from_another_process(tmp_path: Path) -> None:
+    async def test(a: SimCluster, b: SimCluster) -> None:
+        await b.create(crd())
+        assert await a.serves("example.com/v1", "Widget")
+        await a.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}})
+        await a.create({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w", "namespace": "team"}})
+        await a.create(configmap("x", "team"))
+        await b.delete(Ref("", "Namespace", "", "team"))
+        assert await a.get(Ref("", "ConfigMap", "team", "x")) is None
+        assert await a.list("example.com", "Widget") == []
+        await a.delete(Ref("apiextensions.k8s.io", "CustomResourceDefinition", "", "widgets.example.com"))
+        assert not await b.serves("example.com/v1", "Widget")
+
+    two(tmp_path / "cluster.db", test)
+
+
+def test_the_clock_never_runs_backwards_across_processes(tmp_path: Path) -> None:
+    """The store keeps the newest time any process wrote at; a process that sees a later one moves to it."""
+    path = tmp_path / "cluster.db"
+
+    async def main() -> None:
+        a = SimCluster(Clock(EPOCH), path=path)
+        later = Clock(EPOCH + timedelta(hours=2))
+        b = SimCluster(later, path=path)
+        await b.create(configmap("from-b"))
+        await a.get(CM)  # a takes b's write in, and b's clock with it
+        assert a.clock.now() >= EPOCH + timedelta(hours=2)
+        made = await a.create(configmap("from-a"))
+        assert made["metadata"]["creationTimestamp"] >= "2025-01-02T05:04:05Z"
+        await a.close()
+        await b.close()
+
+    run_virtual(main)
+
+
+def test_a_failed_commit_leaves_memory_as_the_store_has_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """If the store cannot commit, the write fails and the cluster forgets it: memory never runs ahead."""
+    path = tmp_path / "cluster.db"
+
+    async def main() -> None:
+        c = SimCluster(Clock(EPOCH), path=path)
+        store = c.store
+        assert store is not None
+        real_flush = store._flush
+
+        def broken() -> None:
+            raise sqlite3.OperationalError("disk I/O error")
+
+        monkeypatch.setattr(store, "_flush", broken)
+        with pytest.raises(ApiError) as info:
+            await c.create(configmap(a="1"))
+        assert info.value.kind is ApiErrorKind.INTERNAL
+        assert str(info.value) == f"the embedded cluster's store failed: {path}: disk I/O error"
+        monkeypatch.setattr(store, "_flush", real_flush)
+        assert await c.get(CM) is None
+        made = await c.create(configmap(a="2"))
+        assert made["data"] == {"a": "2"}
+        await c.close()
+
+    run_virtual(main)
+
+
+def test_an_old_view_reloads_after_compaction(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tombstones are dropped past a horizon; a process whose view is older takes in every live object."""
+    monkeypatch.setattr(store_module, "TOMBSTONE_HORIZON", 5)
+    path = tmp_path / "cluster.db"
+
+    async def main() -> None:
+        a = SimCluster(Clock(EPOCH), path=path)
+        stream = a.watch("", "ConfigMap")
+        b = SimCluster(Clock(EPOCH), path=path)
+        for i in range(10):
+            await b.create(configmap(f"gone-{i}"))
+            await b.delete(Ref("", "ConfigMap", "default", f"gone-{i}"))
+        await b.create(configmap("kept"))
+        await b.close()
+        c = SimCluster(Clock(EPOCH), path=path)  # opening compacts
+        assert c.store is not None and c.store.meta.compacted > 0
+        names = [o["metadata"]["name"] for o in await a.list("", "ConfigMap")]
+        assert names == ["kept"]
+        event = await anext(stream)
+        assert (event.type, event.obj["metadata"]["name"]) == (EventType.ADDED, "kept")
+        await stream.aclose()
+        await a.close()
+        await c.close()
+
+    run_virtual(main)
+
+
+# --- state files that are not usable ---------------------------------------------------------------------------
+
+
+def test_a_database_of_another_program_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "other.db"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE songs (title TEXT)")
+    conn.commit()
+    conn.close()
+    with pytest.raises(StateError, match=r"an SQLite database, but not a cvo state file \(tables: songs\)"):
+        SimCluster(Clock(EPOCH), path=path)
+
+
+def test_a_store_of_a_newer_format_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "cluster.db"
+    run_virtual(lambda: SimCluster(Clock(EPOCH), path=path).close())
+    conn = sqlite3.connect(path)
+    conn.execute("UPDATE meta SET format = 99")
+    conn.commit()
+    conn.close()
+    with pytest.raises(StateError, match=f"state format 99 is not supported by this cvo \\(it reads format {FORMAT}\\)"):
+        SimCluster(Clock(EPOCH), path=path)
+
+
+def test_a_stored_object_that_is_not_json_is_reported_when_read(tmp_path: Path) -> None:
+    path = tmp_path / "cluster.db"
+    run_virtual(lambda: SimCluster(Clock(EPOCH), path=path).close())
+    conn = sqlite3.connect(path)
+    conn.execute("UPDATE objects SET data = x'00ff' WHERE kind = 'Namespace' AND name = 'default'")
+    conn.commit()
+    conn.close()
+    with pytest.raises(StateError, match="corrupt state database: Namespace default is not a JSON object of that kind and name"):
+        SimCluster(Clock(EPOCH), path=path)
+
+
+def test_a_legacy_json_state_is_migrated_in_place(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "cluster.json"
+    objects = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default", "resourceVersion": "3"}},
+               {**configmap(a="1"), "metadata": {"name": "cm", "namespace": "default", "resourceVersion": "7",
+                                                 "uid": "u-1"}}]
+    path.write_text(json.dumps({"format": 1, "clock_time": "2025-03-01T00:00:00Z", "resource_version": 7,
+                                "uid_counter": 2, "objects": objects}))
+
+    async def main() -> None:
+        clock = Clock(EPOCH)
+        c = SimCluster(clock, path=path)
+        assert clock.now() == datetime(2025, 3, 1, tzinfo=UTC)
+        got = await c.get(CM)
+        assert got is not None and got["data"] == {"a": "1"} and got["metadata"]["uid"] == "u-1"
+        made = await c.create(configmap("next"))
+        assert made["metadata"]["resourceVersion"] == "8"
+        await c.close()
+
+    run_virtual(main)
+    assert path.read_bytes().startswith(b"SQLite format 3\x00")
+    assert "migrated the JSON state of an earlier cvo to the SQLite store (2 objects)" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cluster.json"]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(content=st.one_of(
+    st.binary(max_size=600),
+    st.binary(max_size=400).map(lambda b: b"SQLite format 3\x00" + b),
+    st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+                 lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+                 max_leaves=20).map(lambda v: json.dumps(v).encode()),
+    st.fixed_dictionaries({"format": st.just(1), "resource_version": st.integers(-2, 5),
+                           "uid_counter": st.integers(-2, 5), "clock_time": st.sampled_from(["2025-01-01T00:00:00Z", "x"]),
+                           "objects": st.lists(st.dictionaries(st.sampled_from(["apiVersion", "kind", "metadata"]),
+                                                               st.one_of(st.text(max_size=4), st.dictionaries(
+                                                                   st.sampled_from(["name", "namespace"]),
+                                                                   st.text(max_size=4) | st.integers()))),
+                                               max_size=3)}).map(lambda v: json.dumps(v).encode()),
+))
+def test_any_state_file_opens_or_is_one_clear_error(tmp_path_factory: pytest.TempPathFactory, content: bytes) -> None:
+    """Hostile state files: either a usable cluster, or a StateError of one line naming the file."""
+    path = tmp_path_factory.mktemp("fuzz") / "state"
+    path.write_bytes(content)
+
+    async def main() -> None:
+        try:
+            c = SimCluster(Clock(EPOCH), path=path)
+        except StateError as err:
+            message = str(err)
+            assert message.startswith(f"{path}: ") and "\n" not in message
+            return
+        assert await c.get(Ref("", "Namespace", "", "default")) is not None or await c.list("", "Namespace") is not None
+        await c.close()
+
+    run_virtual(main)
+
+
+def test_store_refuses_a_directory(tmp_path: Path) -> None:
+    with pytest.raises(StateError, match="is a directory, not a state file"):
+        Store.open(tmp_path, initial_clock=0.0)
