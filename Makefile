@@ -12,22 +12,25 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
-DEMO_STATE := .cvo-demo-state.json
+DEMO_STATE := .cvo-demo-state.db
 DEMO_SPEED ?= 600
 DEMO := --state $(DEMO_STATE) --speed $(DEMO_SPEED) --operators payloads/demo-operators.yaml
 
 ## make demo: on the embedded simulated cluster, install 4.16.0, upgrade to 4.16.3, watch the 4.17.0
-## upgrade be blocked by etcd's OperatorCondition, override it, and upgrade
+## upgrade be blocked by etcd's OperatorCondition, and while it waits, override the block from another
+## command: the waiting upgrade sees it and goes ahead by itself
 demo: $(STAMP)
-	@rm -f $(DEMO_STATE)
+	@rm -f $(DEMO_STATE) $(DEMO_STATE)-wal $(DEMO_STATE)-shm $(DEMO_STATE).lock
 	$(BIN)/cvo lint payloads/demo-4.16.0
 	$(BIN)/cvo plan payloads/demo-4.17.0 | head -12
 	$(BIN)/cvo install payloads/demo-4.16.0 $(DEMO)
 	$(BIN)/cvo upgrade --to payloads/demo-4.16.3 $(DEMO)
 	-$(BIN)/cvo upgrade --to payloads/demo-4.17.0 --dry-run $(DEMO)
-	-$(BIN)/cvo upgrade --to payloads/demo-4.17.0 --timeout 10m $(DEMO)
-	$(BIN)/cvo override etcd Upgradeable=True --reason MigrationVerified --message "storage migration checked by the admin" --state $(DEMO_STATE)
-	$(BIN)/cvo upgrade --to payloads/demo-4.17.0 $(DEMO)
+	$(BIN)/cvo upgrade --to payloads/demo-4.17.0 $(DEMO) & upgrade=$$!; \
+	  until $(BIN)/cvo status --state $(DEMO_STATE) -o json 2>/dev/null | grep -q PreconditionChecks; do sleep 0.2; done; \
+	  echo "--- the upgrade waits, blocked by etcd; in another command, the admin overrides the block:"; \
+	  $(BIN)/cvo override etcd Upgradeable=True --reason MigrationVerified --message "storage migration checked by the admin" --state $(DEMO_STATE); \
+	  wait $$upgrade
 	$(BIN)/cvo status --state $(DEMO_STATE)
 
 ## make test: lint the code and run the whole test suite

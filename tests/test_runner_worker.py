@@ -23,7 +23,15 @@ from cvo.payload.filters import ApplyFilter
 from cvo.payload.graph import Mode
 from cvo.payload.loader import Release, load_release
 from cvo.runner.events import Event, Recorder
-from cvo.runner.worker import INSTALL_BACKOFF, UPDATE_BACKOFF, Backoff, SweepOptions, SweepResult, Worker
+from cvo.runner.worker import (
+    INSTALL_BACKOFF,
+    UPDATE_BACKOFF,
+    Backoff,
+    SweepOptions,
+    SweepResult,
+    Worker,
+    WrongRelease,
+)
 from cvo.sim.behaviour import Behaviour, Behaviours, Window
 from cvo.sim.cluster import DEFAULT_NAMESPACES, SimCluster
 from cvo.sim.operators import OperatorSimulator
@@ -871,3 +879,24 @@ def test_several_failed_nodes_are_summarised_as_multiple_errors(make_release: Re
     assert failing.fields["reason"] == "MultipleErrors"
     progressing = next(e for e in condition_events(rec, "Progressing") if e.fields["reason"] == "MultipleErrors")
     assert progressing.fields["message"] == f"Unable to apply {NEW}: an unknown error has occurred: MultipleErrors"
+
+
+def test_a_reconcile_of_another_release_is_refused_by_the_worker_itself(make_release: ReleaseFactory) -> None:
+    """Defence in depth: whatever path builds it, a reconcile of a release the cluster does not run is refused
+    before it applies anything (only an upgrade, through its preconditions, moves the version)."""
+    old = release_of(make_release, OLD, {"0000_50_a_cm.yaml": obj("ConfigMap", "cm", "ns")})
+    new = release_of(make_release, NEW, {"0000_50_a_cm.yaml": obj("ConfigMap", "cm", "ns", data={"v": NEW})})
+
+    async def test() -> None:
+        clock = Clock(EPOCH)
+        cluster = new_cluster(clock)
+        result, _ = await sweep(cluster, clock, old, Mode.INSTALL)
+        assert result.completed
+        before = await cluster.get(CM)
+        with pytest.raises(WrongRelease, match=r"reconcile of 4\.17\.0 refused: the cluster runs 4\.16\.0"):
+            await sweep(cluster, clock, new, Mode.RECONCILE)
+        assert await cluster.get(CM) == before
+        cv = await cluster.get(cv_ref())
+        assert cv is not None and cv["status"]["desired"]["version"] == OLD
+
+    run_virtual(test)

@@ -12,10 +12,10 @@ import sys
 from typing import Any
 
 from cvo.cli.backend import add_backend_flags, backend_clock, open_backend
-from cvo.cli.common import EXIT_OK, UsageError
-from cvo.clock import to_rfc3339
+from cvo.cli.common import EXIT_OK, CommandFailed, UsageError
+from cvo.cluster.api import Ref
 from cvo.olm import OC_API_VERSION, OC_GROUP, OC_KIND, SUPPORTED_TYPES
-from cvo.runner.operator_conditions import OperatorConditionManager
+from cvo.runner.overrides import Override, OverrideFailed, set_override
 
 HELP = "set (or --clear) an admin override of an operator's Upgradeable OperatorCondition"
 
@@ -63,25 +63,14 @@ def run(args: argparse.Namespace) -> int:
             if len(matches) > 1:
                 where = ", ".join(o["metadata"].get("namespace", "") for o in matches)
                 raise UsageError(f"several OperatorConditions named {args.name!r} (namespaces {where})")
-            oc = matches[0]
-            spec = dict(oc.get("spec") or {})
-            existing = next((o for o in spec.get("overrides") or [] if o.get("type") == type_), None)
-            overrides = [o for o in spec.get("overrides") or [] if o.get("type") != type_]
-            if not args.clear:
-                same = existing is not None and existing.get("status") == status
-                stamp = existing.get("lastTransitionTime") if same and existing else to_rfc3339(clock.now())
-                overrides.append({"type": type_, "status": status, "reason": args.reason, "message": args.message,
-                                  "lastTransitionTime": stamp})
-            elif existing is None:
-                done["where"] = f"{oc['metadata'].get('namespace')}/{args.name}"
-                done["noop"] = True
-                return
-            spec["overrides"] = overrides
-            updated = await cluster.update({**oc, "spec": spec})
-            # cvo plays OLM's controller: the spec edit bumped the generation, so the status copy of
-            # the operator's conditions is brought up to it (otherwise it would read as outdated).
-            await OperatorConditionManager(cluster, []).sync_one(updated)
-            done["where"] = f"{oc['metadata'].get('namespace')}/{args.name}"
+            ref = Ref.of(matches[0])
+            done["where"] = f"{ref.namespace}/{args.name}"
+            wanted = Override(type_, status, args.reason, args.message, clear=args.clear)
+            try:
+                result = await set_override(cluster, ref, wanted, clock.now())
+            except OverrideFailed as err:
+                raise CommandFailed(str(err)) from None
+            done["noop"] = not result.changed
 
     run_loop(main)
     if done.get("noop"):
