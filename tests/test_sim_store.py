@@ -380,3 +380,17 @@ def test_any_state_file_opens_or_is_one_clear_error(tmp_path_factory: pytest.Tem
 def test_store_refuses_a_directory(tmp_path: Path) -> None:
     with pytest.raises(StateError, match="is a directory, not a state file"):
         Store.open(tmp_path, initial_clock=0.0)
+
+
+def test_the_store_is_readable_by_its_owner_only(tmp_path: Path) -> None:
+    """It holds the payload's Secrets."""
+    path = tmp_path / "cluster.db"
+
+    async def main() -> None:
+        c = SimCluster(Clock(EPOCH), path=path)
+        await c.create(configmap())
+        for name in ("cluster.db", "cluster.db-wal", "cluster.db-shm"):
+            assert (tmp_path / name).stat().st_mode & 0o777 == 0o600, name
+        await c.close()
+
+    run_virtual(main)

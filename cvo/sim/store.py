@@ -148,6 +148,10 @@ class Store:
                 exists = False  # an empty file: SQLite makes a database of it
         else:
             path.parent.mkdir(parents=True, exist_ok=True)
+            # The cluster holds the payload's Secrets: only its owner may read it (SQLite gives the
+            # write-ahead log and index files the same mode).
+            with contextlib.suppress(FileExistsError):
+                os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
         try:
             conn = cls._connect(path)
         except sqlite3.Error as err:
