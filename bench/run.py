@@ -185,9 +185,14 @@ CORPUS_VERSION = "5.0.0-0.nightly-2026-08-22-120000"
 NEXT_VERSION = "5.0.1-0.nightly-2026-09-05-120000"
 
 
+def remove_state(state: Path) -> None:
+    for suffix in ("", "-wal", "-shm", ".lock"):
+        Path(f"{state}{suffix}").unlink(missing_ok=True)
+
+
 def sweep_once(release: Path, target: Path, state: Path, env: dict[str, str]) -> dict[str, float]:
     """One install of ``release`` then an upgrade to ``target``, each a whole ``cvo`` process."""
-    state.unlink(missing_ok=True)
+    remove_state(state)
     out: dict[str, float] = {}
     for step, argv in (("install", cvo("install", str(release), "--state", str(state), "-o", "json")),
                        ("upgrade", cvo("upgrade", "--to", str(target), "--state", str(state), "-o", "json"))):
@@ -221,8 +226,8 @@ def sweep_section(repeats: int) -> list[str]:
             base = CORPUS if factor == 1 else scaled_corpus(CORPUS, factor, tmp / f"x{factor}")
             nxt = derived_release(base, CORPUS_VERSION, NEXT_VERSION, tmp / f"next{factor}")
             env = dict(os.environ, CVO_CACHE_DIR=str(tmp / "cache"))
-            sweep_once(base, nxt, tmp / "warmup.json", env)  # fills the parse cache: sweeps, not parsing, are measured
-            samples = [sweep_once(base, nxt, tmp / f"state{factor}.json", env) for _ in range(runs if factor < 20 else 3)]
+            sweep_once(base, nxt, tmp / "warmup.db", env)  # fills the parse cache: sweeps, not parsing, are measured
+            samples = [sweep_once(base, nxt, tmp / f"state{factor}.db", env) for _ in range(runs if factor < 20 else 3)]
             rows.append((factor, {k: statistics.median(s[k] for s in samples) for k in samples[0]}))
         lines += [
             f"Every ClusterOperator reports after its default simulated delay (30–180 s, fixed per operator "
@@ -265,7 +270,70 @@ def sweep_section(repeats: int) -> list[str]:
     return lines
 
 
-SECTIONS: dict[str, Section] = {"plan": plan_section, "sweep": sweep_section, "kube": kube_section}
+STORE_BASELINE = 0.30  # seconds: the corpus install sweep in memory before the store (docs/benchmarks.md, 2026-11-23)
+STORE_GOAL = 1.5  # the store may cost at most this factor of the baseline
+
+
+def install_once(release: Path, state: str, env: dict[str, str]) -> tuple[float, float, float]:
+    """One ``cvo install`` process: (sweep wall s, process wall s, peak RSS MB)."""
+    if state != "none":
+        remove_state(Path(state))
+    argv = cvo("install", str(release), "--state", state, "-o", "json")
+    with tempfile.TemporaryFile() as out_file, tempfile.TemporaryFile() as err_file:
+        start = time.perf_counter()
+        proc = subprocess.Popen(argv, stdout=out_file, stderr=err_file, env=env)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - start
+        out_file.seek(0)
+        err_file.seek(0)
+        stdout, stderr = out_file.read(), err_file.read()
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"benchmark install failed: {stderr.decode()[-2000:]}")
+    return float(json.loads(stdout)["wallSeconds"]), wall, usage.ru_maxrss / 1024
+
+
+def store_section(repeats: int) -> list[str]:
+    """The corpus install with the cluster in memory (``--state none``) and on the SQLite store, interleaved."""
+    tmp = Path(tempfile.mkdtemp(prefix="cvo-bench-store-"))
+    runs = max(5, repeats)
+    try:
+        env = dict(os.environ, CVO_CACHE_DIR=str(tmp / "cache"))
+        install_once(CORPUS, "none", env)  # fills the parse cache
+        memory, store = [], []
+        for _ in range(runs):  # alternate, so both see the same machine
+            memory.append(install_once(CORPUS, "none", env))
+            store.append(install_once(CORPUS, str(tmp / "cluster.db"), env))
+        db_size = (tmp / "cluster.db").stat().st_size / 1e6
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    def med(rows: list[tuple[float, float, float]], i: int) -> float:
+        return statistics.median(r[i] for r in rows)
+
+    sweep_mem, sweep_store = med(memory, 0), med(store, 0)
+    limit = STORE_BASELINE * STORE_GOAL
+    verdict = "met" if sweep_store <= limit else "not met"
+    return [
+        "## The embedded cluster's store: the corpus install in memory and on SQLite",
+        "",
+        f"`cvo install` of the corpus (1,002 manifests, 33 ClusterOperators), parse cache warm, {runs} runs of each "
+        "kind alternating. *memory* is `--state none`; *store* commits every write to the SQLite store "
+        "(`docs/sweep.md`, \"The store\") before it returns. *sweep* is the sweep alone, *process* the whole command.",
+        "",
+        "| cluster | sweep wall s | process wall s | peak RSS MB |",
+        "|---|---|---|---|",
+        f"| memory | {sweep_mem:.3f} | {med(memory, 1):.2f} | {max(r[2] for r in memory):.0f} |",
+        f"| store | {sweep_store:.3f} | {med(store, 1):.2f} | {max(r[2] for r in store):.0f} |",
+        "",
+        f"The store costs {sweep_store / sweep_mem:.2f}× the in-memory sweep measured beside it; the database "
+        f"ends at {db_size:.1f} MB. Goal: the store's sweep within {STORE_GOAL}× of the {STORE_BASELINE:.2f} s "
+        f"in-memory sweep before the store (≤ {limit:.2f} s): **{verdict}** ({sweep_store:.3f} s).",
+        "",
+    ]
+
+
+SECTIONS: dict[str, Section] = {"plan": plan_section, "sweep": sweep_section, "store": store_section,
+                                "kube": kube_section}
 
 
 def _sections(text: str) -> dict[str, list[str]]:

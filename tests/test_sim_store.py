@@ -248,7 +248,8 @@ def test_a_failed_commit_leaves_memory_as_the_store_has_it(tmp_path: Path, monke
         with pytest.raises(ApiError) as info:
             await c.create(configmap(a="1"))
         assert info.value.kind is ApiErrorKind.INTERNAL
-        assert str(info.value) == f"the embedded cluster's store failed: {path}: disk I/O error"
+        assert str(info.value) == f"the embedded cluster's store failed: {path}: cannot write the state database: " \
+                                  "disk I/O error"
         monkeypatch.setattr(store, "_flush", real_flush)
         assert await c.get(CM) is None
         made = await c.create(configmap(a="2"))
@@ -274,10 +275,10 @@ def test_an_old_view_reloads_after_compaction(tmp_path: Path, monkeypatch: pytes
         await b.close()
         c = SimCluster(Clock(EPOCH), path=path)  # opening compacts
         assert c.store is not None and c.store.meta.compacted > 0
+        event = await anext(stream)  # a watches: its poller takes the changes in within 0.1 s
+        assert (event.type, event.obj["metadata"]["name"]) == (EventType.ADDED, "kept")
         names = [o["metadata"]["name"] for o in await a.list("", "ConfigMap")]
         assert names == ["kept"]
-        event = await anext(stream)
-        assert (event.type, event.obj["metadata"]["name"]) == (EventType.ADDED, "kept")
         await stream.aclose()
         await a.close()
         await c.close()
@@ -392,5 +393,77 @@ def test_the_store_is_readable_by_its_owner_only(tmp_path: Path) -> None:
         for name in ("cluster.db", "cluster.db-wal", "cluster.db-shm"):
             assert (tmp_path / name).stat().st_mode & 0o777 == 0o600, name
         await c.close()
+
+    run_virtual(main)
+
+
+# --- group commit: the writes of one event-loop turn share a transaction ----------------------------------------
+
+
+def grouped(path: Path, test: Callable[[SimCluster], Awaitable[None]]) -> None:
+    async def main() -> None:
+        c = SimCluster(Clock(EPOCH), path=path, group_commit=True)
+        try:
+            await test(c)
+        finally:
+            await c.close()
+
+    run_virtual(main)
+
+
+def test_concurrent_writes_share_a_commit_and_each_returns_only_once_committed(tmp_path: Path) -> None:
+    path = tmp_path / "cluster.db"
+
+    async def test(c: SimCluster) -> None:
+        assert c.store is not None
+        before = c.store.commits
+
+        async def write(i: int) -> None:
+            await c.create(configmap(f"cm-{i}"))
+            names = {o["metadata"]["name"] for o in state_objects(path) if o["kind"] == "ConfigMap"}
+            assert f"cm-{i}" in names  # on disk, for any process, when the call returns
+
+        await asyncio.gather(*(write(i) for i in range(50)))
+        assert c.store.commits - before == 1
+
+    grouped(path, test)
+
+
+def test_a_failed_group_commit_fails_every_writer_and_memory_follows_the_store(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "cluster.db"
+
+    async def test(c: SimCluster) -> None:
+        assert c.store is not None
+        await c.create(configmap("kept"))
+
+        def broken() -> None:
+            raise sqlite3.OperationalError("disk I/O error")
+
+        monkeypatch.setattr(c.store, "_flush", broken)
+        results = await asyncio.gather(*(c.create(configmap(f"lost-{i}")) for i in range(5)), return_exceptions=True)
+        assert all(isinstance(r, ApiError) and r.kind is ApiErrorKind.INTERNAL for r in results), results
+        monkeypatch.undo()
+        assert [o["metadata"]["name"] for o in await c.list("", "ConfigMap")] == ["kept"]
+        assert [o["metadata"]["name"] for o in state_objects(path) if o["kind"] == "ConfigMap"] == ["kept"]
+
+    grouped(path, test)
+
+
+def test_a_refused_write_does_not_hold_the_lock_to_the_end_of_the_turn(tmp_path: Path) -> None:
+    """A conflict commits nothing: the lock is let go at once, so another writer need not wait."""
+    path = tmp_path / "cluster.db"
+
+    async def main() -> None:
+        a = SimCluster(Clock(EPOCH), path=path, group_commit=True)
+        b = SimCluster(Clock(EPOCH), path=path, group_commit=True)
+        await a.create(configmap())
+        with pytest.raises(ApiError) as info:
+            await a.create(configmap())
+        assert info.value.kind is ApiErrorKind.ALREADY_EXISTS
+        made = await b.create(configmap("next"))  # in the same turn: a lock a still held would fail this
+        assert made["metadata"]["name"] == "next"
+        await a.close()
+        await b.close()
 
     run_virtual(main)

@@ -175,7 +175,7 @@ async def open_backend(args: argparse.Namespace, clock: Clock, behaviours: Behav
             raise UsageError(f"{path}: cannot lock the state for a sweep: {err.strerror}") from None
     try:
         try:
-            cluster = SimCluster(clock=clock, path=path)
+            cluster = SimCluster(clock=clock, path=path, group_commit=True)
         except StateError as err:
             raise UsageError(str(err)) from None
         description = f"embedded simulated cluster (state: {path})" if path else "embedded simulated cluster (in memory)"

@@ -120,14 +120,40 @@ class _Subscriber:
                 and self.namespace in (None, ref.namespace) and self.name in (None, ref.name))
 
 
+@dataclass(eq=False)
+class _Group:
+    """The store transaction the writes of one event-loop turn share (a group commit)."""
+
+    rv: int  # the resourceVersion when it began
+    done: asyncio.Future[ApiError | None] = field(default_factory=lambda: _new_future())
+    immediate: bool = False  # committed at the end of its one write (no event loop, or a synchronous write)
+    broken: bool = False  # a write failed half-way through changing memory: roll back
+    writes: int = 0  # successful writes in it
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
+def _new_future() -> asyncio.Future[ApiError | None]:
+    loop = _running_loop()
+    return loop.create_future() if loop is not None else asyncio.Future(loop=asyncio.new_event_loop())
+
+
 class SimCluster:
     """The simulated API server.  See the module docstring of :mod:`cvo.sim` for the rules it enforces."""
 
     def __init__(self, clock: Clock | None = None, *, path: str | os.PathLike[str] | None = None,
                  enforce_namespaces: bool = True, openshift_apis: bool = True,
                  served_groups: Iterable[str] | None = None, crd_establish_delay: float = 0.0,
-                 namespaces: Iterable[str] = DEFAULT_NAMESPACES) -> None:
+                 namespaces: Iterable[str] = DEFAULT_NAMESPACES, group_commit: bool = False) -> None:
         self.clock = clock or Clock()
+        # With a store: commit the writes of one event-loop turn together (each writer still returns only
+        # once its write is committed).  Off by default: a write then never yields to the loop.
+        self.group_commit = group_commit
         self.path = Path(path) if path is not None else None
         self.enforce_namespaces = enforce_namespaces
         self.crd_establish_delay = crd_establish_delay
@@ -144,7 +170,9 @@ class SimCluster:
         self._store: Store | None = None
         self._poller: StorePoller | None = None
         self._in_write = False
-        self._deferred: list[tuple[Ref, EventType, bytes]] = []  # watch events of the write in progress
+        self._group: _Group | None = None  # the open store transaction writes join
+        self._last_outcome: ApiError | None = None
+        self._deferred: list[tuple[Ref, EventType, bytes]] = []  # watch events of the open transaction
         self._closed = False
         if self.path is not None:
             self._open_store(self.path, namespaces)
@@ -168,7 +196,7 @@ class SimCluster:
 
     async def get(self, ref: Ref) -> Object | None:
         self.stats.verbs["get"] += 1
-        self._sync()
+        self._sync_for_read()
         for hook in list(self._read_hooks):
             hook(ref)
         entry = self._entry(ref)
@@ -176,33 +204,41 @@ class SimCluster:
 
     async def list(self, group: str, kind: str, namespace: str | None = None) -> list[Object]:
         self.stats.verbs["list"] += 1
-        self._sync()
+        self._sync_for_read()
         entries = self._objects.get((group, kind), {})
         return [entries[r].copy() for r in sorted(entries) if namespace is None or r.namespace == namespace]
 
     async def create(self, obj: Object) -> Object:
         self.stats.verbs["create"] += 1
-        with self._writing():
-            return self._create(obj, verb="create")
+        with self._writing(group=True):
+            result = self._create(obj, verb="create")
+        await self._committed()
+        return result
 
     async def update(self, obj: Object) -> Object:
         self.stats.verbs["update"] += 1
-        with self._writing():
-            return self._update(obj)
+        with self._writing(group=True):
+            result = self._update(obj)
+        await self._committed()
+        return result
 
     async def update_status(self, obj: Object) -> Object:
         self.stats.verbs["update_status"] += 1
-        with self._writing():
-            return self._update_status(obj)
+        with self._writing(group=True):
+            result = self._update_status(obj)
+        await self._committed()
+        return result
 
     async def delete(self, ref: Ref) -> bool:
         self.stats.verbs["delete"] += 1
         self._check_injection("delete", ref)
-        with self._writing():
-            return self._delete(ref)
+        with self._writing(group=True):
+            result = self._delete(ref)
+        await self._committed()
+        return result
 
     async def serves(self, api_version: str, kind: str) -> bool:
-        self._sync()
+        self._sync_for_read()
         return self.kinds.serves(api_version, kind)
 
     def watch(self, group: str, kind: str, namespace: str | None = None, name: str | None = None,
@@ -222,6 +258,8 @@ class SimCluster:
 
     async def close(self) -> None:
         """Ends every watch, cancels pending CRD establishment, records the clock and closes the store."""
+        with contextlib.suppress(ApiError):
+            self._commit_group()
         for sub in list(self._subscribers):
             sub.queue.put_nowait(None)
         for handle in self._timers.values():
@@ -331,6 +369,16 @@ class SimCluster:
                 for crd in pending:
                     self._establish_now(crd)
 
+    def _sync_for_read(self) -> None:
+        """Before a read: take in other processes' writes, unless the poller already does within 0.1 s.
+
+        While something watches, the poller thread looks at the store every :data:`POLL_INTERVAL` and has
+        the changes taken in; a read may then lag another process's write by that much, as a read from
+        an informer's cache does.  Writes never lag: they take the changes in inside the store's lock.
+        """
+        if self._poller is None:
+            self._sync()
+
     def _sync(self) -> None:
         """Take in what other processes wrote to the store since this one last looked (cheap when nothing)."""
         if self._store is None or self._closed:
@@ -373,42 +421,110 @@ class SimCluster:
         self._notify(ref, EventType.ADDED if before is None else EventType.MODIFIED, row.data)
 
     @contextlib.contextmanager
-    def _writing(self) -> Iterator[None]:
+    def _writing(self, group: bool = False) -> Iterator[None]:
         """One write request: atomic and durable in the store (if any); watchers hear of it after the commit.
 
-        Inside the store's lock the objects in memory are first brought up to date, so the request is
-        checked (existence, resourceVersion, namespace) against what every process has written.
+        The store's lock is taken, and the objects in memory brought up to date, before the request is
+        checked (existence, resourceVersion, namespace), so it is checked against what every process
+        has written.  ``group``: the write may join the transaction of this event-loop turn (a group
+        commit: every write of the turn is committed together at its end, and each writer's call returns
+        only after that, through :meth:`_committed`); without it the write is committed at once.
         """
         if self._in_write:  # a write made while writing (a namespace's contents, a CRD's instances)
             yield
             return
-        self._in_write = True
-        self._deferred = []
-        committed = False
-        try:
-            if self._store is None:
+        if self._store is None:
+            self._in_write = True
+            try:
                 yield
+            finally:
+                self._in_write = False
+                deferred, self._deferred = self._deferred, []
+                for ref, event, raw in deferred:  # in memory there is no rollback: what changed, changed
+                    self._dispatch(ref, event, raw)
+            return
+        if self._group is None:
+            with self._store_errors():
+                self._store.begin()
+            try:
+                with self._store_errors():
+                    self._sync()
+            except BaseException:
+                self._store.rollback()
+                raise
+            self._group = _Group(self._resource_version)
+            if group and self.group_commit and _running_loop() is not None:
+                asyncio.get_running_loop().call_soon(self._commit_group, self._group)
             else:
-                before: int | None = None
-                try:
-                    with self._store_errors(), self._store.transaction():
-                        self._sync()
-                        before = self._resource_version
-                        yield
-                        if self._resource_version != before:
-                            self._store.set_meta(self._resource_version, self._uid_counter,
-                                                 self.clock.now().timestamp())
-                except BaseException:
-                    if before is not None and self._resource_version != before:
-                        self._reload(self._store.snapshot(), notify=False)  # undo what memory took in
-                    raise
-            committed = True
+                self._group.immediate = True
+        current = self._group
+        self._in_write = True
+        rv = self._resource_version
+        try:
+            yield
+            current.writes += 1
+        except BaseException:
+            if self._resource_version != rv:
+                current.broken = True  # memory took in part of a write that failed: undone at the commit
+            elif current.writes == 0 and not current.immediate:
+                self._abandon_group(current)  # nothing to commit: do not hold the lock to the end of the turn
+            raise
         finally:
             self._in_write = False
-            deferred, self._deferred = self._deferred, []
-            if committed or self._store is None:  # in memory there is no rollback: what changed, changed
-                for ref, event, raw in deferred:
-                    self._dispatch(ref, event, raw)
+            if current.immediate:
+                self._commit_group(current)
+
+    def _abandon_group(self, group: _Group) -> None:
+        assert self._store is not None
+        self._store.rollback()
+        self._group = None
+        self._deferred = []
+        if not group.done.done():
+            group.done.set_result(None)
+
+    async def _committed(self) -> None:
+        """Return once the write just made is committed (at the end of this event-loop turn)."""
+        group = self._group
+        if group is None or group.immediate:
+            outcome = self._last_outcome
+        else:
+            await asyncio.shield(group.done)
+            outcome = group.done.result()
+        if outcome is not None:
+            raise outcome
+
+    def _commit_group(self, group: _Group | None = None) -> None:
+        """Commit the open transaction; on failure, undo what memory took in and fail every writer in it."""
+        group = group or self._group
+        if group is None or group is not self._group:
+            return  # already committed (or abandoned)
+        self._group = None
+        assert self._store is not None
+        error: ApiError | None = None
+        try:
+            with self._store_errors():
+                if group.broken:
+                    raise StateError(f"{self._store.path}: a write failed half-way; its transaction was undone")
+                if self._resource_version != group.rv:
+                    self._store.set_meta(self._resource_version, self._uid_counter, self.clock.now().timestamp())
+                self._store.commit()
+        except ApiError as err:
+            error = err
+        finally:
+            if self._store.in_transaction:
+                self._store.rollback()
+        deferred, self._deferred = self._deferred, []
+        if error is not None and self._resource_version != group.rv:
+            with contextlib.suppress(ApiError), self._store_errors():
+                self._reload(self._store.snapshot(), notify=False)  # memory goes back to what the store has
+        if error is None:
+            for ref, event, raw in deferred:
+                self._dispatch(ref, event, raw)
+        self._last_outcome = error
+        if not group.done.done():
+            group.done.set_result(error)
+        if group.immediate and error is not None:
+            raise error
 
     @contextlib.contextmanager
     def _store_errors(self) -> Iterator[None]:
@@ -612,7 +728,7 @@ class SimCluster:
     # ---------------------------------------------------------------------------------- watches
 
     def _notify(self, ref: Ref, event: EventType, raw: bytes) -> None:
-        if self._in_write:
+        if self._in_write or self._group is not None:
             self._deferred.append((ref, event, raw))
         else:
             self._dispatch(ref, event, raw)

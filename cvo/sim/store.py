@@ -124,6 +124,7 @@ class Store:
         self._in_transaction = False
         self._meta_dirty = False
         self._rows: list[tuple[str, str, str, str, int, bytes | None]] = []
+        self.commits = 0  # transactions this connection committed
 
     # ------------------------------------------------------------------------------- opening
 
@@ -306,37 +307,61 @@ class Store:
 
         Nothing recorded is written unless the block ends normally; then it is committed, durably.
         """
-        if self._in_transaction:
-            raise RuntimeError("Store.transaction is not re-entrant")
-        with self._locked():
-            self._in_transaction = True
-            self._rows = []
-            self._meta_dirty = False
-            try:
-                yield
-                self._flush()
-            finally:
-                self._in_transaction = False
-                self._rows = []
+        self.begin()
+        try:
+            yield
+        except BaseException:
+            self.rollback()
+            raise
+        self.commit()
 
-    @contextlib.contextmanager
-    def _locked(self) -> Iterator[None]:
+    @property
+    def in_transaction(self) -> bool:
+        return self._in_transaction
+
+    def begin(self) -> None:
+        """Take the write lock (waiting up to :data:`BUSY_TIMEOUT` for another process's transaction)."""
+        if self._in_transaction:
+            raise RuntimeError("Store transactions do not nest")
         try:
             self._conn.execute("BEGIN IMMEDIATE")
         except sqlite3.OperationalError as err:
             raise StateError(f"{self.path}: cannot lock the state database for writing: {err}") from None
+        self._in_transaction = True
+        self._rows = []
+        self._meta_dirty = False
+
+    def commit(self) -> None:
+        """Write what was recorded and commit it; on failure nothing is written (:class:`StateError`)."""
+        try:
+            self._flush()
+            self._conn.execute("COMMIT")
+        except sqlite3.Error as err:
+            self.rollback()
+            raise StateError(f"{self.path}: cannot write the state database: {err}") from None
+        self.commits += 1
+        self._end()
+
+    def rollback(self) -> None:
+        with contextlib.suppress(sqlite3.Error):
+            self._conn.execute("ROLLBACK")
+        self._end()
+
+    def _end(self) -> None:
+        self._in_transaction = False
+        self._rows = []
+        self._meta_dirty = False
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        """A short transaction of the store's own (compaction)."""
+        self.begin()
         try:
             yield
         except BaseException:
-            with contextlib.suppress(sqlite3.Error):
-                self._conn.execute("ROLLBACK")
+            self.rollback()
             raise
-        try:
-            self._conn.execute("COMMIT")
-        except sqlite3.Error as err:
-            with contextlib.suppress(sqlite3.Error):
-                self._conn.execute("ROLLBACK")
-            raise StateError(f"{self.path}: cannot write the state database: {err}") from None
+        self.commit()
 
     def put(self, ref: Ref, rv: int, data: bytes) -> None:
         self._record(ref, rv, data)
@@ -346,13 +371,13 @@ class Store:
 
     def _record(self, ref: Ref, rv: int, data: bytes | None) -> None:
         if not self._in_transaction:
-            raise RuntimeError("Store writes happen inside Store.transaction()")
+            raise RuntimeError("Store writes happen inside a transaction")
         self._rows.append((ref.group, ref.kind, ref.namespace, ref.name, rv, data))
 
     def set_meta(self, resource_version: int, uid_counter: int, clock: float) -> None:
         """Record the counters and the clock with this transaction (the clock never moves back)."""
         if not self._in_transaction:
-            raise RuntimeError("Store writes happen inside Store.transaction()")
+            raise RuntimeError("Store writes happen inside a transaction")
         self._meta = Meta(resource_version, uid_counter, max(clock, self._meta.clock), self._meta.compacted)
         self._meta_dirty = True
 
@@ -361,6 +386,8 @@ class Store:
         self._conn.execute("UPDATE meta SET clock = MAX(clock, ?) WHERE id = 1", (clock,))
 
     def _flush(self) -> None:
+        if not self._in_transaction:
+            raise RuntimeError("Store writes happen inside a transaction")
         if self._rows:
             self._conn.executemany("INSERT OR REPLACE INTO objects VALUES (?, ?, ?, ?, ?, ?)", self._rows)
         if self._meta_dirty:
@@ -378,11 +405,3 @@ def write_rows(conn: sqlite3.Connection, rows: Iterable[tuple[Ref, int, bytes]])
     """Bulk insert for migrations (inside the caller's transaction)."""
     conn.executemany("INSERT OR REPLACE INTO objects VALUES (?, ?, ?, ?, ?, ?)",
                      ((r.group, r.kind, r.namespace, r.name, rv, data) for r, rv, data in rows))
-
-
-def fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
