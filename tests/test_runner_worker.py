@@ -881,9 +881,10 @@ def test_several_failed_nodes_are_summarised_as_multiple_errors(make_release: Re
     assert progressing.fields["message"] == f"Unable to apply {NEW}: an unknown error has occurred: MultipleErrors"
 
 
-def test_a_reconcile_of_another_release_is_refused_by_the_worker_itself(make_release: ReleaseFactory) -> None:
-    """Defence in depth: whatever path builds it, a reconcile of a release the cluster does not run is refused
-    before it applies anything (only an upgrade, through its preconditions, moves the version)."""
+def test_a_reconcile_or_install_of_another_release_is_refused_by_the_worker_itself(make_release: ReleaseFactory) -> None:
+    """Defence in depth: whatever path builds it, a reconcile of a release the cluster does not run, or an
+    install over one, is refused before it applies anything (only an upgrade, through its preconditions,
+    moves the version)."""
     old = release_of(make_release, OLD, {"0000_50_a_cm.yaml": obj("ConfigMap", "cm", "ns")})
     new = release_of(make_release, NEW, {"0000_50_a_cm.yaml": obj("ConfigMap", "cm", "ns", data={"v": NEW})})
 
@@ -895,6 +896,8 @@ def test_a_reconcile_of_another_release_is_refused_by_the_worker_itself(make_rel
         before = await cluster.get(CM)
         with pytest.raises(WrongRelease, match=r"reconcile of 4\.17\.0 refused: the cluster runs 4\.16\.0"):
             await sweep(cluster, clock, new, Mode.RECONCILE)
+        with pytest.raises(WrongRelease, match=r"install of 4\.17\.0 refused: the cluster runs 4\.16\.0"):
+            await sweep(cluster, clock, new, Mode.INSTALL)
         assert await cluster.get(CM) == before
         cv = await cluster.get(cv_ref())
         assert cv is not None and cv["status"]["desired"]["version"] == OLD

@@ -467,3 +467,25 @@ def test_a_refused_write_does_not_hold_the_lock_to_the_end_of_the_turn(tmp_path:
         await b.close()
 
     run_virtual(main)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(content=st.one_of(st.binary(max_size=300), st.binary(max_size=200).map(lambda b: b"SQLite format 3\x00" + b),
+                         st.text(max_size=200).map(str.encode)),
+       command=st.sampled_from([["status"], ["status", "-o", "json"], ["reconcile"],
+                                ["override", "etcd", "Upgradeable=True"]]))
+def test_cli_on_any_state_file_gives_one_error_line_or_works(
+        tmp_path_factory: pytest.TempPathFactory, capsys: pytest.CaptureFixture[str], content: bytes,
+        command: list[str]) -> None:
+    from cvo.cli.main import main
+
+    path = tmp_path_factory.mktemp("cli-fuzz") / "state"
+    path.write_bytes(content)
+    capsys.readouterr()
+    code = main([*command, "--state", str(path)])
+    _, err = capsys.readouterr()
+    assert "Traceback" not in err
+    errors = [line for line in err.splitlines() if line.startswith("error:")]
+    assert code in (0, 1, 2), err
+    if code == 2:
+        assert len(errors) == 1 and errors[0].startswith(f"error: {path}: "), err

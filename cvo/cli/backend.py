@@ -162,7 +162,7 @@ async def open_backend(args: argparse.Namespace, clock: Clock, behaviours: Behav
     from cvo.sim.sweep_lock import SweepLock, SweepLockHeld
 
     path = state_path(args)
-    if path is not None and not create and not path.exists():
+    if path is not None and not create and (not path.exists() or (path.is_file() and path.stat().st_size == 0)):
         raise NoCluster(f"no cluster has been installed yet: the embedded cluster's state {path} does not exist "
                         f"(cvo install RELEASE_DIR creates it; --state chooses another)")
     lock: SweepLock | None = None

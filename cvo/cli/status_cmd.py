@@ -9,7 +9,7 @@ from typing import Any
 import orjson
 
 from cvo.cli.backend import add_backend_flags, backend_clock, open_backend
-from cvo.cli.common import EXIT_OK, UsageError
+from cvo.cli.common import EXIT_OK, CommandFailed
 from cvo.cluster.api import CLUSTER_OPERATOR, cv_ref
 from cvo.olm import OC_API_VERSION, OC_GROUP, OC_KIND
 
@@ -38,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
 
     run_loop(main)
     if found.get("cv") is None:
-        raise UsageError("no ClusterVersion in the cluster: nothing installed yet (cvo install RELEASE_DIR)")
+        raise CommandFailed("no cluster has been installed yet: there is no ClusterVersion (cvo install RELEASE_DIR)")
     if args.output == "json":
         doc = {"clusterVersion": found["cv"], "clusterOperators": found["cos"],
                "operatorConditions": found["ocs"]}

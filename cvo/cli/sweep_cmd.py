@@ -20,6 +20,7 @@ from cvo.cli.backend import (
 from cvo.cli.common import (
     EXIT_FAILED,
     EXIT_OK,
+    CommandFailed,
     UsageError,
     add_payload_flags,
     load,
@@ -236,7 +237,8 @@ def run_upgrade(args: argparse.Namespace) -> int:
         cv = await backend.cluster.get(cv_ref())
         history = ((cv or {}).get("status") or {}).get("history") or []
         if cv is None or not any(h.get("state") == "Completed" for h in history):
-            raise UsageError("the cluster has no completed release to upgrade from; run 'cvo install' first")
+            raise CommandFailed("no cluster has been installed yet: it has no completed release to upgrade from "
+                                "(cvo install RELEASE_DIR)")
         desired = ((cv.get("status") or {}).get("desired") or {})
         current_image = str(desired.get("image") or "")
         current = _release_from_image(current_image, args) if current_image != target.image else target
@@ -265,7 +267,8 @@ def run_reconcile(args: argparse.Namespace) -> int:
         cv = await backend.cluster.get(cv_ref())
         desired = ((cv or {}).get("status") or {}).get("desired") or {}
         if not desired.get("image"):
-            raise UsageError("the cluster has no release to reconcile; run 'cvo install' first")
+            raise CommandFailed("no cluster has been installed yet: it has no release to reconcile "
+                                "(cvo install RELEASE_DIR)")
         if given is not None:
             check_current_release(given, desired, args.release_dir)
             release = given

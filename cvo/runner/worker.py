@@ -216,7 +216,7 @@ class Worker:
     async def run(self) -> SweepResult:
         loop = asyncio.get_running_loop()
         started = self.clock.now()
-        if self.mode is Mode.RECONCILE:
+        if self.mode in (Mode.RECONCILE, Mode.INSTALL):
             await self._check_current_release()
         deadline = None if self.options.timeout is None else loop.time() + self.options.timeout
         await self.status.ensure(self.release.version, self.release.image,
@@ -283,10 +283,18 @@ class Worker:
             await self.olm.stop_sync()
 
     async def _check_current_release(self) -> None:
+        """A reconcile re-applies what the cluster runs; an install goes only into a cluster that runs nothing
+        else (it may resume its own).  Anything else would move the version past every gate."""
         cv = await self.status.current()
-        running = ((cv.get("status") or {}).get("desired") or {}).get("version")
+        status = cv.get("status") or {}
+        running = (status.get("desired") or {}).get("version")
+        what = "reconcile" if self.mode is Mode.RECONCILE else "install"
+        if self.mode is Mode.INSTALL:
+            history = status.get("history") or []
+            completed = next((h.get("version") for h in history if h.get("state") == "Completed"), None)
+            running = completed or (history[0].get("version") if history else None)
         if running and running != self.release.version:
-            raise WrongRelease(f"reconcile of {self.release.version} refused: the cluster runs {running}, and "
+            raise WrongRelease(f"{what} of {self.release.version} refused: the cluster runs {running}, and "
                                f"only an upgrade (through its preconditions) may change the release")
 
     async def blockers(self, cv: dict | None = None) -> list[Blocker]:
