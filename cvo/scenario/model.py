@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from cvo.payload.limits import InputError, display_name, read_input
+from cvo.payload.yamlparse import DocumentError, load_documents
 from cvo.sim.behaviour import Behaviours, parse_duration
 
 ACTIONS = ("install", "upgrade", "reconcile", "cancel", "resume", "set-condition", "override", "clear-override",
@@ -73,9 +73,9 @@ class Scenario:
         return (self.path.parent / value).resolve()
 
 
-def _duration(value: Any, where: str) -> float:
+def _duration(value: Any, where: str, minimum: float = 0.0) -> float:
     try:
-        return parse_duration(value, where)
+        return parse_duration(value, where, minimum)
     except ValueError as err:
         raise ScenarioError(str(err)) from None
 
@@ -98,13 +98,25 @@ def _parse_actions(data: Any, where: str) -> list[Action]:
     return actions
 
 
-def load_scenario(path: Path) -> Scenario:
+def _read(path: Path) -> Any:
+    """The file's one YAML document, read under cvo's input limits (``cvo.payload.limits``)."""
+    shown = display_name(str(path))
     try:
-        data = yaml.safe_load(path.read_text())
-    except OSError as err:
-        raise ScenarioError(f"{path}: cannot read: {err.strerror}") from None
-    except yaml.YAMLError as err:
-        raise ScenarioError(f"{path}: invalid YAML: {str(err).splitlines()[0]}") from None
+        documents = [d for d in load_documents(read_input(path, shown)) if d is not None]
+    except InputError as err:
+        raise ScenarioError(str(err)) from None
+    except DocumentError as err:
+        where = f"line {err.line}: " if err.line else ""
+        raise ScenarioError(f"{shown}: invalid YAML: {where}{err}") from None
+    except UnicodeDecodeError as err:
+        raise ScenarioError(f"{shown}: not UTF-8 text: {err.reason}") from None
+    if len(documents) > 1:
+        raise ScenarioError(f"{shown}: expected one YAML document")
+    return documents[0] if documents else None
+
+
+def load_scenario(path: Path) -> Scenario:
+    data = _read(path)
     if not isinstance(data, Mapping):
         raise ScenarioError(f"{path}: expected a mapping at the top")
     known = {"name", "description", "cluster", "operators", "options", "actions", "expect"}
@@ -129,7 +141,7 @@ def load_scenario(path: Path) -> Scenario:
         expect=_expand_images(dict(expect), path.parent),
         objects=list(cluster.get("objects") or []),
         openshift_apis=bool(cluster.get("openshift-apis", True)),
-        interval=_duration(options.get("interval", "3m"), f"{path}: options.interval"),
+        interval=_duration(options.get("interval", "3m"), f"{path}: options.interval", minimum=1.0),
         timeout=_duration(options.get("timeout", "2h"), f"{path}: options.timeout"),
         capabilities=options.get("capabilities"),
     )
