@@ -122,3 +122,18 @@ def test_empty_behaviours_file_means_the_defaults(tmp_path: Path) -> None:
     path = tmp_path / "ops.yaml"
     path.write_text("# nothing\n")
     assert read_behaviours(path) == Behaviours()
+
+
+@pytest.mark.parametrize("flag", ["--profile", "--exclude", "--release-image", "--feature-gates"])
+@pytest.mark.parametrize("command", ["plan", "lint"])
+def test_flags_that_are_not_utf8(capsys: pytest.CaptureFixture[str], command: str, flag: str) -> None:
+    value = os.fsdecode(b"caf\xe9")
+    assert usage_error(capsys, command, OLD, flag, value, "-o", "json") == (
+        f"error: {flag}: 'caf\\\\xe9' is not UTF-8 text")
+
+
+def test_release_directory_path_that_is_not_utf8(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    directory = tmp_path / os.fsdecode(b"rel\xff")
+    directory.mkdir()
+    line = usage_error(capsys, "plan", str(directory), "-o", "json")
+    assert line.endswith("rel\\xff: the directory's path is not UTF-8 (cvo's rule)")
