@@ -79,10 +79,19 @@ def size_text(n: int) -> str:
     return f"{n} bytes"
 
 
+def printable(text: str, limit: int | None = None) -> str:
+    """``text`` fit for a one-line message: control characters (newlines too) escaped, shortened to ``limit``."""
+    if not text.isprintable():
+        text = "".join(ch if ch.isprintable() else ch.encode("unicode_escape", "backslashreplace").decode("ascii")
+                       for ch in text)
+    return text if limit is None or len(text) <= limit else text[:limit - 3] + "..."
+
+
 def display_name(name: str | bytes) -> str:
-    """A file name as it can be printed: bytes that are not UTF-8 shown as ``\\xNN``."""
+    """A file name as it can be printed on one line: bytes that are not UTF-8 shown as ``\\xNN``,
+    control characters escaped."""
     raw = name if isinstance(name, bytes) else os.fsencode(name)
-    return raw.decode("utf-8", "backslashreplace")
+    return printable(raw.decode("utf-8", "backslashreplace"))
 
 
 def is_utf8_name(name: str) -> bool:

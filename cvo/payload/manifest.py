@@ -7,7 +7,7 @@ from typing import Any
 
 import orjson
 
-from cvo.payload.limits import MAX_DOCUMENT_BYTES, InputError, size_text
+from cvo.payload.limits import MAX_DOCUMENT_BYTES, InputError, printable, size_text
 
 MANIFEST_EXTENSIONS = (".yaml", ".yml", ".json")
 
@@ -144,12 +144,8 @@ def parse_headers(data: bytes, path: str) -> list[Header]:
         group = header[1].rpartition("/")[0] if "/" in header[1] else ""
         key = (group, header[2], header[4], header[3])
         if key in seen:
-            raise ManifestError(
-                path,
-                f"duplicate resource {header[2]} {header[4] + '/' if header[4] else ''}{header[3]} "
-                f"(also document {seen[key]})",
-                number,
-            )
+            what = f"{header[2]} {header[4] + '/' if header[4] else ''}{header[3]}"
+            raise ManifestError(path, f"duplicate resource {printable(what, 200)} (also document {seen[key]})", number)
         seen[key] = number
         headers.append(header)
     return headers

@@ -17,6 +17,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from cvo.payload.limits import printable
+
 _FIELD = re.compile(r"^\.(ReleaseImage|ClusterProfile)$")
 _INDEX = re.compile(r'^index\s+\.Images\s+("(?:[^"\\]|\\.)*"|`[^`]*`)$')
 _LITERAL = re.compile(r'^("(?:[^"\\]|\\.)*"|`[^`]*`)$')
@@ -74,6 +76,11 @@ def _unquote(token: str) -> str:
     return _ESCAPE.sub(escape, body)
 
 
+def _show(action: str, limit: int = 60) -> str:
+    """``{{action}}`` for a one-line message: control characters escaped, long actions shortened."""
+    return "{{" + printable(action, limit) + "}}"
+
+
 def _evaluate(action: str, ctx: TemplateContext) -> str:
     action = action.strip()
     if _COMMENT.match(action):
@@ -83,11 +90,13 @@ def _evaluate(action: str, ctx: TemplateContext) -> str:
     if m := _INDEX.match(action):
         tag = _unquote(m.group(1))
         if tag not in ctx.images:
-            raise TemplateError(f'image-references has no tag "{tag}" for {{{{index .Images "{tag}"}}}}')
+            quoted = f'"{tag}"'
+            raise TemplateError(f"image-references has no tag {_show(quoted)[2:-2]} for "
+                                f"{_show('index .Images ' + quoted)}")
         return ctx.images[tag]
     if m := _LITERAL.match(action):
         return _unquote(m.group(1))
-    raise TemplateError(f"unsupported template action {{{{{action}}}}}")
+    raise TemplateError(f"unsupported template action {_show(action)}")
 
 
 def _action_end(text: str, pos: int) -> int:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cvo.payload.limits import InputError, display_name, read_input
+from cvo.payload.limits import InputError, display_name, printable, read_input
 from cvo.payload.yamlparse import DocumentError, load_documents
 from cvo.sim.behaviour import Behaviours, parse_duration
 
@@ -92,7 +92,7 @@ def _parse_actions(data: Any, where: str) -> list[Action]:
             raise ScenarioError(f"{spot}: expected a mapping like {{at: 10m, upgrade: ../payloads/x}}")
         keys = [k for k in item if k != "at"]
         if len(keys) != 1 or keys[0] not in ACTIONS:
-            raise ScenarioError(f"{spot}: expected exactly one action of {', '.join(ACTIONS)}; got {keys}")
+            raise ScenarioError(f"{spot}: expected exactly one action of {', '.join(ACTIONS)}; got {printable(repr(keys), 80)}")
         actions.append(Action(_duration(item.get("at", 0), f"{spot}.at"), keys[0], item[keys[0]], index))
     actions.sort(key=lambda a: (a.at, a.index))
     return actions
@@ -116,49 +116,50 @@ def _read(path: Path) -> Any:
 
 
 def load_scenario(path: Path) -> Scenario:
+    shown = display_name(str(path))
     data = _read(path)
     if not isinstance(data, Mapping):
-        raise ScenarioError(f"{path}: expected a mapping at the top")
+        raise ScenarioError(f"{shown}: expected a mapping at the top")
     known = {"name", "description", "cluster", "operators", "options", "actions", "expect"}
     unknown = sorted(set(data) - known)
     if unknown:
-        raise ScenarioError(f"{path}: unknown key {unknown[0]!r}; known: {', '.join(sorted(known))}")
+        raise ScenarioError(f"{shown}: unknown key {printable(repr(unknown[0]), 60)}; known: {', '.join(sorted(known))}")
     try:
-        behaviours = Behaviours.parse(data.get("operators"), f"{path}: operators")
+        behaviours = Behaviours.parse(data.get("operators"), f"{shown}: operators")
     except ValueError as err:
         raise ScenarioError(str(err)) from None
     cluster = data.get("cluster") or {}
     options = data.get("options") or {}
     expect = data.get("expect") or {}
     if not isinstance(cluster, Mapping) or not isinstance(options, Mapping) or not isinstance(expect, Mapping):
-        raise ScenarioError(f"{path}: cluster, options and expect must be mappings")
+        raise ScenarioError(f"{shown}: cluster, options and expect must be mappings")
     scenario = Scenario(
         path=path,
         name=str(data.get("name") or path.stem),
         description=str(data.get("description") or ""),
         behaviours=behaviours,
-        actions=_parse_actions(data.get("actions"), f"{path}: actions"),
+        actions=_parse_actions(data.get("actions"), f"{shown}: actions"),
         expect=_expand_images(dict(expect), path.parent),
         objects=list(cluster.get("objects") or []),
         openshift_apis=bool(cluster.get("openshift-apis", True)),
-        interval=_duration(options.get("interval", "3m"), f"{path}: options.interval", minimum=1.0),
-        timeout=_duration(options.get("timeout", "2h"), f"{path}: options.timeout"),
+        interval=_duration(options.get("interval", "3m"), f"{shown}: options.interval", minimum=1.0),
+        timeout=_duration(options.get("timeout", "2h"), f"{shown}: options.timeout"),
         capabilities=options.get("capabilities"),
     )
     if cluster.get("installed"):
         scenario.installed = scenario.resolve(str(cluster["installed"]))
     unknown_expect = sorted(str(k) for k in expect if k not in EXPECTATIONS)
     if unknown_expect:
-        raise ScenarioError(f"{path}: unknown expectation {unknown_expect[0]!r} in expect; "
+        raise ScenarioError(f"{shown}: unknown expectation {printable(repr(unknown_expect[0]), 60)} in expect; "
                             f"known: {', '.join(EXPECTATIONS)}")
     if "status-output" in expect and not isinstance(expect["status-output"], Mapping):
-        raise ScenarioError(f"{path}: expect.status-output: expected {{contains?, matches?, absent?}}")
+        raise ScenarioError(f"{shown}: expect.status-output: expected {{contains?, matches?, absent?}}")
     for key in ("conditions", "operators", "events", "order", "objects"):
         if key in expect and not isinstance(expect[key], list):
-            raise ScenarioError(f"{path}: expect.{key}: expected a list")
+            raise ScenarioError(f"{shown}: expect.{key}: expected a list")
     result = expect.get("result")
     if result is not None and result not in RESULTS:
-        raise ScenarioError(f"{path}: expect.result must be one of {', '.join(RESULTS)}")
+        raise ScenarioError(f"{shown}: expect.result must be one of {', '.join(RESULTS)}")
     if not scenario.actions and scenario.installed is None:
-        raise ScenarioError(f"{path}: no actions: add at least one (e.g. install: ../payloads/demo-4.16.0)")
+        raise ScenarioError(f"{shown}: no actions: add at least one (e.g. install: ../payloads/demo-4.16.0)")
     return scenario

@@ -16,6 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
+from cvo.payload.limits import printable
+
 _DURATION = re.compile(r"^(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m)?(?:(\d+(?:\.\d+)?)s)?$", re.ASCII)
 # Longer than any simulated timeline; keeps clock arithmetic far from datetime's range.
 MAX_DURATION = 366 * 24 * 3600.0
@@ -23,8 +25,13 @@ MAX_FLAPS = 10_000
 
 
 def _show(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
+    """A value for a one-line message."""
+    return printable(repr(value), 60)
+
+
+def _label(key: Any) -> str:
+    """A key of the file (an operator name) for a one-line message."""
+    return printable(str(key), 60)
 
 
 def parse_duration(value: Any, what: str = "duration", minimum: float = 0.0) -> float:
@@ -67,7 +74,7 @@ class Window:
             raise ValueError(f"{what}: expected {{after: DURATION, for: DURATION}}")
         unknown = set(value) - {"after", "for", "reason", "message"}
         if unknown:
-            raise ValueError(f"{what}: unknown key {sorted(unknown)[0]!r}")
+            raise ValueError(f"{what}: unknown key {_show(sorted(unknown, key=str)[0])}")
         length = value.get("for")
         return cls(parse_duration(value.get("after", 0), f"{what}.after"),
                    None if length is None else parse_duration(length, f"{what}.for"))
@@ -107,8 +114,9 @@ def parse_behaviour(data: Mapping[str, Any], what: str, base: Behaviour | None =
     for key, value in data.items():
         name = _KEYS.get(key) if isinstance(key, str) else None
         if name is None:
-            raise ValueError(f"{what}: unknown behaviour {key!r}; known: {', '.join(sorted(k for k in _KEYS if '-' not in k))}")
-        where = f"{what}.{key}"
+            raise ValueError(f"{what}: unknown behaviour {_show(key)}; known: "
+                             f"{', '.join(sorted(k for k in _KEYS if '-' not in k))}")
+        where = f"{what}.{_label(key)}"
         if name in ("delay", "flapping"):
             values[name] = parse_duration(value, where)
         elif name in ("degraded", "upgradeable"):
@@ -165,8 +173,8 @@ class Behaviours:
             if name == "default":
                 continue
             if not isinstance(value, Mapping):
-                raise ValueError(f"{what}.{name}: expected a mapping of behaviours")
-            operators[str(name)] = parse_behaviour(value, f"{what}.{name}", default)
+                raise ValueError(f"{what}.{_label(name)}: expected a mapping of behaviours")
+            operators[str(name)] = parse_behaviour(value, f"{what}.{_label(name)}", default)
         return cls(default, operators)
 
 
