@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -137,3 +138,36 @@ def test_release_directory_path_that_is_not_utf8(capsys: pytest.CaptureFixture[s
     directory.mkdir()
     line = usage_error(capsys, "plan", str(directory), "-o", "json")
     assert line.endswith("rel\\xff: the directory's path is not UTF-8 (cvo's rule)")
+
+
+@pytest.mark.parametrize(("action", "problem"), [
+    ("cv-override: 5", "actions[0] (cv-override): expected a list of {kind, group, namespace, name, unmanaged}"),
+    ("apply: {kind: ConfigMap}", "actions[0] (apply): expected an object with apiVersion, kind and metadata.name"),
+    ("fail-requests: {kind: Pod, count: x}", "actions[0] (fail-requests): expected {kind, name?, namespace?, error, "
+                                             "count (0 to 1,000,000)}"),
+    ("patch-status: {kind: A, name: b, merge: 5}", "actions[0] (patch-status): merge: expected an object"),
+    ("set-condition: {clusteroperator: [1], type: a, status: b}", "actions[0] (set-condition): expected "
+                                                                   "{clusteroperator, type, status"),
+    ("upgrade: {to: 5}", "actions[0] (upgrade): expected a release directory path or {to: PATH"),
+    ("install: [x]", "actions[0] (install): expected a release directory path"),
+    ("override: {name: etcd}", "actions[0] (override): expected {name, status, type?, reason?, message?}"),
+])
+def test_scenario_action_values_are_checked_at_load(tmp_path: Path, action: str, problem: str) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text(f"actions:\n- {{at: 1m, {action}}}\n")
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(path)
+    assert str(info.value).startswith(f"{path}: actions[0] (") and problem in str(info.value), str(info.value)
+
+
+@pytest.mark.parametrize(("body", "problem"), [
+    ("cluster: {objects: abc}", "cluster.objects: expected a list of objects"),
+    ("cluster: {objects: [{kind: A}]}", "cluster.objects: expected a list of objects"),
+    ("cluster: {installed: [1]}", "cluster.installed: expected a release directory path"),
+    ("options: {capabilities: Console}", "options.capabilities: expected a list of capability names"),
+])
+def test_scenario_cluster_and_options_shapes(tmp_path: Path, body: str, problem: str) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text(f"{body}\nactions: [{{install: {OLD}}}]\n")
+    with pytest.raises(ScenarioError, match=re.escape(problem)):
+        load_scenario(path)
