@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint bench fuzz clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -41,9 +41,16 @@ test: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check cvo tests bench
 
+## make fuzz: the fuzz targets of tests/test_fuzz.py and a mutation fuzzer over the corpus for
+## FUZZ_SECONDS; a minimal reproducer of every crash goes to FUZZ_OUT; exit 1 if anything was found
+FUZZ_SECONDS ?= 60
+FUZZ_OUT ?= fuzz-findings
+fuzz: $(STAMP)
+	$(BIN)/python tests/fuzz_main.py --seconds $(FUZZ_SECONDS) --out $(FUZZ_OUT)
+
 ## make bench: run the benchmarks and rewrite docs/benchmarks.md
 bench: $(STAMP)
 	$(BIN)/python bench/run.py --output docs/benchmarks.md
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache *.egg-info
+	rm -rf $(VENV) .pytest_cache .ruff_cache *.egg-info fuzz-findings

@@ -18,6 +18,7 @@ from cvo.payload.manifest import (
     PROFILE_ANNOTATION_PREFIX,
     Manifest,
 )
+from cvo.payload.shapes import shape_problem
 
 
 class Severity(StrEnum):
@@ -65,6 +66,8 @@ RULES: dict[str, tuple[Severity, str]] = {
         Severity.INFO, "every profile annotation is set to a value other than true: deliberately never applied"),
     "unknown-capability": (Severity.WARNING, "the capability annotation names a capability cvo does not know"),
     "release-metadata": (Severity.WARNING, "release-metadata has a problem the CVO only warns about"),
+    "malformed-object": (
+        Severity.ERROR, "a field has a type the kind's Go struct refuses (e.g. spec: 5): the CVO fails the task"),
 }
 
 
@@ -211,6 +214,11 @@ def _files(release: Release) -> list[Finding]:
     return findings
 
 
+def _shapes(release: Release) -> list[Finding]:
+    return [_finding("malformed-object", m, f"{_name(m)}: {problem}; fix the field's type")
+            for m in release.all_manifests if (problem := shape_problem(m)) is not None]
+
+
 def lint(release: Release) -> list[Finding]:
     """Every finding for ``release``; rules about what one cluster gets use the load's filters."""
     findings = (
@@ -219,6 +227,7 @@ def lint(release: Release) -> list[Finding]:
         + _operator_order(release)
         + _duplicates(release)
         + _annotations(release)
+        + _shapes(release)
     )
     order = {m.path: i for i, m in enumerate(release.all_manifests)}
     findings.sort(key=lambda f: (order.get(f.file, len(order)), f.document or 0, f.rule))

@@ -19,6 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from cvo.fields import dig, entries, mapping, string
+
 OC_GROUP = "operators.coreos.com"
 OC_KIND = "OperatorCondition"
 OC_API_VERSION = "operators.coreos.com/v2"
@@ -38,8 +40,8 @@ class Verdict:
 
 
 def _find(conditions: Any, type_: str) -> dict[str, Any] | None:
-    for cond in conditions or []:
-        if isinstance(cond, dict) and cond.get("type") == type_:
+    for cond in entries(conditions):
+        if cond.get("type") == type_:
             return cond
     return None
 
@@ -48,16 +50,16 @@ def upgradeable_verdict(oc: dict[str, Any] | None) -> Verdict:
     """OLM's ``isOperatorUpgradeable`` for one OperatorCondition (``None``: no object)."""
     if oc is None:
         return Verdict(True)
-    override = _find((oc.get("spec") or {}).get("overrides"), UPGRADEABLE)
+    override = _find(dig(oc, "spec", "overrides"), UPGRADEABLE)
     if override is not None:
         if override.get("status") == "True":
             return Verdict(True, override.get("reason", ""), override.get("message", ""), "override")
         return Verdict(False, override.get("reason", "") or "AdminOverride",
                        f"the operator is not upgradeable: {override.get('message', '')}", "override")
-    cond = _find((oc.get("status") or {}).get("conditions"), UPGRADEABLE)
+    cond = _find(dig(oc, "status", "conditions"), UPGRADEABLE)
     if cond is None:
         return Verdict(True)
-    generation = (oc.get("metadata") or {}).get("generation")
+    generation = dig(oc, "metadata", "generation")
     if cond.get("observedGeneration") != generation:
         return Verdict(False, "Outdated",
                        f'the operatorcondition status "Upgradeable"="{cond.get("status")}" is outdated', "status")
@@ -69,10 +71,11 @@ def upgradeable_verdict(oc: dict[str, Any] | None) -> Verdict:
 
 def unsupported_conditions(oc: dict[str, Any]) -> list[dict[str, Any]]:
     """Conditions an operator reports that OLM does not act on: shown to admins, nothing more."""
-    seen = list((oc.get("spec") or {}).get("conditions") or []) + list((oc.get("status") or {}).get("conditions") or [])
+    seen = entries(dig(oc, "spec", "conditions")) + entries(dig(oc, "status", "conditions"))
     out, names = [], set()
     for cond in seen:
-        if isinstance(cond, dict) and cond.get("type") not in SUPPORTED_TYPES and cond.get("type") not in names:
+        if not isinstance(cond.get("type"), dict | list) and cond.get("type") not in SUPPORTED_TYPES \
+                and cond.get("type") not in names:
             names.add(cond.get("type"))
             out.append(cond)
     return out
@@ -84,12 +87,12 @@ def synced_status(oc: dict[str, Any]) -> dict[str, Any] | None:
     Returns the new status, or ``None`` when nothing changes.  Upserts only: a condition removed
     from spec keeps its stale status copy (and then blocks as outdated, as in OLM).
     """
-    spec_conditions = (oc.get("spec") or {}).get("conditions") or []
+    spec_conditions = entries(dig(oc, "spec", "conditions"))
     if not spec_conditions:
         return None
-    generation = (oc.get("metadata") or {}).get("generation")
-    status = dict(oc.get("status") or {})
-    current = [dict(c) for c in status.get("conditions") or []]
+    generation = dig(oc, "metadata", "generation")
+    status = dict(mapping(oc.get("status")))
+    current = [dict(c) for c in entries(status.get("conditions"))]
     changed = False
     for cond in spec_conditions:
         existing = _find(current, cond.get("type"))
@@ -109,20 +112,21 @@ def synced_status(oc: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def service_account(deployment: dict[str, Any]) -> str:
-    spec = ((deployment.get("spec") or {}).get("template") or {}).get("spec") or {}
-    return str(spec.get("serviceAccountName") or spec.get("serviceAccount") or "default")
+    spec = mapping(dig(deployment, "spec", "template", "spec"))
+    account = spec.get("serviceAccountName") or spec.get("serviceAccount")
+    return account if isinstance(account, str) and account else "default"
 
 
 def operator_condition_objects(name: str, deployment: dict[str, Any]) -> list[dict[str, Any]]:
     """The OperatorCondition, Role and RoleBinding for the operator Deployment ``deployment``."""
-    meta = deployment.get("metadata") or {}
-    namespace = meta.get("namespace", "")
+    meta = mapping(deployment.get("metadata"))
+    namespace = string(meta.get("namespace"))
     account = service_account(deployment)
     labels = {"cvo.openshift.io/operator-condition": name}
     return [
         {"apiVersion": OC_API_VERSION, "kind": OC_KIND,
          "metadata": {"name": name, "namespace": namespace, "labels": labels},
-         "spec": {"deployments": [meta.get("name", "")], "serviceAccounts": [account]}},
+         "spec": {"deployments": [string(meta.get("name"))], "serviceAccounts": [account]}},
         {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
          "metadata": {"name": name, "namespace": namespace, "labels": labels},
          "rules": [{"verbs": ["get", "update", "patch"], "apiGroups": [OC_GROUP],
@@ -136,9 +140,9 @@ def operator_condition_objects(name: str, deployment: dict[str, Any]) -> list[di
 
 def inject_env(deployment: dict[str, Any], name: str) -> dict[str, Any]:
     """``OPERATOR_CONDITION_NAME`` in every container (not init containers), as OLM injects it."""
-    spec = ((deployment.get("spec") or {}).get("template") or {}).get("spec") or {}
-    for container in spec.get("containers") or []:
-        env = list(container.get("env") or [])
+    spec = mapping(dig(deployment, "spec", "template", "spec"))
+    for container in entries(spec.get("containers")):
+        env = entries(container.get("env"))
         for i, item in enumerate(env):
             if item.get("name") == ENV_NAME:  # keep its place, override the value
                 env[i] = {"name": ENV_NAME, "value": name}

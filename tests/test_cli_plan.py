@@ -313,7 +313,7 @@ def test_one_error_line_per_bad_file(make_release: ReleaseFactory, capsys: pytes
 def test_dangling_symlink(make_release: ReleaseFactory, capsys: pytest.CaptureFixture[str]) -> None:
     root = make_release({"0000_20_ok.yaml": obj("ConfigMap", "fine", "a")})
     os.symlink(root / "gone.yaml", root / "release-manifests" / "0000_10_x_link.yaml")
-    assert errors_of(capsys, str(root)) == ["error: release-manifests/0000_10_x_link.yaml: file not found"]
+    assert errors_of(capsys, str(root)) == ["error: release-manifests/0000_10_x_link.yaml: file not found (dangling symbolic link)"]
 
 
 def test_a_directory_named_like_a_manifest_is_not_read(make_release: ReleaseFactory,

@@ -295,7 +295,7 @@ def test_bad_operators_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     assert_usage_error(code, err, "unknown behaviour 'teleport'")
     code, _, err = cli(capsys, "install", OLD, "--state", str(tmp_path / "c.json"),
                        "--operators", str(tmp_path / "missing.yaml"))
-    assert_usage_error(code, err, "cannot read")
+    assert_usage_error(code, err, f"{tmp_path / 'missing.yaml'}: file not found")
 
 
 def test_corrupt_state_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

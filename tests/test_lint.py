@@ -126,6 +126,12 @@ CASES: dict[str, Case] = {
         metadata={"release.openshift.io/architecture": "amd64"},
         near_metadata={"release.openshift.io/architecture": "multi"},
         file="release-manifests/release-metadata", document=None, fix="remove it or set it to multi"),
+    "malformed-object": Case(
+        trigger={"0000_50_foo_02_deployment.yaml": [cm("before"), obj("Deployment", "foo-operator", "openshift-foo",
+                                                                      api="apps/v1", spec=5)]},
+        near_miss={"0000_50_foo_02_deployment.yaml": [cm("before"), deployment("foo-operator")]},
+        file="release-manifests/0000_50_foo_02_deployment.yaml", document=2,
+        fix="spec must be an object, not a number; fix the field's type"),
 }
 
 

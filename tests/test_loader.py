@@ -182,7 +182,7 @@ def nested(depth: int) -> list[Any]:
     (obj("ConfigMap", "x", annotations={"a": 1}), "annotation 'a' must be a string"),  # type: ignore[dict-item]
     ({"kind": "A", "metadata": {"name": "x", "namespace": 5}}, "metadata.namespace must be a string"),
     ({"kind": "A", "apiVersion": 1, "metadata": {"name": "x"}}, "apiVersion must be a string"),
-    ({"kind": "A", "metadata": {"name": "x"}, "deep": nested(300)}, "cannot be converted to JSON"),
+    ({"kind": "A", "metadata": {"name": "x"}, "deep": nested(300)}, "nested deeper than 200 levels"),
 ])
 def test_malformed_documents(make_release: ReleaseFactory, document: Any, problem: str) -> None:
     root = make_release({"x.yaml": json.dumps(document)})
@@ -221,7 +221,7 @@ def test_every_broken_file_is_reported_once_in_payload_order(make_release: Relea
         "manifests/z.yaml", "release-manifests/0_dangling.yaml", "release-manifests/a.yaml",
         "release-manifests/c.yaml", "release-manifests/d.yaml",
     ]
-    assert errors[1] == "release-manifests/0_dangling.yaml: file not found"
+    assert errors[1] == "release-manifests/0_dangling.yaml: file not found (dangling symbolic link)"
     assert errors[3].startswith("release-manifests/c.yaml (document 2): ")
     assert errors[4].startswith("release-manifests/d.yaml (document 1): invalid YAML/JSON, line 1: ")
     assert all("\n" not in e for e in errors)
@@ -352,7 +352,8 @@ def test_missing_release_metadata_and_image_references(make_release: ReleaseFact
     root = make_release({"a.yaml": cm("a")}, name="other")
     (root / "release-manifests" / "image-references").unlink()
     (root / "release-manifests" / "image-references").mkdir()
-    assert load_error(root) == ["release-manifests/image-references: is a directory, not a file"]
+    assert load_error(root) == [
+        "release-manifests/image-references: is a directory, not a regular file (cvo reads only regular files)"]
 
 
 @pytest.mark.parametrize(("content", "problem"), [

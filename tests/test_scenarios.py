@@ -275,7 +275,7 @@ def test_cvo_replay_exits_2_on_a_malformed_file(tmp_path: Path, capsys: pytest.C
 
 def test_cvo_replay_exits_2_on_a_missing_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["replay", str(tmp_path / "nope.yaml")]) == 2
-    assert "cannot read" in capsys.readouterr().err
+    assert capsys.readouterr().err == f"error: {tmp_path / 'nope.yaml'}: file not found\n"
 
 
 def test_cvo_replay_prints_the_timeline(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -9,6 +9,7 @@ import orjson
 import pytest
 import yaml
 
+from cvo.payload.limits import MAX_DEPTH
 from cvo.payload.yamlparse import DocumentError, load_documents, resolve_plain
 
 
@@ -229,13 +230,26 @@ def test_invalid_json_is_a_document_error(data: bytes) -> None:
 # --- size and depth -------------------------------------------------------------------------
 
 
-def test_deep_nesting_does_not_recurse() -> None:
-    depth = 5000
-    (doc,) = load_documents(b"[" * depth + b"]" * depth)
-    for _ in range(depth - 1):
-        assert isinstance(doc, list) and len(doc) == 1
-        doc = doc[0]
-    assert doc == []
+def test_nesting_up_to_the_limit_decodes_without_recursion() -> None:
+    depth = MAX_DEPTH
+    for data in (b"[" * depth + b"]" * depth, b"x: " + b"[" * (depth - 1) + b"]" * (depth - 1)):
+        (doc,) = load_documents(data)
+        for _ in range(depth - 1):
+            assert isinstance(doc, list | dict) and len(doc) == 1
+            doc = doc[0] if isinstance(doc, list) else doc["x"]
+        assert doc == []
+
+
+@pytest.mark.parametrize("data", [
+    b"[" * (MAX_DEPTH + 1) + b"]" * (MAX_DEPTH + 1),  # YAML flow
+    b"a:\n" + b"".join(b"  " * i + b"- \n" for i in range(MAX_DEPTH)),  # YAML block
+    b' {"a":' + b"[" * 1100 + b"]" * 1100 + b"}",  # JSON, deeper than orjson decodes
+    b'{"a":' + b"[" * MAX_DEPTH + b"]" * MAX_DEPTH + b"}",  # JSON that orjson decodes
+    b'{}\n{"a":' + b"[" * 1100 + b"]" * 1100 + b"}",  # several JSON values: Python's decoder would recurse
+])
+def test_nesting_deeper_than_the_limit_is_one_error(data: bytes) -> None:
+    with pytest.raises(DocumentError, match=f"nested deeper than {MAX_DEPTH} levels"):
+        load_documents(data)
 
 
 def test_large_crd_matches_pyyaml() -> None:

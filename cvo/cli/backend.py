@@ -30,7 +30,7 @@ from cvo.cli.common import CommandFailed, UsageError
 from cvo.clock import Clock, parse_rfc3339, run_real, run_virtual
 from cvo.cluster.api import ApiError, ApiErrorKind, Cluster
 from cvo.payload.loader import Release
-from cvo.sim.behaviour import Behaviours
+from cvo.sim.behaviour import Behaviours, read_behaviours
 
 T = TypeVar("T")
 
@@ -114,15 +114,10 @@ def load_behaviours(args: argparse.Namespace) -> Behaviours:
     path: Path | None = getattr(args, "operators", None)
     if path is None:
         return Behaviours()
-    import yaml
-
     try:
-        data = yaml.safe_load(path.read_text())
-        return Behaviours.parse(data, f"{path}")
-    except OSError as err:
-        raise UsageError(f"{path}: cannot read: {err.strerror}") from None
-    except (yaml.YAMLError, ValueError) as err:
-        raise UsageError(f"{path}: {str(err).splitlines()[0]}") from None
+        return read_behaviours(path)  # under cvo's input limits (cvo/payload/limits.py)
+    except ValueError as err:
+        raise UsageError(str(err)) from None
 
 
 @dataclass

@@ -7,6 +7,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from cvo.cli.load_progress import for_terminal
 from cvo.payload.filters import (
     DEFAULT_PROFILE,
     KNOWN_CAPABILITIES,
@@ -15,6 +16,7 @@ from cvo.payload.filters import (
     LoadFilter,
     parse_list,
 )
+from cvo.payload.limits import display_name, is_utf8_name
 from cvo.payload.loader import LoadError, Release, load_release
 
 EXIT_OK = 0
@@ -57,7 +59,20 @@ def add_payload_flags(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--no-cache", action="store_true", help="parse every file again; do not read or write the parse cache")
 
 
+# Flags whose text reaches the output (JSON must be valid Unicode): refused when not UTF-8.
+TEXT_FLAGS = ("profile", "feature_set", "feature_gates", "capabilities", "exclude", "version", "release_image")
+
+
+def check_text_flags(args: argparse.Namespace) -> None:
+    """A flag or path given in bytes that are not UTF-8 is a usage error, not a crash in the output."""
+    for name in TEXT_FLAGS:
+        value = getattr(args, name, None)
+        if isinstance(value, str) and not is_utf8_name(value):
+            raise UsageError(f"--{name.replace('_', '-')}: {display_name(value)!r} is not UTF-8 text")
+
+
 def payload_options(args: argparse.Namespace) -> PayloadOptions:
+    check_text_flags(args)
     feature_set = args.feature_set
     if feature_set == "Default":
         feature_set = ""
@@ -82,6 +97,8 @@ def payload_options(args: argparse.Namespace) -> PayloadOptions:
 
 
 def load(args: argparse.Namespace, options: PayloadOptions) -> Release:
+    """The release of ``args.release_dir``; a long load shows its progress on a terminal."""
+    progress = for_terminal(getattr(args, "log_format", "text"))
     try:
         return load_release(
             args.release_dir,
@@ -89,9 +106,13 @@ def load(args: argparse.Namespace, options: PayloadOptions) -> Release:
             release_image=options.release_image,
             load_filter=options.load_filter,
             use_cache=options.use_cache,
+            on_progress=progress,
         )
     except LoadError as err:
         raise UsageError("\n".join(err.errors)) from None
+    finally:
+        if progress is not None:
+            progress.close()
 
 
 def print_error(message: str) -> None:

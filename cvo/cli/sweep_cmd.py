@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import time
 from collections.abc import Awaitable, Callable
@@ -44,9 +45,9 @@ def _add_sweep_flags(parser: argparse.ArgumentParser) -> None:
     add_backend_flags(parser)
     add_behaviour_flags(parser)
     parser.add_argument("--timeout", default="2h", metavar="DURATION",
-                        help="give up after this long on the sweep's clock (default 2h; e.g. 90m, 1h30m)")
+                        help="give up after this long on the sweep's clock (default 2h; e.g. 90m, 1h30m; 0: never)")
     parser.add_argument("--interval", default="3m", metavar="DURATION",
-                        help="reconcile interval: apply timeouts and back-off derive from it (default 3m)")
+                        help="reconcile interval: apply timeouts and back-off derive from it (default 3m; at least 1s)")
     parser.add_argument("-o", "--output", choices=["text", "json"], default="text",
                         help="final report format (progress goes to stderr)")
 
@@ -94,12 +95,19 @@ def _add_selection(parser: argparse.ArgumentParser) -> None:
         parser._add_action(action)
 
 
+# Apply timeouts and back-off derive from the interval (interval/16 …): a shorter one would spin.
+MIN_INTERVAL = 1.0
+
+
 def _options(args: argparse.Namespace) -> SweepOptions:
     try:
         timeout = parse_duration(args.timeout, "--timeout")
-        interval = parse_duration(args.interval, "--interval")
+        interval = parse_duration(args.interval, "--interval", minimum=MIN_INTERVAL)
     except ValueError as err:
         raise UsageError(str(err)) from None
+    speed = getattr(args, "speed", None)
+    if speed is not None and not (math.isfinite(speed) and speed > 0):
+        raise UsageError(f"--speed: {speed:g} is not a positive number of simulated seconds per real second")
     options = payload_options(args)
     return SweepOptions(interval=interval, timeout=timeout or None, capabilities=options.apply_filter)
 
@@ -211,6 +219,7 @@ def _report(args: argparse.Namespace, result: SweepResult, cos: list[dict[str, A
 
 
 def run_install(args: argparse.Namespace) -> int:
+    _options(args)  # bad flags fail before the release is read
     options = payload_options(args)
     release = load(args, options)
 
@@ -230,6 +239,7 @@ def run_install(args: argparse.Namespace) -> int:
 
 
 def run_upgrade(args: argparse.Namespace) -> int:
+    _options(args)
     options = payload_options(args)
     target = load(args, options)
 
@@ -261,6 +271,7 @@ def run_upgrade(args: argparse.Namespace) -> int:
 
 
 def run_reconcile(args: argparse.Namespace) -> int:
+    _options(args)  # the flags are checked before anything is read
     given = load(args, payload_options(args)) if args.release_dir is not None else None
 
     async def prepare(backend: Backend) -> tuple[str, MakeRunner] | int:

@@ -15,6 +15,7 @@ from typing import Any
 
 from cvo.clock import to_rfc3339
 from cvo.cluster.api import ApiError, ApiErrorKind, Cluster, co_ref
+from cvo.fields import entries, mapping
 
 
 @dataclass(frozen=True)
@@ -28,7 +29,7 @@ class Condition:
 def merge_conditions(current: Sequence[Mapping[str, Any]], wanted: Iterable[Condition], now: datetime,
                      ) -> list[dict[str, Any]]:
     """``current`` with ``wanted`` set: transition times kept unless a status changes; others kept."""
-    by_type = {c.get("type"): dict(c) for c in current}
+    by_type = {c.get("type"): dict(c) for c in current if isinstance(c, Mapping) and isinstance(c.get("type"), str)}
     stamp = to_rfc3339(now)
     for cond in wanted:
         old = by_type.get(cond.type)
@@ -64,13 +65,13 @@ async def report_status(cluster: Cluster, name: str, now: datetime, *, versions:
                 if err.kind is ApiErrorKind.ALREADY_EXISTS:
                     continue
                 raise
-        status = dict(live.get("status") or {})
-        status["conditions"] = merge_conditions(status.get("conditions") or [], conditions, now)
+        status = dict(mapping(live.get("status")))  # a malformed status is replaced by a valid one
+        status["conditions"] = merge_conditions(entries(status.get("conditions")), conditions, now)
         if versions is not None:
             status["versions"] = [{"name": k, "version": v} for k, v in versions.items()]
         if related_objects is not None:
             status["relatedObjects"] = related_objects
-        if status == (live.get("status") or {}):
+        if status == live.get("status"):
             return live
         updated = dict(live)
         updated["status"] = status

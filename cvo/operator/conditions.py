@@ -25,6 +25,7 @@ from typing import Any
 
 from cvo.clock import to_rfc3339
 from cvo.cluster.api import ApiError, ApiErrorKind, Cluster, Ref
+from cvo.fields import dig, entries, mapping, string
 from cvo.log import get_logger
 from cvo.olm import ENV_NAME, OC_API_VERSION, OC_GROUP, OC_KIND
 
@@ -93,10 +94,10 @@ class OperatorConditions:
         oc = await self.cluster.get(self.ref)
         if oc is None:
             raise ApiError(ApiErrorKind.NOT_FOUND, f'operatorconditions.{OC_GROUP} "{self.name}" not found', self.ref)
-        for cond in (oc.get("spec") or {}).get("conditions") or []:
+        for cond in entries(dig(oc, "spec", "conditions")):
             if cond.get("type") == type_:
-                return ConditionValue(type_, cond.get("status", ""), cond.get("reason", ""), cond.get("message", ""),
-                                      cond.get("lastTransitionTime", ""))
+                return ConditionValue(type_, string(cond.get("status")), string(cond.get("reason")),
+                                      string(cond.get("message")), string(cond.get("lastTransitionTime")))
         return None
 
     async def set(self, type_: str, status: str, reason: str = "", message: str = "") -> bool:
@@ -108,8 +109,8 @@ class OperatorConditions:
             if oc is None:
                 raise ApiError(ApiErrorKind.NOT_FOUND, f'operatorconditions.{OC_GROUP} "{self.name}" not found',
                                self.ref)
-            spec = dict(oc.get("spec") or {})
-            conditions = [dict(c) for c in spec.get("conditions") or []]
+            spec = dict(mapping(oc.get("spec")))
+            conditions = [dict(c) for c in entries(spec.get("conditions"))]
             current = next((c for c in conditions if c.get("type") == type_), None)
             stamp = to_rfc3339(self._now())
             wanted = {"type": type_, "status": status, "reason": reason or status, "message": message,

@@ -2,7 +2,8 @@
 
 Order: the files of ``manifests/`` sorted byte-wise by name, then those of ``release-manifests/``,
 not re-sorted; documents in file order.  Only ``.yaml``, ``.yml`` and ``.json`` files are read;
-sub-directories are ignored.  ``manifests/`` is rendered as a Go template first.
+sub-directories are ignored.  ``manifests/`` is rendered as a Go template first.  What may be read
+(regular files, sizes, names) is :mod:`cvo.payload.limits`' policy.
 """
 
 from __future__ import annotations
@@ -14,8 +15,16 @@ from pathlib import Path
 
 from cvo import semver
 from cvo.log import get_logger
+from cvo.payload import limits
 from cvo.payload.cache import ParseCache, default_cache_dir, digest
 from cvo.payload.filters import LoadFilter, load_exclusion
+from cvo.payload.limits import (
+    InputError,
+    display_name,
+    is_utf8_name,
+    read_input,
+    size_text,
+)
 from cvo.payload.manifest import (
     MANIFEST_EXTENSIONS,
     Header,
@@ -29,9 +38,8 @@ from cvo.payload.release import (
     ReleaseMetadata,
     parse_image_references,
     parse_release_metadata,
-    read_file,
 )
-from cvo.payload.template import TemplateContext, TemplateError, render
+from cvo.payload.template import RenderTooLarge, TemplateContext, TemplateError, render
 
 log = get_logger("cvo.payload")
 
@@ -42,6 +50,9 @@ IMAGE_REFERENCES_FILE = "image-references"
 
 # Below this many bytes to parse, starting worker processes costs more than it saves.
 PARALLEL_THRESHOLD = 2 * 1024 * 1024
+
+# on_progress(stage, done, total): "reading" files of a directory, then "parsing" files.
+ProgressCallback = Callable[[str, int, int], None]
 
 
 class LoadError(Exception):
@@ -94,19 +105,63 @@ def _sorted_entries(directory: Path) -> list[os.DirEntry[str]]:
         with os.scandir(directory) as it:
             entries = list(it)
     except OSError as err:
-        raise LoadError([f"{directory}: cannot read directory: {err.strerror}"]) from None
+        raise LoadError([f"{display_name(str(directory))}: cannot read directory: {err.strerror}"]) from None
     entries.sort(key=lambda e: os.fsencode(e.name))  # byte-wise, as Go's os.ReadDir
     return entries
 
 
+@dataclass
+class _ReadBudget:
+    """Bytes read so far for one release, against :data:`limits.MAX_RELEASE_BYTES`."""
+
+    used: int = 0
+
+    def charge(self, path: str, size: int) -> None:
+        self.used += size
+        if self.used > limits.MAX_RELEASE_BYTES:
+            raise LoadError([f"{path}: the release's files add up to more than {size_text(limits.MAX_RELEASE_BYTES)}, "
+                             "cvo's limit (see docs/loading.md)"])
+
+
+def _render(data: bytes, path: str, ctx: TemplateContext) -> bytes:
+    """``data`` rendered; :class:`TemplateError` to skip the file, :class:`InputError` for a bad file."""
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        raise InputError(path, f"not UTF-8 text: {err.reason}") from None
+    try:
+        rendered = render(text, ctx, limit=limits.MAX_FILE_BYTES).encode("utf-8", "surrogateescape")
+    except RenderTooLarge:
+        raise InputError(path, f"rendered template is over cvo's limit of {size_text(limits.MAX_FILE_BYTES)} "
+                               "(see docs/loading.md)") from None
+    except UnicodeEncodeError as err:
+        raise InputError(path, f"rendered template is not valid Unicode: {err.reason}") from None
+    if len(rendered) > limits.MAX_FILE_BYTES:
+        raise InputError(path, f"rendered template is over cvo's limit of {size_text(limits.MAX_FILE_BYTES)} "
+                               "(see docs/loading.md)")
+    return rendered
+
+
 def _collect(
     directory: Path, rel: str, skip_names: frozenset[str], render_ctx: TemplateContext | None,
-    skipped: list[SkippedFile], errors: list[tuple[str, str]],
+    skipped: list[SkippedFile], errors: list[tuple[str, str]], budget: _ReadBudget,
+    on_progress: ProgressCallback | None = None,
 ) -> list[_Source]:
     sources: list[_Source] = []
-    for entry in _sorted_entries(directory):
-        path = f"{rel}/{entry.name}" if rel else entry.name
-        if entry.is_dir():
+    entries = _sorted_entries(directory)
+    for done, entry in enumerate(entries, start=1):
+        if on_progress is not None:
+            on_progress(f"reading {rel or directory.name}/", done, len(entries))
+        shown = display_name(entry.name)
+        path = f"{rel}/{shown}" if rel else shown
+        if not is_utf8_name(entry.name):
+            errors.append((path, f"{path}: file name is not UTF-8 (cvo's rule; rename the file)"))
+            continue
+        try:
+            is_dir = entry.is_dir()
+        except OSError:  # a symbolic link loop: read_input names the problem
+            is_dir = False
+        if is_dir:
             skipped.append(SkippedFile(path, "sub-directory (not read)"))
             continue
         if entry.name in skip_names:
@@ -115,20 +170,17 @@ def _collect(
             skipped.append(SkippedFile(path, "extension is not .yaml, .yml or .json (not read)"))
             continue
         try:
-            data = read_file(Path(entry.path), path)
-        except ManifestError as err:
+            data = read_input(entry.path, path)
+            budget.charge(path, len(data))
+            if render_ctx is not None and b"{{" in data:
+                data = _render(data, path, render_ctx)
+        except InputError as err:
             errors.append((path, str(err)))
             continue
-        if render_ctx is not None and b"{{" in data:
-            try:
-                data = render(data.decode("utf-8-sig"), render_ctx).encode()
-            except UnicodeDecodeError as err:
-                errors.append((path, f"{path}: not UTF-8 text: {err.reason}"))
-                continue
-            except TemplateError as err:
-                log.warning("skipping manifest that does not render", file=path, reason=str(err))
-                skipped.append(SkippedFile(path, f"template: {err} (skipped)"))
-                continue
+        except TemplateError as err:
+            log.warning("skipping manifest that does not render", file=path, reason=str(err))
+            skipped.append(SkippedFile(path, f"template: {err} (skipped)"))
+            continue
         sources.append(_Source(path, entry.name, data))
     return sources
 
@@ -154,33 +206,47 @@ def _parse_chunk(indexes: list[int]) -> list[tuple[int, list[Header] | None, str
     return out
 
 
-def _parse_all(sources: list[_Source], jobs: int) -> list[tuple[int, list[Header] | None, str | None]]:
+def _parse_all(sources: list[_Source], jobs: int, on_progress: ProgressCallback | None = None,
+               ) -> list[tuple[int, list[Header] | None, str | None]]:
     global _PENDING
     total = sum(len(s.data) for s in sources)
     workers = min(jobs, len(sources))
     if workers <= 1 or total < PARALLEL_THRESHOLD:
         _PENDING = sources
         try:
-            return _parse_chunk(list(range(len(sources))))
+            if on_progress is None:
+                return _parse_chunk(list(range(len(sources))))
+            out = []
+            for i in range(len(sources)):
+                out += _parse_chunk([i])
+                on_progress("parsing", i + 1, len(sources))
+            return out
         finally:
             _PENDING = []
     import multiprocessing
 
-    # Balance the work by size: biggest files first, each to the least loaded worker.
-    bins: list[list[int]] = [[] for _ in range(workers)]
-    loads = [0] * workers
+    # Balance the work by size: biggest files first, each to the least loaded chunk; a few chunks per
+    # worker, so that progress moves and a worker that finishes early takes the next one.
+    chunks = min(len(sources), workers * 4)
+    bins: list[list[int]] = [[] for _ in range(chunks)]
+    loads = [0] * chunks
     for i in sorted(range(len(sources)), key=lambda i: -len(sources[i].data)):
         w = loads.index(min(loads))
         bins[w].append(i)
         loads[w] += len(sources[i].data)
+    bins.sort(key=lambda b: -sum(len(sources[i].data) for i in b))
     _PENDING = sources
+    results: list[tuple[int, list[Header] | None, str | None]] = []
     try:
         ctx = multiprocessing.get_context("fork")
         with ctx.Pool(workers) as pool:
-            results = pool.map(_parse_chunk, bins, chunksize=1)
+            for chunk in pool.imap_unordered(_parse_chunk, bins, chunksize=1):
+                results += chunk
+                if on_progress is not None:
+                    on_progress("parsing", len(results), len(sources))
     finally:
         _PENDING = []
-    return [item for chunk in results for item in chunk]
+    return results
 
 
 def default_jobs() -> int:
@@ -199,11 +265,16 @@ def load_release(
     use_cache: bool = True,
     cache_dir: Path | None = None,
     jobs: int | None = None,
-    on_progress: Callable[[str], None] | None = None,
+    on_progress: ProgressCallback | None = None,
 ) -> Release:
-    """Load a release directory (or a plain directory of manifests when ``version`` is given)."""
+    """Load a release directory (or a plain directory of manifests when ``version`` is given).
+
+    ``on_progress(stage, done, total)`` is called as files are read and parsed.
+    """
     root = Path(directory)
     load_filter = load_filter or LoadFilter()
+    if not is_utf8_name(str(root)):
+        raise LoadError([f"{display_name(str(root))}: the directory's path is not UTF-8 (cvo's rule)"])
     if not root.is_dir():
         raise LoadError([f"{root}: not a directory"])
     release_dir = root / RELEASE_MANIFEST_DIR
@@ -214,9 +285,9 @@ def load_release(
         meta_path = f"{RELEASE_MANIFEST_DIR}/{METADATA_FILE}"
         refs_path = f"{RELEASE_MANIFEST_DIR}/{IMAGE_REFERENCES_FILE}"
         try:
-            metadata = parse_release_metadata(read_file(release_dir / METADATA_FILE, meta_path), meta_path)
-            image_refs = parse_image_references(read_file(release_dir / IMAGE_REFERENCES_FILE, refs_path), refs_path)
-        except ManifestError as err:
+            metadata = parse_release_metadata(read_input(release_dir / METADATA_FILE, meta_path), meta_path)
+            image_refs = parse_image_references(read_input(release_dir / IMAGE_REFERENCES_FILE, refs_path), refs_path)
+        except InputError as err:
             raise LoadError([str(err)]) from None
         warnings.extend(f"{meta_path}: {w}" for w in metadata.warnings)
         if image_refs.name != metadata.version:
@@ -240,11 +311,17 @@ def load_release(
         except semver.SemverError as err:
             raise LoadError([f"--version: {err}"]) from None
     assert version is not None
-    image = release_image or f"file://{root.resolve()}"
+    try:
+        image = release_image or f"file://{root.resolve()}"
+    except OSError as err:
+        raise LoadError([f"{root}: cannot resolve the directory's path: {err.strerror}"]) from None
+    if not is_utf8_name(image):
+        raise LoadError([f"{display_name(image)}: the release image is not UTF-8 text"])
 
     skipped: list[SkippedFile] = []
     errors: list[tuple[str, str]] = []  # (path, message)
     sources: list[_Source] = []
+    budget = _ReadBudget()
     if release_dir.is_dir():
         cvo_dir = root / CVO_MANIFEST_DIR
         if cvo_dir.is_dir():
@@ -253,13 +330,13 @@ def load_release(
                 cluster_profile=load_filter.profile,
                 images=dict(image_refs.images) if image_refs else {},
             )
-            sources += _collect(cvo_dir, CVO_MANIFEST_DIR, frozenset(), ctx, skipped, errors)
+            sources += _collect(cvo_dir, CVO_MANIFEST_DIR, frozenset(), ctx, skipped, errors, budget, on_progress)
         sources += _collect(
             release_dir, RELEASE_MANIFEST_DIR, frozenset({METADATA_FILE, IMAGE_REFERENCES_FILE}), None,
-            skipped, errors,
+            skipped, errors, budget, on_progress,
         )
     else:
-        sources += _collect(root, "", frozenset(), None, skipped, errors)
+        sources += _collect(root, "", frozenset(), None, skipped, errors, budget, on_progress)
 
     cache: ParseCache | None = None
     if use_cache:
@@ -275,9 +352,7 @@ def load_release(
         else:
             parsed[i] = hit
     if misses:
-        if on_progress:
-            on_progress(f"parsing {len(misses)} of {len(sources)} files")
-        results = _parse_all([sources[i] for i in misses], jobs or default_jobs())
+        results = _parse_all([sources[i] for i in misses], jobs or default_jobs(), on_progress)
         for local, headers, error in results:
             if error is not None:
                 errors.append((sources[misses[local]].path, error))

@@ -7,6 +7,8 @@ from typing import Any
 
 import orjson
 
+from cvo.payload.limits import MAX_DOCUMENT_BYTES, InputError, printable, size_text
+
 MANIFEST_EXTENSIONS = (".yaml", ".yml", ".json")
 
 # Annotations the loader and the runner act on.
@@ -20,15 +22,8 @@ PROFILE_ANNOTATION_PREFIX = "include.release.openshift.io/"
 EXCLUDE_ANNOTATION_PREFIX = "exclude.release.openshift.io/"
 
 
-class ManifestError(ValueError):
+class ManifestError(InputError):
     """A file or document that cannot be loaded; ``str()`` is the one-line message for users."""
-
-    def __init__(self, path: str, message: str, document: int | None = None) -> None:
-        where = f"{path}" if document is None else f"{path} (document {document})"
-        super().__init__(f"{where}: {message}")
-        self.path = path
-        self.document = document
-        self.problem = message
 
 
 @dataclass(slots=True, eq=False)
@@ -113,8 +108,11 @@ def _header(doc: dict[str, Any], path: str, number: int) -> Header:
         raise ManifestError(path, f"annotation {bad[0]!r} must be a string (quote the value)", number)
     try:
         raw = orjson.dumps(doc)
-    except orjson.JSONEncodeError as err:  # e.g. nested deeper than orjson's 254 levels
+    except orjson.JSONEncodeError as err:  # e.g. a string that is not valid Unicode
         raise ManifestError(path, f"cannot be converted to JSON: {err}", number) from None
+    if len(raw) > MAX_DOCUMENT_BYTES:
+        raise ManifestError(path, f"document is {size_text(len(raw))} as JSON, over cvo's limit of "
+                                  f"{size_text(MAX_DOCUMENT_BYTES)} (see docs/loading.md)", number)
     return (number, api_version, kind, name, namespace, annotations, raw)
 
 
@@ -123,10 +121,13 @@ def parse_headers(data: bytes, path: str) -> list[Header]:
 
     Raises :class:`ManifestError` with the file, the document number and the problem.
     """
-    from cvo.payload.yamlparse import DocumentError, load_documents  # only needed on a cache miss
+    from cvo.payload.yamlparse import DocumentError, LimitExceeded, load_documents  # only on a cache miss
 
     try:
         documents = load_documents(data)
+    except LimitExceeded as err:
+        where = f"line {err.line}: " if err.line else ""
+        raise ManifestError(path, f"{where}{err}", err.document) from None
     except DocumentError as err:
         where = f", line {err.line}" if err.line else ""
         raise ManifestError(path, f"invalid YAML/JSON{where}: {err}", err.document) from None
@@ -143,12 +144,8 @@ def parse_headers(data: bytes, path: str) -> list[Header]:
         group = header[1].rpartition("/")[0] if "/" in header[1] else ""
         key = (group, header[2], header[4], header[3])
         if key in seen:
-            raise ManifestError(
-                path,
-                f"duplicate resource {header[2]} {header[4] + '/' if header[4] else ''}{header[3]} "
-                f"(also document {seen[key]})",
-                number,
-            )
+            what = f"{header[2]} {header[4] + '/' if header[4] else ''}{header[3]}"
+            raise ManifestError(path, f"duplicate resource {printable(what, 200)} (also document {seen[key]})", number)
         seen[key] = number
         headers.append(header)
     return headers

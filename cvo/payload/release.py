@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import orjson
@@ -139,14 +138,3 @@ def parse_image_references(data: bytes, path: str) -> ImageReferences:
             raise ManifestError(path, f"spec.tags[{i}] ({tag['name']}) has no from.name")
         images[tag["name"]] = pullspec
     return ImageReferences(name=name, images=images)
-
-
-def read_file(path: Path, display: str) -> bytes:
-    try:
-        return path.read_bytes()
-    except FileNotFoundError:
-        raise ManifestError(display, "file not found") from None
-    except IsADirectoryError:
-        raise ManifestError(display, "is a directory, not a file") from None
-    except OSError as err:
-        raise ManifestError(display, f"cannot read: {err.strerror}") from None

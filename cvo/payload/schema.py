@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from cvo.fields import entries, mapping
 from cvo.payload.manifest import Manifest
 
 _ZERO: dict[str, Any] = {"boolean": False, "integer": 0, "number": 0, "string": "", "object": {}, "array": []}
@@ -22,20 +23,27 @@ def required_zero_values(manifests: Sequence[Manifest]) -> dict[tuple[str, str],
     for m in manifests:
         if m.kind != "CustomResourceDefinition" or m.group != "apiextensions.k8s.io":
             continue
-        spec = m.copy_obj().get("spec") or {}  # not m.obj: that would keep every CRD decoded
-        kind = (spec.get("names") or {}).get("kind")
-        for version in spec.get("versions") or []:
-            schema = ((version.get("schema") or {}).get("openAPIV3Schema")) or {}
-            props = schema.get("properties") or {}
+        # Types are checked as they are read: a malformed CRD (cvo lint: malformed-object) adds nothing.
+        spec = mapping(m.copy_obj().get("spec"))  # not m.obj: that would keep every CRD decoded
+        kind = mapping(spec.get("names")).get("kind")
+        group = spec.get("group", "")
+        if not isinstance(kind, str) or not isinstance(group, str):
+            continue
+        for version in entries(spec.get("versions")):
+            schema = mapping(mapping(version.get("schema")).get("openAPIV3Schema"))
+            props = mapping(schema.get("properties"))
+            required = schema.get("required")
             zeros = {}
-            for name in schema.get("required") or []:
-                prop = props.get(name) or {}
-                if prop.get("nullable"):
+            for name in required if isinstance(required, list) else []:
+                if not isinstance(name, str):
+                    continue
+                prop = mapping(props.get(name))
+                if prop.get("nullable") is True:
                     zeros[name] = None
-                elif prop.get("type") in _ZERO:
+                elif isinstance(prop.get("type"), str) and prop["type"] in _ZERO:
                     zeros[name] = _ZERO[prop["type"]]
-            if zeros and kind and version.get("storage", version.get("served", True)):
-                out[(str(spec.get("group", "")), str(kind))] = zeros
+            if zeros and kind and version.get("storage", version.get("served", True)) is True:
+                out[(group, kind)] = zeros
     return out
 
 

@@ -40,7 +40,9 @@ from yaml.events import (
     StreamEndEvent,
 )
 
-__all__ = ["DocumentError", "load_documents"]
+from cvo.payload import limits
+
+__all__ = ["DocumentError", "LimitExceeded", "load_documents"]
 
 BOM = b"\xef\xbb\xbf"
 
@@ -72,6 +74,10 @@ class DocumentError(ValueError):
         super().__init__(message)
         self.document = document
         self.line = line
+
+
+class LimitExceeded(DocumentError):
+    """Well-formed input over one of cvo's limits (:mod:`cvo.payload.limits`)."""
 
 
 def _go_parse_int(text: str) -> int | None:
@@ -181,14 +187,88 @@ def _merge_into(target: dict[str, Any], source: Any) -> None:
         target.update(item)
 
 
-def _build(get_event: Any, first: Any, anchors: dict[str, Any]) -> Any:
-    """Construct one node starting at event ``first``, consuming events iteratively."""
-    # Each frame: [container, pending_key, is_mapping, anchor]
+class _Budget:
+    """What one file's aliases have used: go-yaml v2 counts per document, the byte budget per file."""
+
+    __slots__ = ("alias_bytes", "aliased", "checked", "decoded", "sizes")
+
+    def __init__(self) -> None:
+        self.alias_bytes = 0
+        self.new_document()
+
+    def new_document(self) -> None:
+        self.decoded = 1  # go-yaml counts the document node too
+        self.aliased = 0
+        self.checked = 1  # ``decoded`` when the ratio was last checked
+        self.sizes: dict[int, tuple[int, int]] = {}  # id(container) -> (JSON bytes, height), this document
+
+    def plain_nodes(self, decoded: int, line: int | None) -> None:
+        """Decodes up to ``decoded`` without an alias: go-yaml v2's test as if made at each of them.
+
+        Only ``decoded`` grew, so ``aliased/decoded`` minus the allowed ratio is convex in ``decoded``
+        below 4,000,000 and falling above it: its maximum over the stretch is at an end or at 4,000,000.
+        """
+        before, self.decoded = self.checked, decoded
+        self.checked = decoded
+        if self.aliased > limits.ALIAS_MIN_ALIASED:
+            points = [decoded]
+            if before < limits.ALIAS_RATIO_RANGE_HIGH < decoded:
+                points.append(limits.ALIAS_RATIO_RANGE_HIGH)
+            if any(limits.excessive_aliasing(self.aliased, d) for d in points):
+                raise LimitExceeded("document contains excessive aliasing (go-yaml v2's limit)", line=line)
+
+    def alias(self, expanded: int, line: int | None) -> None:
+        """One alias node and the ``expanded`` nodes of its value, all counted as aliased but the alias.
+
+        Both counters grow together, so the ratio only rises: the test at the last node is enough.
+        """
+        self.decoded += 1 + expanded
+        self.aliased += expanded
+        self.checked = self.decoded
+        if limits.excessive_aliasing(self.aliased, self.decoded):
+            raise LimitExceeded("document contains excessive aliasing (go-yaml v2's limit)", line=line)
+
+
+def _json_size(value: Any, sizes: dict[int, tuple[int, int]]) -> tuple[int, int]:
+    """(about how many JSON bytes ``value`` becomes, its nesting height); shared containers counted once."""
+    if isinstance(value, str):
+        return len(value) + 2, 0
+    if not isinstance(value, dict | list):
+        return 8, 0
+    known = sizes.get(id(value))
+    if known is not None:
+        return known
+    total, height = 2, 0
+    if isinstance(value, dict):
+        for key, item in value.items():
+            size, h = _json_size(item, sizes)
+            total += len(key) + 4 + size
+            height = max(height, h)
+    else:
+        for item in value:
+            size, h = _json_size(item, sizes)
+            total += size + 1
+            height = max(height, h)
+    sizes[id(value)] = result = (total, height + 1)
+    return result
+
+
+def _build(get_event: Any, first: Any, anchors: dict[str, Any], budget: _Budget) -> Any:
+    """Construct one node starting at event ``first``, consuming events iteratively.
+
+    Aliases share the anchored value (nothing is copied), and are charged the way go-yaml v2 charges
+    them: each node of the anchored value counts again, as a decode and as an aliased decode.
+    """
+    # Each frame: [container, pending_key, is_mapping, anchor, decodes before it started]
     stack: list[list[Any]] = []
+    nodes: dict[str, int] = {}  # anchor -> nodes in its value (aliases inside it expanded)
+    decoded = budget.decoded
+    max_depth = limits.MAX_DEPTH
     event = first
     while True:
         etype = type(event)
         if etype is ScalarEvent:
+            decoded += 1
             style = event.style
             if event.tag is not None:
                 value = event.value if event.tag == "!" else _tagged(event.tag, event.value, not style)
@@ -200,26 +280,31 @@ def _build(get_event: Any, first: Any, anchors: dict[str, Any]) -> Any:
                 # ``<<`` merges only as a mapping key; anywhere else it is the string "<<".
                 if event.anchor is not None:
                     anchors[event.anchor] = "<<"
+                    nodes[event.anchor] = 1
                 if not (stack and stack[-1][2] and stack[-1][1] is _NO_KEY):
                     value = "<<"
+                else:
+                    decoded -= 1  # go-yaml v2 does not decode a merge key
             elif event.anchor is not None:
                 anchors[event.anchor] = value
-        elif etype is MappingStartEvent:
-            frame = [{}, _NO_KEY, True, event.anchor]
-            if event.anchor is not None:
-                anchors[event.anchor] = frame[0]
-            stack.append(frame)
-            event = get_event()
-            continue
-        elif etype is SequenceStartEvent:
-            frame = [[], _NO_KEY, False, event.anchor]
+                nodes[event.anchor] = 1
+        elif etype is MappingStartEvent or etype is SequenceStartEvent:
+            decoded += 1
+            if len(stack) >= max_depth:
+                raise LimitExceeded(f"nested deeper than {max_depth} levels (cvo's limit; see docs/loading.md)",
+                                    line=_line(event))
+            frame = [{} if etype is MappingStartEvent else [], _NO_KEY, etype is MappingStartEvent, event.anchor,
+                     decoded - 1]
             if event.anchor is not None:
                 anchors[event.anchor] = frame[0]
             stack.append(frame)
             event = get_event()
             continue
         elif etype is MappingEndEvent or etype is SequenceEndEvent:
-            value = stack.pop()[0]
+            frame = stack.pop()
+            value = frame[0]
+            if frame[3] is not None and anchors.get(frame[3]) is value:
+                nodes[frame[3]] = decoded - frame[4]
         elif etype is AliasEvent:
             try:
                 value = anchors[event.anchor]
@@ -228,10 +313,23 @@ def _build(get_event: Any, first: Any, anchors: dict[str, Any]) -> Any:
             if isinstance(value, dict | list) and any(f[0] is value for f in stack):
                 # go-yaml v2 refuses this too; the value would contain itself and never become JSON.
                 raise DocumentError(f"anchor '{event.anchor}' value contains itself", line=_line(event))
+            budget.plain_nodes(decoded, _line(event))
+            budget.alias(nodes[event.anchor], _line(event))
+            decoded = budget.decoded
+            size, height = _json_size(value, budget.sizes)
+            budget.alias_bytes += size
+            if budget.alias_bytes > limits.MAX_ALIAS_EXPANSION_BYTES:
+                raise LimitExceeded(
+                    f"aliases repeat more than {limits.size_text(limits.MAX_ALIAS_EXPANSION_BYTES)} of JSON in this "
+                    "file (cvo's limit; see docs/loading.md)", line=_line(event))
+            if len(stack) + height > max_depth:
+                raise LimitExceeded(f"nested deeper than {max_depth} levels through alias '{event.anchor}' "
+                                    "(cvo's limit; see docs/loading.md)", line=_line(event))
         else:  # pragma: no cover - libyaml guarantees well-formed event streams
             raise DocumentError(f"unexpected YAML event {etype.__name__}")
 
         if not stack:
+            budget.plain_nodes(decoded, _line(event))
             return value
         frame = stack[-1]
         if frame[2]:
@@ -265,9 +363,15 @@ def _line(event: Any) -> int | None:
     return mark.line + 1 if mark is not None else None
 
 
+def _too_many_documents() -> DocumentError:
+    n = limits.MAX_DOCUMENTS_PER_FILE
+    return LimitExceeded(f"more than {n:,} documents in one file (cvo's limit; see docs/loading.md)", n + 1)
+
+
 def _load_yaml(data: bytes) -> list[Any]:
     parser = CParser(data)
     documents: list[Any] = []
+    budget = _Budget()
     try:
         get_event = parser.get_event
         get_event()  # StreamStartEvent
@@ -277,9 +381,11 @@ def _load_yaml(data: bytes) -> list[Any]:
                 break
             if type(event) is not DocumentStartEvent:  # pragma: no cover - libyaml invariant
                 raise DocumentError("malformed YAML stream")
-            anchors: dict[str, Any] = {}
+            if len(documents) >= limits.MAX_DOCUMENTS_PER_FILE:
+                raise _too_many_documents()
+            budget.new_document()
             try:
-                root = _build(get_event, get_event(), anchors)
+                root = _build(get_event, get_event(), {}, budget)
             except DocumentError as err:
                 err.document = len(documents) + 1
                 raise
@@ -311,9 +417,32 @@ def _load_yaml(data: bytes) -> list[Any]:
     return documents
 
 
+def _too_deep(value: Any, limit: int) -> bool:
+    """Whether a decoded JSON value nests more than ``limit`` mappings and sequences."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children = item.values() if isinstance(item, dict) else item
+        for child in children:
+            if isinstance(child, dict | list):
+                if depth + 1 > limit:
+                    return True
+                stack.append((child, depth + 1))
+    return False
+
+
+def _check_json_depth(documents: list[Any], text: bytes) -> list[Any]:
+    limit = limits.MAX_DEPTH
+    if text.count(b"[") + text.count(b"{") > limit:  # fewer brackets than that cannot nest deeper
+        for number, doc in enumerate(documents, start=1):
+            if isinstance(doc, dict | list) and _too_deep(doc, limit):
+                raise LimitExceeded(f"nested deeper than {limit} levels (cvo's limit; see docs/loading.md)", number)
+    return documents
+
+
 def _load_json_stream(text: bytes) -> list[Any]:
     try:
-        return [orjson.loads(text)]
+        return _check_json_depth([orjson.loads(text)], text)
     except orjson.JSONDecodeError:
         pass
     # Several JSON values one after another, as YAMLOrJSONDecoder accepts.
@@ -326,11 +455,21 @@ def _load_json_stream(text: bytes) -> list[Any]:
         while pos < len(source) and source[pos] in " \t\r\n":
             pos += 1
         if pos >= len(source):
-            return documents
+            return _check_json_depth(documents, text)
+        if len(documents) >= limits.MAX_DOCUMENTS_PER_FILE:
+            raise _too_many_documents()
+        start = pos
         try:
-            value, pos = decoder.raw_decode(source, pos)
+            _, pos = decoder.raw_decode(source, pos)  # only to find where the value ends
+            value = orjson.loads(source[start:pos])  # orjson's rules for every value, as for a single one
         except json.JSONDecodeError as err:
             raise DocumentError(f"invalid JSON: {err.msg}", len(documents) + 1, err.lineno) from None
+        except orjson.JSONDecodeError as err:
+            raise DocumentError(f"invalid JSON: {err.msg}", len(documents) + 1,
+                                source.count("\n", 0, start) + err.lineno) from None
+        except RecursionError:
+            raise LimitExceeded(f"nested deeper than {limits.MAX_DEPTH} levels (cvo's limit; see docs/loading.md)",
+                                len(documents) + 1) from None
         documents.append(value)
 
 

@@ -22,7 +22,9 @@ from typing import Any
 
 from cvo.cluster.api import ApiError, ApiErrorKind, Cluster, Ref
 from cvo.errors import UpdateError
+from cvo.fields import entries, mapping
 from cvo.payload.graph import Mode, Task
+from cvo.payload.shapes import shape_problem
 
 # Groups whose kinds the CVO applies with typed clients (label/annotation merge).
 TYPED_GROUPS = frozenset({
@@ -80,10 +82,10 @@ def contains(desired: Any, live: Any) -> bool:
 def _merge_meta(live_meta: dict[str, Any], desired_meta: dict[str, Any]) -> bool:
     changed = False
     for key in ("labels", "annotations"):
-        wanted = desired_meta.get(key) or {}
+        wanted = mapping(desired_meta.get(key))
         if not wanted:
             continue
-        current = live_meta.setdefault(key, {}) or {}
+        current = mapping(live_meta.get(key))
         live_meta[key] = current
         for k, v in wanted.items():
             if current.get(k) != v:
@@ -105,7 +107,7 @@ def desired_object(task: Task, mutate: Mutator | None = None) -> dict[str, Any]:
         obj.pop(key, None)
     if mutate is not None:
         obj = mutate(obj)
-    if task.manifest.kind == "Deployment" and task.manifest.group == "apps":
+    if task.manifest.kind == "Deployment" and task.manifest.group == "apps" and isinstance(obj.get("spec", {}), dict):
         spec = obj.setdefault("spec", {})
         spec.setdefault("replicas", 1)  # a manifest that omits replicas means 1
     return obj
@@ -114,8 +116,8 @@ def desired_object(task: Task, mutate: Mutator | None = None) -> dict[str, Any]:
 def merge(desired: dict[str, Any], live: dict[str, Any], typed: bool) -> dict[str, Any] | None:
     """The object to send as an update, or ``None`` when the live object already matches."""
     merged = dict(live)
-    merged["metadata"] = dict(live.get("metadata") or {})
-    desired_meta = desired.get("metadata") or {}
+    merged["metadata"] = dict(mapping(live.get("metadata")))
+    desired_meta = mapping(desired.get("metadata"))
     body_changed = False
     merge_keys = MERGED_MAPS.get((desired.get("apiVersion", ""), desired.get("kind", "")), ())
     for key, value in desired.items():
@@ -123,7 +125,7 @@ def merge(desired: dict[str, Any], live: dict[str, Any], typed: bool) -> dict[st
             continue
         if not contains(value, live.get(key)):
             # ConfigMap data is merged key by key: keys only the live object has are kept.
-            merged[key] = {**(live.get(key) or {}), **value} if key in merge_keys and isinstance(value, dict) else value
+            merged[key] = {**mapping(live.get(key)), **value} if key in merge_keys and isinstance(value, dict) else value
             body_changed = True
     if typed:
         meta_changed = _merge_meta(merged["metadata"], desired_meta)
@@ -147,6 +149,10 @@ async def apply_task(cluster: Cluster, task: Task, mode: Mode, deletes: DeleteTr
     m = task.manifest
     if (problem := task.invalid_delete) is not None:
         raise UpdateError("UpdatePayloadResourceInvalid", f"Could not update {task}: {problem}", task=str(task))
+    if not task.delete and (problem := shape_problem(m)) is not None:
+        # The CVO's typed decode fails the same way: the task fails, the rest of the payload goes on.
+        raise UpdateError("UpdatePayloadResourceInvalid", f"Could not update {task}: {problem}",
+                          nested=f"{m.describe()}: {problem}", task=str(task))
     ref = Ref(m.group, m.kind, m.namespace, m.name)
     if task.delete:
         return await _delete(cluster, ref, mode, deletes)
@@ -173,8 +179,8 @@ async def apply_task(cluster: Cluster, task: Task, mode: Mode, deletes: DeleteTr
     update = merge(desired, live, typed=m.group in TYPED_GROUPS)
     if update is None:
         return ApplyOutcome("unchanged", live)
-    if (m.group, m.kind) == ("batch", "Job") and not contains((desired.get("spec") or {}).get("template"),
-                                                              (live.get("spec") or {}).get("template")):
+    if (m.group, m.kind) == ("batch", "Job") and not contains(mapping(desired.get("spec")).get("template"),
+                                                              mapping(live.get("spec")).get("template")):
         # A Job's pod template is immutable: a new release's Job replaces the old one.
         await cluster.delete(ref)
         return ApplyOutcome("replaced", await cluster.create(desired))
@@ -190,9 +196,10 @@ async def precreate_cluster_operator(cluster: Cluster, task: Task, create_first:
     if not create_first and await cluster.get(ref) is not None:
         return
     obj = task.manifest.copy_obj()
-    related = (obj.get("status") or {}).get("relatedObjects")
+    related = entries(mapping(obj.get("status")).get("relatedObjects"))  # apply_task names a malformed one
     obj.pop("status", None)
-    obj.setdefault("spec", {})  # the CVO's typed client always sends spec; OpenShift's CRD requires it
+    if not isinstance(obj.get("spec"), dict):
+        obj["spec"] = {}  # the CVO's typed client always sends spec; OpenShift's CRD requires it
     if related:  # ObjectReference fields are always sent by Go, empty or not
         related = [{"group": "", "resource": "", "name": "", **r} for r in related]
     try:
@@ -211,8 +218,8 @@ async def _cluster_operator(cluster: Cluster, task: Task, live: dict[str, Any] |
         return ApplyOutcome("created", await cluster.get(Ref.of(task.manifest.obj)))
     if mode is Mode.RECONCILE:
         merged = dict(live)
-        merged["metadata"] = dict(live.get("metadata") or {})
-        if _merge_meta(merged["metadata"], task.manifest.obj.get("metadata") or {}):
+        merged["metadata"] = dict(mapping(live.get("metadata")))
+        if _merge_meta(merged["metadata"], mapping(task.manifest.obj.get("metadata"))):
             return ApplyOutcome("updated", await cluster.update(merged))
     return ApplyOutcome("unchanged", live)
 

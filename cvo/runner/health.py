@@ -1,4 +1,9 @@
-"""When a task is done: the CVO's health checks on live objects (reference §3)."""
+"""When a task is done: the CVO's health checks on live objects (reference §3).
+
+Live objects are read through :mod:`cvo.fields`: a field of the wrong type counts as absent, and a
+ClusterOperator whose status is not an object is reported as such (the CVO's typed client would
+fail to decode it), never with a Python exception.
+"""
 
 from __future__ import annotations
 
@@ -11,21 +16,32 @@ from cvo.errors import (
     cluster_operator_not_available,
     cluster_operator_updating,
 )
+from cvo.fields import dig, entries, mapping, string, type_name
 from cvo.payload.graph import Mode
 
 
 def condition(obj: dict[str, Any] | None, type_: str) -> dict[str, Any] | None:
-    if not obj:
-        return None
-    for cond in (obj.get("status") or {}).get("conditions") or []:
-        if isinstance(cond, dict) and cond.get("type") == type_:
+    for cond in entries(dig(obj, "status", "conditions")):
+        if cond.get("type") == type_:
             return cond
     return None
 
 
 def condition_status(obj: dict[str, Any] | None, type_: str) -> str | None:
     cond = condition(obj, type_)
-    return cond.get("status") if cond else None
+    status = cond.get("status") if cond else None
+    return status if isinstance(status, str) else None
+
+
+def _text(cond: dict[str, Any] | None, key: str) -> str:
+    """A condition's reason or message as text (a number stays readable, an object is dropped)."""
+    value = (cond or {}).get(key)
+    return value if isinstance(value, str) else "" if isinstance(value, dict | list) or value is None else str(value)
+
+
+def _name(live: dict[str, Any]) -> str:
+    meta = mapping(live.get("metadata"))
+    return f"{string(meta.get('namespace'))}/{string(meta.get('name'))}"
 
 
 def check_operator_health(name: str, expected_versions: tuple[tuple[str, str], ...], live: dict[str, Any],
@@ -35,8 +51,11 @@ def check_operator_health(name: str, expected_versions: tuple[tuple[str, str], .
     cvo adds one rule from the OperatorCondition enhancement (seed 000): an operator that reports
     ``Upgrading=True`` is not done, whatever its versions say.
     """
-    status = live.get("status") or {}
-    live_versions = {v.get("name"): v.get("version") for v in status.get("versions") or [] if isinstance(v, dict)}
+    status = live.get("status")
+    if status is not None and not isinstance(status, dict):
+        return cluster_operator_not_available(
+            name, f"cluster operator {name} has a malformed status: it is {type_name(status)}, not an object")
+    live_versions = {v.get("name"): v.get("version") for v in entries(mapping(status).get("versions"))}
     undone = []
     for vname, version in expected_versions:
         current = live_versions.get(vname)
@@ -53,21 +72,21 @@ def check_operator_health(name: str, expected_versions: tuple[tuple[str, str], .
                f"undone={', '.join(undone)}")
     if not available:
         cond = condition(live, "Available")
-        nested = (f"cluster operator {name} is Available={cond.get('status')}: {cond.get('reason', '')}: "
-                  f"{cond.get('message')}") if cond and cond.get("message") else generic
+        nested = (f"cluster operator {name} is Available={_text(cond, 'status')}: {_text(cond, 'reason')}: "
+                  f"{_text(cond, 'message')}") if _text(cond, "message") else generic
         return cluster_operator_not_available(name, nested)
     if degraded:
         cond = condition(live, "Degraded")
-        nested = (f"cluster operator {name} is Degraded={cond.get('status')}: {cond.get('reason', '')}, "
-                  f"{cond.get('message')}") if cond and cond.get("message") else generic
+        nested = (f"cluster operator {name} is Degraded={_text(cond, 'status')}: {_text(cond, 'reason')}, "
+                  f"{_text(cond, 'message')}") if _text(cond, "message") else generic
         return cluster_operator_degraded(name, nested, install=mode is Mode.INSTALL)
     if undone and mode is not Mode.INSTALL:
         return cluster_operator_updating(
             name, f"cluster operator {name} is available and not degraded but has not finished updating to target version")
     if condition_status(live, "Upgrading") == "True" and mode is not Mode.INSTALL:
-        cond = condition(live, "Upgrading") or {}
+        cond = condition(live, "Upgrading")
         return cluster_operator_updating(
-            name, f"cluster operator {name} reports Upgrading=True: {cond.get('message', '')}".rstrip(": "))
+            name, f"cluster operator {name} reports Upgrading=True: {_text(cond, 'message')}".rstrip(": "))
     return None
 
 
@@ -79,37 +98,41 @@ def check_crd(live: dict[str, Any]) -> str | None:
     """A CRD is ready when Established=True."""
     if condition_status(live, "Established") == "True":
         return None
-    return f"CustomResourceDefinition {live.get('metadata', {}).get('name')} is not Established"
+    return f"CustomResourceDefinition {string(dig(live, 'metadata', 'name'))} is not Established"
 
 
 def check_deployment(live: dict[str, Any]) -> UpdateError | None:
     """``lib/resourcebuilder/apps.go``: only clear failures block (no conditions: fine)."""
-    name = f"{live.get('metadata', {}).get('namespace')}/{live.get('metadata', {}).get('name')}"
-    if (live.get("metadata") or {}).get("deletionTimestamp"):
+    name = _name(live)
+    if mapping(live.get("metadata")).get("deletionTimestamp"):
         return UpdateError("WorkloadNotAvailable", f"deployment {name} is being deleted")
     replica_failure = condition(live, "ReplicaFailure")
     if replica_failure and replica_failure.get("status") == "True":
         return UpdateError("WorkloadNotProgressing", f"deployment {name} has some pods failing; unavailable replicas",
-                           nested=str(replica_failure.get("message", "")))
+                           nested=_text(replica_failure, "message"))
     available, progressing = condition(live, "Available"), condition(live, "Progressing")
     if available and available.get("status") == "False" and progressing and progressing.get("status") == "False":
         return UpdateError("WorkloadNotAvailable", f"deployment {name} is not available and not progressing",
-                           nested=str(available.get("message", "")))
+                           nested=_text(available, "message"))
     if progressing and progressing.get("status") == "False" and progressing.get("reason") == "ProgressDeadlineExceeded":
         return UpdateError("WorkloadNotProgressing", f"deployment {name} is not progressing",
-                           nested=str(progressing.get("message", "")))
+                           nested=_text(progressing, "message"))
     return None
 
 
 def check_job(live: dict[str, Any]) -> UpdateError | None:
-    status = live.get("status") or {}
-    name = f"{live.get('metadata', {}).get('namespace')}/{live.get('metadata', {}).get('name')}"
-    if status.get("succeeded", 0) > 0:
+    status = mapping(live.get("status"))
+    name = _name(live)
+
+    def count(key: str) -> int:
+        value = status.get(key, 0)
+        return value if isinstance(value, int | float) and not isinstance(value, bool) else 0
+
+    if count("succeeded") > 0:
         return None
     failed = condition(live, "Failed")
-    if (status.get("active", 0) == 0 and status.get("failed", 0) > 0) or (
+    if (count("active") == 0 and count("failed") > 0) or (
             failed and failed.get("status") == "True" and failed.get("reason") == "DeadlineExceeded"):
-        reason = failed.get("reason", "") if failed else ""
-        message = failed.get("message", "") if failed else ""
+        reason, message = _text(failed, "reason"), _text(failed, "message")
         return UpdateError("JobFailed", f"job {name} has failed: deadline exceeded, reason: {reason}, message: {message}")
     return None

@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from cvo.cluster.api import ApiError, ApiErrorKind, Cluster, Ref
+from cvo.fields import mapping, string
 from cvo.log import get_logger
 from cvo.olm import (
     OC_API_VERSION,
@@ -31,6 +32,11 @@ from cvo.payload.manifest import Manifest
 from cvo.payload.operators import operator_deployments
 
 log = get_logger("cvo.olm")
+
+
+def _key(oc: dict[str, Any]) -> tuple[str, str]:
+    meta = mapping(oc.get("metadata"))
+    return string(meta.get("namespace")), string(meta.get("name"))
 
 
 class OperatorConditionManager:
@@ -77,7 +83,7 @@ class OperatorConditionManager:
                     raise
             return
         if obj["kind"] == OC_KIND:
-            spec = dict(live.get("spec") or {})
+            spec = dict(mapping(live.get("spec")))
             wanted = {k: obj["spec"][k] for k in ("deployments", "serviceAccounts")}
             if all(spec.get(k) == v for k, v in wanted.items()):
                 return
@@ -115,16 +121,14 @@ class OperatorConditionManager:
         self._tracking = True
         async for event in stream:
             if event.type == "DELETED":
-                meta = event.obj.get("metadata") or {}
-                self._blocking.pop((meta.get("namespace", ""), meta.get("name", "")), None)
+                self._blocking.pop(_key(event.obj), None)
             else:
                 self._track(event.obj)
                 await self._sync(event.obj)
 
     def _track(self, oc: dict[str, Any]) -> None:
         """Keep the OperatorConditions that block (only they can change the Upgradeable verdict)."""
-        meta = oc.get("metadata") or {}
-        key = (meta.get("namespace", ""), meta.get("name", ""))
+        key = _key(oc)
         if upgradeable_verdict(oc).upgradeable:
             self._blocking.pop(key, None)
         else:

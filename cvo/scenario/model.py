@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from cvo.payload.limits import InputError, display_name, printable, read_input
+from cvo.payload.yamlparse import DocumentError, load_documents
 from cvo.sim.behaviour import Behaviours, parse_duration
 
 ACTIONS = ("install", "upgrade", "reconcile", "cancel", "resume", "set-condition", "override", "clear-override",
@@ -73,11 +73,60 @@ class Scenario:
         return (self.path.parent / value).resolve()
 
 
-def _duration(value: Any, where: str) -> float:
+def _duration(value: Any, where: str, minimum: float = 0.0) -> float:
     try:
-        return parse_duration(value, where)
+        return parse_duration(value, where, minimum)
     except ValueError as err:
         raise ScenarioError(str(err)) from None
+
+
+_SCALAR = (str, int, float, bool)
+_REF = "expected {kind, name, namespace?, apiVersion?}"
+
+
+def _scalars(value: dict[str, Any], required: tuple[str, ...], optional: tuple[str, ...] = ()) -> bool:
+    """Whether the required keys are there and every named key present is a scalar (text or number)."""
+    return all(k in value for k in required) and all(
+        isinstance(value[k], _SCALAR) for k in required + optional if k in value)
+
+
+def action_problem(kind: str, value: Any) -> str | None:
+    """Why an action's value has the wrong shape for the replay, or ``None``; checked at load time."""
+    if kind == "install":
+        return None if isinstance(value, str) else "expected a release directory path"
+    if kind in ("upgrade", "force"):
+        if isinstance(value, dict):
+            ok = isinstance(value.get("to"), str) and isinstance(value.get("force", False), bool)
+            return None if ok else "expected a release directory path or {to: PATH, force?: true|false}"
+        return None if isinstance(value, str) else "expected a release directory path"
+    if kind == "set-condition":
+        ok = isinstance(value, dict) and _scalars(value, ("clusteroperator", "type", "status"), ("reason", "message"))
+        return None if ok else "expected {clusteroperator, type, status, reason?, message?}"
+    if kind in ("delete", "patch", "patch-status"):
+        if not isinstance(value, dict) or not _scalars(value, ("kind", "name"), ("namespace", "apiVersion")):
+            return _REF
+        if kind != "delete" and not isinstance(value.get("merge", {}), dict | type(None)):
+            return "merge: expected an object (a JSON merge patch)"
+        return None
+    if kind == "apply":
+        ok = (isinstance(value, dict) and isinstance(value.get("kind"), str)
+              and isinstance(value.get("apiVersion", "v1"), str) and isinstance(value.get("metadata"), dict)
+              and isinstance(value["metadata"].get("name"), str)
+              and isinstance(value["metadata"].get("namespace", ""), str))
+        return None if ok else "expected an object with apiVersion, kind and metadata.name"
+    if kind == "cv-override":
+        ok = value is None or (isinstance(value, list) and all(isinstance(v, dict) for v in value))
+        return None if ok else "expected a list of {kind, group, namespace, name, unmanaged}"
+    if kind in ("override", "clear-override"):
+        required = ("name", "status") if kind == "override" else ("name",)
+        ok = isinstance(value, dict) and _scalars(value, required, ("type", "reason", "message"))
+        return None if ok else "expected {name, status, type?, reason?, message?}"
+    if kind == "fail-requests":
+        ok = (isinstance(value, dict) and _scalars(value, ("kind",), ("name", "namespace", "apiVersion", "error"))
+              and isinstance(value.get("count", 1), int) and not isinstance(value.get("count", 1), bool)
+              and 0 <= value.get("count", 1) <= 1_000_000)
+        return None if ok else "expected {kind, name?, namespace?, error, count (0 to 1,000,000)}"
+    return None  # reconcile, cancel, resume, wait: the value is not used
 
 
 def _parse_actions(data: Any, where: str) -> list[Action]:
@@ -92,61 +141,86 @@ def _parse_actions(data: Any, where: str) -> list[Action]:
             raise ScenarioError(f"{spot}: expected a mapping like {{at: 10m, upgrade: ../payloads/x}}")
         keys = [k for k in item if k != "at"]
         if len(keys) != 1 or keys[0] not in ACTIONS:
-            raise ScenarioError(f"{spot}: expected exactly one action of {', '.join(ACTIONS)}; got {keys}")
+            raise ScenarioError(f"{spot}: expected exactly one action of {', '.join(ACTIONS)}; got {printable(repr(keys), 80)}")
+        if (problem := action_problem(keys[0], item[keys[0]])) is not None:
+            raise ScenarioError(f"{spot} ({keys[0]}): {problem}")
         actions.append(Action(_duration(item.get("at", 0), f"{spot}.at"), keys[0], item[keys[0]], index))
     actions.sort(key=lambda a: (a.at, a.index))
     return actions
 
 
-def load_scenario(path: Path) -> Scenario:
+def _read(path: Path) -> Any:
+    """The file's one YAML document, read under cvo's input limits (``cvo.payload.limits``)."""
+    shown = display_name(str(path))
     try:
-        data = yaml.safe_load(path.read_text())
-    except OSError as err:
-        raise ScenarioError(f"{path}: cannot read: {err.strerror}") from None
-    except yaml.YAMLError as err:
-        raise ScenarioError(f"{path}: invalid YAML: {str(err).splitlines()[0]}") from None
+        documents = [d for d in load_documents(read_input(path, shown)) if d is not None]
+    except InputError as err:
+        raise ScenarioError(str(err)) from None
+    except DocumentError as err:
+        where = f"line {err.line}: " if err.line else ""
+        raise ScenarioError(f"{shown}: invalid YAML: {where}{err}") from None
+    except UnicodeDecodeError as err:
+        raise ScenarioError(f"{shown}: not UTF-8 text: {err.reason}") from None
+    if len(documents) > 1:
+        raise ScenarioError(f"{shown}: expected one YAML document")
+    return documents[0] if documents else None
+
+
+def load_scenario(path: Path) -> Scenario:
+    shown = display_name(str(path))
+    data = _read(path)
     if not isinstance(data, Mapping):
-        raise ScenarioError(f"{path}: expected a mapping at the top")
+        raise ScenarioError(f"{shown}: expected a mapping at the top")
     known = {"name", "description", "cluster", "operators", "options", "actions", "expect"}
     unknown = sorted(set(data) - known)
     if unknown:
-        raise ScenarioError(f"{path}: unknown key {unknown[0]!r}; known: {', '.join(sorted(known))}")
+        raise ScenarioError(f"{shown}: unknown key {printable(repr(unknown[0]), 60)}; known: {', '.join(sorted(known))}")
     try:
-        behaviours = Behaviours.parse(data.get("operators"), f"{path}: operators")
+        behaviours = Behaviours.parse(data.get("operators"), f"{shown}: operators")
     except ValueError as err:
         raise ScenarioError(str(err)) from None
     cluster = data.get("cluster") or {}
     options = data.get("options") or {}
     expect = data.get("expect") or {}
     if not isinstance(cluster, Mapping) or not isinstance(options, Mapping) or not isinstance(expect, Mapping):
-        raise ScenarioError(f"{path}: cluster, options and expect must be mappings")
+        raise ScenarioError(f"{shown}: cluster, options and expect must be mappings")
+    objects = cluster.get("objects") or []
+    if not isinstance(objects, list) or any(action_problem("apply", o) for o in objects):
+        raise ScenarioError(f"{shown}: cluster.objects: expected a list of objects with apiVersion, kind and "
+                            "metadata.name")
+    capabilities = options.get("capabilities")
+    if capabilities is not None and not (isinstance(capabilities, list) and all(isinstance(c, str) for c in capabilities)):
+        raise ScenarioError(f"{shown}: options.capabilities: expected a list of capability names")
+    installed = cluster.get("installed")
+    if installed is not None and not isinstance(installed, str):
+        raise ScenarioError(f"{shown}: cluster.installed: expected a release directory path")
     scenario = Scenario(
         path=path,
         name=str(data.get("name") or path.stem),
         description=str(data.get("description") or ""),
         behaviours=behaviours,
-        actions=_parse_actions(data.get("actions"), f"{path}: actions"),
+        actions=_parse_actions(data.get("actions"), f"{shown}: actions"),
         expect=_expand_images(dict(expect), path.parent),
-        objects=list(cluster.get("objects") or []),
+        objects=list(objects),
         openshift_apis=bool(cluster.get("openshift-apis", True)),
-        interval=_duration(options.get("interval", "3m"), f"{path}: options.interval"),
-        timeout=_duration(options.get("timeout", "2h"), f"{path}: options.timeout"),
-        capabilities=options.get("capabilities"),
+        interval=_duration(options.get("interval", "3m"), f"{shown}: options.interval", minimum=1.0),
+        timeout=_duration(options.get("timeout", "2h"), f"{shown}: options.timeout"),
+        capabilities=capabilities,
     )
     if cluster.get("installed"):
         scenario.installed = scenario.resolve(str(cluster["installed"]))
     unknown_expect = sorted(str(k) for k in expect if k not in EXPECTATIONS)
     if unknown_expect:
-        raise ScenarioError(f"{path}: unknown expectation {unknown_expect[0]!r} in expect; "
+        raise ScenarioError(f"{shown}: unknown expectation {printable(repr(unknown_expect[0]), 60)} in expect; "
                             f"known: {', '.join(EXPECTATIONS)}")
     if "status-output" in expect and not isinstance(expect["status-output"], Mapping):
-        raise ScenarioError(f"{path}: expect.status-output: expected {{contains?, matches?, absent?}}")
+        raise ScenarioError(f"{shown}: expect.status-output: expected {{contains?, matches?, absent?}}")
     for key in ("conditions", "operators", "events", "order", "objects"):
         if key in expect and not isinstance(expect[key], list):
-            raise ScenarioError(f"{path}: expect.{key}: expected a list")
+            raise ScenarioError(f"{shown}: expect.{key}: expected a list")
     result = expect.get("result")
     if result is not None and result not in RESULTS:
-        raise ScenarioError(f"{path}: expect.result must be one of {', '.join(RESULTS)}")
+        raise ScenarioError(f"{shown}: expect.result must be one of {', '.join(RESULTS)}")
     if not scenario.actions and scenario.installed is None:
-        raise ScenarioError(f"{path}: no actions: add at least one (e.g. install: ../payloads/demo-4.16.0)")
+        raise ScenarioError(f"{shown}: no actions: add at least one (e.g. install: ../payloads/demo-4.16.0)")
     return scenario

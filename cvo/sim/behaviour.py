@@ -8,27 +8,51 @@ from the start of the operator's rollout (``degraded``) or from the start of the
 
 from __future__ import annotations
 
+import math
+import os
 import re
 import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-_DURATION = re.compile(r"^(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m)?(?:(\d+(?:\.\d+)?)s)?$")
+from cvo.payload.limits import printable
+
+_DURATION = re.compile(r"^(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m)?(?:(\d+(?:\.\d+)?)s)?$", re.ASCII)
+# Longer than any simulated timeline; keeps clock arithmetic far from datetime's range.
+MAX_DURATION = 366 * 24 * 3600.0
+MAX_FLAPS = 10_000
 
 
-def parse_duration(value: Any, what: str = "duration") -> float:
-    if isinstance(value, bool):
-        raise ValueError(f"{what}: {value!r} is not a duration")
-    if isinstance(value, int | float):
-        return float(value)
-    if isinstance(value, str):
+def _show(value: Any) -> str:
+    """A value for a one-line message."""
+    return printable(repr(value), 60)
+
+
+def _label(key: Any) -> str:
+    """A key of the file (an operator name) for a one-line message."""
+    return printable(str(key), 60)
+
+
+def parse_duration(value: Any, what: str = "duration", minimum: float = 0.0) -> float:
+    """Seconds from ``90``, ``"90s"``, ``"40m"`` or ``"1h30m"``: finite, at least ``minimum``, at most a year."""
+    seconds: float | None = None
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        seconds = float(value)
+    elif isinstance(value, str):
         text = value.strip()
         match = _DURATION.match(text)
         if text and match and any(match.groups()):
             h, m, s = (float(g) if g else 0.0 for g in match.groups())
-            return h * 3600 + m * 60 + s
-    raise ValueError(f"{what}: {value!r} is not a duration (use seconds or e.g. 90s, 40m, 1h30m)")
+            seconds = h * 3600 + m * 60 + s
+    if seconds is None or math.isnan(seconds):
+        raise ValueError(f"{what}: {_show(value)} is not a duration (use seconds or e.g. 90s, 40m, 1h30m)")
+    if seconds < minimum:
+        least = "0s" if minimum == 0 else f"{minimum:g}s"
+        raise ValueError(f"{what}: {_show(value)} is too short: it must be at least {least}")
+    if seconds > MAX_DURATION:
+        raise ValueError(f"{what}: {_show(value)} is longer than a year")
+    return seconds
 
 
 @dataclass(frozen=True)
@@ -50,7 +74,7 @@ class Window:
             raise ValueError(f"{what}: expected {{after: DURATION, for: DURATION}}")
         unknown = set(value) - {"after", "for", "reason", "message"}
         if unknown:
-            raise ValueError(f"{what}: unknown key {sorted(unknown)[0]!r}")
+            raise ValueError(f"{what}: unknown key {_show(sorted(unknown, key=str)[0])}")
         length = value.get("for")
         return cls(parse_duration(value.get("after", 0), f"{what}.after"),
                    None if length is None else parse_duration(length, f"{what}.for"))
@@ -76,14 +100,23 @@ class Behaviour:
 _KEYS = {f.name.replace("_", "-"): f.name for f in fields(Behaviour)} | {f.name: f.name for f in fields(Behaviour)}
 
 
+def _text(value: Any, where: str) -> str:
+    if isinstance(value, dict | list):
+        raise ValueError(f"{where}: expected text")
+    return str(value)
+
+
 def parse_behaviour(data: Mapping[str, Any], what: str, base: Behaviour | None = None) -> Behaviour:
     """A behaviour from a scenario mapping, on top of ``base`` (the defaults)."""
+    if not isinstance(data, Mapping):
+        raise ValueError(f"{what}: expected a mapping of behaviours")
     values: dict[str, Any] = {}
     for key, value in data.items():
-        name = _KEYS.get(key)
+        name = _KEYS.get(key) if isinstance(key, str) else None
         if name is None:
-            raise ValueError(f"{what}: unknown behaviour {key!r}; known: {', '.join(sorted(k for k in _KEYS if '-' not in k))}")
-        where = f"{what}.{key}"
+            raise ValueError(f"{what}: unknown behaviour {_show(key)}; known: "
+                             f"{', '.join(sorted(k for k in _KEYS if '-' not in k))}")
+        where = f"{what}.{_label(key)}"
         if name in ("delay", "flapping"):
             values[name] = parse_duration(value, where)
         elif name in ("degraded", "upgradeable"):
@@ -91,15 +124,15 @@ def parse_behaviour(data: Mapping[str, Any], what: str, base: Behaviour | None =
             if isinstance(value, Mapping):
                 prefix = "degraded" if name == "degraded" else "upgradeable"
                 if "reason" in value and name == "upgradeable":
-                    values["upgradeable_reason"] = str(value["reason"])
+                    values["upgradeable_reason"] = _text(value["reason"], f"{where}.reason")
                 if "message" in value:
-                    values[f"{prefix}_message"] = str(value["message"])
+                    values[f"{prefix}_message"] = _text(value["message"], f"{where}.message")
         elif name == "flaps":
-            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                raise ValueError(f"{where}: expected a non-negative integer")
+            if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= MAX_FLAPS:
+                raise ValueError(f"{where}: expected an integer from 0 to {MAX_FLAPS:,}")
             values[name] = value
         elif name in ("degraded_message", "upgradeable_reason", "upgradeable_message"):
-            values[name] = str(value)
+            values[name] = _text(value, where)
         else:
             if not isinstance(value, bool):
                 raise ValueError(f"{where}: expected true or false")
@@ -134,12 +167,34 @@ class Behaviours:
             raise ValueError(f"{what}: expected a mapping of operator name to behaviour")
         default = None
         if "default" in data:
-            default = parse_behaviour(data["default"] or {}, f"{what}.default")
+            default = parse_behaviour(data["default"] or {}, f"{what}.default")  # checks it is a mapping
         operators = {}
         for name, value in data.items():
             if name == "default":
                 continue
             if not isinstance(value, Mapping):
-                raise ValueError(f"{what}.{name}: expected a mapping of behaviours")
-            operators[str(name)] = parse_behaviour(value, f"{what}.{name}", default)
+                raise ValueError(f"{what}.{_label(name)}: expected a mapping of behaviours")
+            operators[str(name)] = parse_behaviour(value, f"{what}.{_label(name)}", default)
         return cls(default, operators)
+
+
+def read_behaviours(path: str | os.PathLike[str]) -> Behaviours:
+    """The ``--operators`` file: one YAML mapping, read under cvo's input limits (``cvo.payload.limits``).
+
+    Raises ``ValueError`` with one line naming the file and the problem.
+    """
+    from cvo.payload.limits import InputError, display_name, read_input
+    from cvo.payload.yamlparse import DocumentError, load_documents
+
+    shown = display_name(os.fspath(path))
+    data = read_input(path, shown)
+    try:
+        documents = [d for d in load_documents(data) if d is not None]
+    except DocumentError as err:
+        where = f"line {err.line}: " if err.line else ""
+        raise InputError(shown, f"invalid YAML: {where}{err}") from None
+    except UnicodeDecodeError as err:
+        raise InputError(shown, f"not UTF-8 text: {err.reason}") from None
+    if len(documents) > 1:
+        raise InputError(shown, "expected one YAML document (a mapping of operator name to behaviour)")
+    return Behaviours.parse(documents[0] if documents else None, shown)  # its errors name the file too

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cvo.cluster.api import CLUSTER_OPERATOR, CLUSTER_VERSION, OPERATOR_CONDITION
+from cvo.payload.shapes import object_problem
 
 GroupKind = tuple[str, str]
 
@@ -162,8 +163,15 @@ def builtin_kind(group: str, kind: str) -> KindInfo:
 
 
 def crd_problem(crd: Mapping[str, Any]) -> str | None:
-    """Why the server would reject this CustomResourceDefinition, or ``None``."""
-    spec = crd.get("spec") or {}
+    """Why the server would reject this CustomResourceDefinition, or ``None``.
+
+    ``None`` also promises that :func:`crd_kind` and :func:`accepted_names` can read it: every field
+    they read has its type (the API server's schema validation, which a real server does first).
+    """
+    shape = object_problem(*CRD, dict(crd))
+    if shape is not None:
+        return shape
+    spec = crd["spec"]
     names = spec.get("names") or {}
     group, plural, kind = spec.get("group"), names.get("plural"), names.get("kind")
     if not group or not plural or not kind:

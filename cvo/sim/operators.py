@@ -23,6 +23,7 @@ from typing import Any
 
 from cvo.clock import Clock
 from cvo.cluster.api import CLUSTER_OPERATOR, ApiError, Cluster, Object, Ref, co_ref, cv_ref
+from cvo.fields import dig, entries, mapping
 from cvo.log import get_logger
 from cvo.olm import ENV_NAME
 from cvo.operator.clusteroperator import Condition, report_status
@@ -47,16 +48,19 @@ class OperatorModel:
     task: asyncio.Task[None] | None = None
 
 
+def _containers(obj: dict[str, Any]) -> list[dict[str, Any]]:
+    """A Deployment's containers; fields of the wrong type count as absent (cvo lint: malformed-object)."""
+    return entries(dig(obj, "spec", "template", "spec", "containers"))
+
+
 def _images(obj: dict[str, Any]) -> tuple[str, ...]:
-    spec = ((obj.get("spec") or {}).get("template") or {}).get("spec") or {}
-    return tuple(c.get("image", "") for c in spec.get("containers") or [] if isinstance(c, dict))
+    return tuple(c.get("image", "") if isinstance(c.get("image", ""), str) else "" for c in _containers(obj))
 
 
 def _env(obj: dict[str, Any], name: str) -> str | None:
-    spec = ((obj.get("spec") or {}).get("template") or {}).get("spec") or {}
-    for container in spec.get("containers") or []:
-        for env in container.get("env") or []:
-            if isinstance(env, dict) and env.get("name") == name and isinstance(env.get("value"), str):
+    for container in _containers(obj):
+        for env in entries(container.get("env")):
+            if env.get("name") == name and isinstance(env.get("value"), str):
                 return str(env["value"])
     return None
 
@@ -181,7 +185,8 @@ class OperatorSimulator:
         ready.set()
         async for event in stream:
             if event.type == "ADDED":
-                model = self.operators.get((event.obj.get("metadata") or {}).get("name", ""))
+                name = dig(event.obj, "metadata", "name")
+                model = self.operators.get(name) if isinstance(name, str) else None
                 if model is not None and not self._has_deployments(model):
                     await self._reconsider(model)
 
@@ -228,8 +233,7 @@ class OperatorSimulator:
     async def _desired_version(self, model: OperatorModel) -> str | None:
         """For an operator without Deployments: the release the sweep is working towards."""
         cv = await self.cluster.get(cv_ref())
-        desired = ((cv or {}).get("status") or {}).get("desired") or {}
-        version = desired.get("version")
+        version = mapping(dig(cv, "status", "desired")).get("version")
         if version in model.versions and await self.cluster.get(co_ref(model.name)) is not None:
             return str(version)
         return None
@@ -243,8 +247,7 @@ class OperatorSimulator:
             if version is None or version == model.target:
                 return
             live = await self.cluster.get(co_ref(model.name))
-            reported = {v.get("name"): v.get("version")
-                        for v in ((live or {}).get("status") or {}).get("versions") or []}
+            reported = {v.get("name"): v.get("version") for v in entries(dig(live, "status", "versions"))}
             model.target = version
             if model.task is not None:
                 model.task.cancel()
@@ -256,7 +259,7 @@ class OperatorSimulator:
 
     @staticmethod
     def _is_available(live: Object | None) -> bool:
-        for cond in ((live or {}).get("status") or {}).get("conditions") or []:
+        for cond in entries(dig(live, "status", "conditions")):
             if cond.get("type") == "Available":
                 return bool(cond.get("status") == "True")
         return False

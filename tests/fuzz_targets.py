@@ -1,0 +1,331 @@
+"""What the fuzzers run: each target takes one generated input and fails only on a real bug.
+
+A target returns normally when cvo handled the input (it loaded, or it refused it with its own
+one-line error) and raises anything else: a Python exception escaping cvo, a traceback on stderr, an
+error of more than one line per problem, output that is not valid JSON.  ``tests/test_fuzz.py`` runs
+them under hypothesis in ``make test`` (bounded, derandomized); ``tests/fuzz_main.py`` runs them and a
+mutation fuzzer over the corpus for ``make fuzz``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+from hypothesis import strategies as st
+
+from cvo.payload.limits import InputError
+from cvo.payload.manifest import ManifestError, parse_headers
+from cvo.payload.template import RenderTooLarge, TemplateContext, TemplateError, render
+from cvo.payload.yamlparse import DocumentError, load_documents
+
+REPO = Path(__file__).resolve().parent.parent
+CORPUS = REPO.parent / "shared" / "corpus" / "ocp-5.0-nightly"
+PAYLOADS = REPO / "payloads"
+
+# --- strategies --------------------------------------------------------------------------------
+
+YAML_TOKENS = [
+    "a", "b", "kind", "ConfigMap", "apiVersion", "v1", "metadata", "name", "namespace", "annotations", "spec",
+    "status", "data", ":", ": ", "- ", "-", "\n", "\n  ", "\n    ", "  ", "{", "}", "[", "]", ",", "&a ", "*a", "&b ",
+    "*b", "<<: ", "<<", "---\n", "...\n", "'", '"', "\\", "#", "!!str ", "!!int ", "!!binary ", "!x ", "? ", "|",
+    ">", "~", "null", "true", "y", "n", "0x1F", "0o17", "017", "1_000", "1e3", ".inf", ".nan", "-.inf", "=",
+    "2024-01-01", "9223372036854775808", "18446744073709551616", "1e400", "\t", "\r\n", "\ufeff", "%YAML 1.1\n",
+    "\x00", "\udcff", "é", "\u2028",
+]
+TEMPLATE_TOKENS = [
+    "{{", "}}", "{{-", "-}}", " ", ".ReleaseImage", ".ClusterProfile", "index", ".Images", '"tag"', '"', "`",
+    "\\", "\\q", "\\u00e9", "\\ud800", "\\x41", "\\777", "\\U0010FFFF", "\\U00110000", "/*", "*/", "$x", "a: ",
+    "\n", "printf", "{{/* c */}}", '{{ "x" }}', "{{`y`}}", '{{index .Images "tag"}}',
+]
+
+
+def token_text(tokens: list[str], max_size: int = 40) -> st.SearchStrategy[str]:
+    return st.lists(st.sampled_from(tokens), max_size=max_size).map("".join)
+
+
+def manifest_doc(kind: str = "ConfigMap") -> st.SearchStrategy[dict[str, Any]]:
+    return st.fixed_dictionaries({"apiVersion": st.just("v1"), "kind": st.just(kind),
+                                  "metadata": st.fixed_dictionaries({"name": st.sampled_from(["a", "b"]),
+                                                                     "namespace": st.just("ns")})})
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats() | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
+    max_leaves=20,
+)
+
+# A document's bytes: YAML or JSON from tokens, a valid manifest with junk, or raw bytes.
+document_bytes = st.one_of(
+    token_text(YAML_TOKENS).map(lambda t: t.encode("utf-8", "surrogatepass")),
+    st.binary(max_size=200),
+    st.builds(lambda d, junk: (json.dumps(d) + junk).encode("utf-8", "surrogatepass"), manifest_doc(),
+              token_text(YAML_TOKENS, 6)),
+    json_values.map(lambda v: json.dumps(v, allow_nan=True).encode()),
+)
+
+file_names = st.one_of(
+    st.sampled_from(["0000_10_a_x.yaml", "0000_50_b_01.yml", "x.json", "0000_20_c.YAML", "a.txt", "sub"]),
+    st.binary(min_size=1, max_size=12).filter(lambda b: b"/" not in b and b"\x00" not in b and b not in (b".", b".."))
+    .map(lambda b: b + b".yaml"),
+)
+
+SPECIALS = ("loop", "dangling", "fifo", "dev-zero", "dir", "regular-link")
+
+
+@st.composite
+def payload_dirs(draw: st.DrawFn) -> dict[str, Any]:
+    """A release directory description: files of release-manifests/ and manifests/, and special entries."""
+    files = draw(st.dictionaries(file_names, document_bytes, max_size=4))
+    cvo_files = draw(st.dictionaries(file_names, token_text(YAML_TOKENS + TEMPLATE_TOKENS)
+                                     .map(lambda t: t.encode("utf-8", "surrogatepass")), max_size=2))
+    specials = draw(st.lists(st.sampled_from(SPECIALS), max_size=2, unique=True))
+    metadata = draw(st.one_of(st.just(None), json_values, st.binary(max_size=30)))
+    images = draw(st.one_of(st.just(None), json_values))
+    return {"files": files, "cvo_files": cvo_files, "specials": specials, "metadata": metadata, "images": images}
+
+
+# --- building a directory ----------------------------------------------------------------------
+
+@contextlib.contextmanager
+def release_dir(spec: dict[str, Any]) -> Iterator[Path]:
+    """Write a :func:`payload_dirs` description into a fresh temporary directory."""
+    with tempfile.TemporaryDirectory(prefix="cvo-fuzz-") as tmp:
+        root = Path(tmp) / "release"
+        rel = root / "release-manifests"
+        cvo = root / "manifests"
+        rel.mkdir(parents=True)
+        cvo.mkdir()
+        metadata = spec["metadata"]
+        meta_bytes = metadata if isinstance(metadata, bytes) else json.dumps(
+            metadata if metadata is not None else {"kind": "cincinnati-metadata-v0", "version": "4.16.0"}).encode()
+        (rel / "release-metadata").write_bytes(meta_bytes)
+        images = spec["images"]
+        (rel / "image-references").write_text(json.dumps(images if images is not None else {
+            "kind": "ImageStream", "apiVersion": "image.openshift.io/v1", "metadata": {"name": "4.16.0"},
+            "spec": {"tags": [{"name": "tag", "from": {"name": "quay.io/x@sha256:1"}}]}}))
+        for directory, files in ((rel, spec["files"]), (cvo, spec["cvo_files"])):
+            for name, data in files.items():
+                path = directory / os.fsdecode(name if isinstance(name, bytes) else name.encode())
+                if name in (b"sub", "sub"):
+                    path.mkdir(exist_ok=True)
+                    continue
+                with contextlib.suppress(OSError):
+                    path.write_bytes(data)
+        for special in spec["specials"]:
+            target = rel / f"0000_05_{special}.yaml"
+            if special == "loop":
+                os.symlink(target.name, target)
+            elif special == "dangling":
+                os.symlink("missing.yaml", target)
+            elif special == "fifo":
+                os.mkfifo(target)
+            elif special == "dev-zero":
+                os.symlink("/dev/zero", target)
+            elif special == "dir":
+                target.mkdir()
+            else:
+                real = Path(tmp) / "real.yaml"
+                real.write_text("kind: ConfigMap\napiVersion: v1\nmetadata: {name: linked, namespace: ns}\n")
+                os.symlink(real, target)
+        yield root
+
+
+# --- targets -----------------------------------------------------------------------------------
+
+def parse_target(data: bytes) -> None:
+    """Decoding one file: documents or one ManifestError line, and every header's JSON is valid."""
+    try:
+        headers = parse_headers(data, "f.yaml")
+    except ManifestError as err:
+        _one_line(str(err))
+        return
+    for header in headers:
+        orjson.loads(header[6])
+
+
+def documents_target(data: bytes) -> None:
+    with contextlib.suppress(DocumentError, UnicodeDecodeError):
+        load_documents(data)
+
+
+def template_target(text: str) -> None:
+    ctx = TemplateContext("quay.io/release@sha256:1", "self-managed-high-availability", {"tag": "img"})
+    try:
+        out = render(text, ctx, limit=10_000)
+    except (TemplateError, RenderTooLarge) as err:
+        _one_line(str(err))
+        return
+    out.encode("utf-8", "surrogateescape")  # what the loader does with the result
+
+
+def _one_line(message: str) -> None:
+    assert message and "\n" not in message and "Traceback" not in message, message
+
+
+def _check_cli_output(code: int, out: str, err: str, json_output: bool) -> None:
+    assert code in (0, 1, 2), (code, err)
+    assert "Traceback" not in err, err
+    if code == 2:
+        assert out == "", out
+        lines = [line for line in err.splitlines() if not line.startswith("[")]  # log lines start with [level]
+        if lines and lines[0].startswith("usage: "):  # argparse's own: the usage, then one error line
+            assert lines[-1].startswith("cvo") and ": error: " in lines[-1], err
+            return
+        assert lines and all(line.startswith("error: ") for line in lines), err
+    elif json_output:
+        orjson.loads(out)
+
+
+def run_cli(argv: list[str]) -> tuple[int, str, str]:
+    """``cvo.cli.main.main(argv)`` in this process: exit code, stdout, stderr."""
+    from cvo.cli.main import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(argv)
+        except SystemExit as exit_:  # argparse
+            code = exit_.code if isinstance(exit_.code, int) else 2
+    return code, out.getvalue(), err.getvalue()
+
+
+def cli_payload_target(spec: dict[str, Any]) -> None:
+    """``cvo plan -o json`` and ``cvo lint -o json`` of a generated directory."""
+    with release_dir(spec) as root:
+        for command in ("plan", "lint"):
+            code, out, err = run_cli([command, str(root), "-o", "json", "--no-cache"])
+            _check_cli_output(code, out, err, json_output=True)
+
+
+def loader_target(spec: dict[str, Any]) -> None:
+    from cvo.lint import lint
+    from cvo.payload.graph import Mode
+    from cvo.payload.loader import LoadError, load_release
+    from cvo.plan import make_plan
+    from cvo.plan_output import plan_json
+
+    with release_dir(spec) as root:
+        try:
+            release = load_release(root, use_cache=False, jobs=1)
+        except LoadError as err:
+            for line in err.errors:
+                _one_line(line)
+            return
+        orjson.dumps(plan_json(make_plan(release, Mode.INSTALL, profile="self-managed-high-availability")))
+        orjson.dumps([f.to_json() for f in lint(release)])
+
+
+SWEEP_FLAGS = st.lists(st.sampled_from([
+    "--interval", "--timeout", "--speed", "0", "0s", "-1", "1s", "3m", "1e9", "nan", "inf", "99999999999h",
+    "1h30m", "--profile", "x", "--capabilities", "Warp", "--feature-set", "", "--exclude", "--operators",
+    "/dev/zero", "/nonexistent", "--version", "4.16.0", "--release-image", "--no-cache",
+]), max_size=6)
+
+
+def sweep_flags_target(flags: list[str]) -> None:
+    """``cvo install`` of the small demo release with random flags, on an in-memory cluster."""
+    argv = ["install", str(PAYLOADS / "demo-4.16.0"), "--state", "none", "--timeout", "30m", *flags]
+    code, out, err = run_cli(argv)
+    _check_cli_output(code, out, err, json_output=False)
+
+
+def behaviours_target(data: bytes) -> None:
+    from cvo.sim.behaviour import read_behaviours
+
+    with tempfile.NamedTemporaryFile(suffix=".yaml") as f:
+        f.write(data)
+        f.flush()
+        try:
+            behaviours = read_behaviours(f.name)
+        except ValueError as err:
+            _one_line(str(err))
+            return
+        for name in [*behaviours.operators, "other"]:
+            b = behaviours.for_operator(name)
+            for window in (b.degraded, b.upgradeable):
+                if window is not None:
+                    window.edges()
+
+
+def scenario_target(data: bytes) -> None:
+    from cvo.scenario.model import ScenarioError, load_scenario
+
+    with tempfile.NamedTemporaryFile(suffix=".yaml") as f:
+        f.write(data)
+        f.flush()
+        try:
+            load_scenario(Path(f.name))
+        except ScenarioError as err:
+            _one_line(str(err))
+
+
+def objects_target(obj: Any, kind: tuple[str, str]) -> None:
+    """Every reader of live and payload objects: never an exception, whatever the shape."""
+    from cvo.olm import synced_status, unsupported_conditions, upgradeable_verdict
+    from cvo.payload.graph import Mode
+    from cvo.payload.shapes import object_problem
+    from cvo.runner.health import check_crd, check_deployment, check_job, check_operator_health
+    from cvo.sim.kinds import accepted_names, crd_kind, crd_problem
+
+    if not isinstance(obj, dict):
+        obj = {"status": obj, "spec": obj, "metadata": obj}
+    object_problem(*kind, obj)
+    for mode in Mode:
+        check_operator_health("x", (("operator", "1"),), obj, mode)
+    check_crd(obj)
+    check_deployment(obj)
+    check_job(obj)
+    upgradeable_verdict(obj)
+    unsupported_conditions(obj)
+    synced_status(obj)
+    if crd_problem(obj) is None:
+        crd_kind(obj)
+        accepted_names(obj)
+
+
+def check_input_error(err: Exception) -> None:
+    assert isinstance(err, InputError)
+    _one_line(str(err))
+
+
+OBJECT_KEYS = ["status", "spec", "metadata", "conditions", "versions", "names", "group", "plural", "kind", "type",
+               "name", "version", "served", "storage", "template", "containers", "env", "value", "image", "message",
+               "reason", "overrides", "generation", "observedGeneration", "succeeded", "active", "failed",
+               "relatedObjects", "schema", "openAPIV3Schema", "required", "properties", "subresources", "scope",
+               "replicas", "labels", "namespace", "deletionTimestamp"]
+object_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 3) | st.sampled_from(["True", "False", "Available", "Degraded",
+                                                                      "Upgradeable", "Established", "x", ""]),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(OBJECT_KEYS), inner, max_size=5),
+    max_leaves=25,
+)
+typed_kinds = st.sampled_from([("apiextensions.k8s.io", "CustomResourceDefinition"), ("apps", "Deployment"),
+                               ("batch", "Job"), ("", "ConfigMap"), ("config.openshift.io", "ClusterOperator"),
+                               ("example.com", "Thing")])
+
+
+# name -> (strategy, target): what ``make fuzz`` runs under hypothesis, the same as ``tests/test_fuzz.py``.
+BEHAVIOUR_TOKENS = ["default", "etcd", ":", " ", "{", "}", "delay", "90s", "-1", "flaps", "1e99", "degraded", "after",
+                    "for", "message", "[", "]", "\n", "  ", "true", ",", "upgradeable", "reason", "&a ", "*a"]
+SCENARIO_TOKENS = ["name", "actions", "at", "install", "options", "interval", "timeout", "expect", "result",
+                   "operators", "cluster", ":", " ", "{", "}", "[", "]", "\n", "  ", "- ", "0s", "3m", "-5", "x", ","]
+TARGETS: dict[str, tuple[st.SearchStrategy[Any], Any]] = {
+    "parse": (document_bytes, parse_target),
+    "yaml": (token_text(YAML_TOKENS, 80).map(lambda s: s.encode("utf-8", "surrogatepass")), documents_target),
+    "template": (token_text(TEMPLATE_TOKENS, 30) | st.text(max_size=60), template_target),
+    "loader": (payload_dirs(), loader_target),
+    "cli-plan-lint": (payload_dirs(), cli_payload_target),
+    "cli-install-flags": (SWEEP_FLAGS, sweep_flags_target),
+    "behaviours": (document_bytes | token_text(BEHAVIOUR_TOKENS, 40).map(str.encode), behaviours_target),
+    "scenario": (document_bytes | token_text(SCENARIO_TOKENS, 40).map(str.encode), scenario_target),
+    "objects": (st.tuples(object_values, typed_kinds), lambda pair: objects_target(*pair)),
+}

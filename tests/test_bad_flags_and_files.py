@@ -1,0 +1,173 @@
+"""Bad flags and bad side files (``--operators``, scenarios): one ``error:`` line and exit 2, up front."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+from conftest import PAYLOADS
+
+from cvo.cli.main import main
+from cvo.scenario.model import ScenarioError, load_scenario
+from cvo.sim.behaviour import MAX_DURATION, Behaviours, parse_duration, read_behaviours
+
+OLD = str(PAYLOADS / "demo-4.16.0")
+
+
+def usage_error(capsys: pytest.CaptureFixture[str], *args: str) -> str:
+    assert main(list(args)) == 2
+    captured = capsys.readouterr()
+    lines = captured.err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), captured.err
+    assert captured.out == ""
+    return lines[0]
+
+
+@pytest.mark.parametrize(("flags", "message"), [
+    (["--interval", "0s"], "error: --interval: '0s' is too short: it must be at least 1s"),
+    (["--interval", "0.5s"], "error: --interval: '0.5s' is too short: it must be at least 1s"),
+    (["--interval", "99999999h"], "error: --interval: '99999999h' is longer than a year"),
+    (["--timeout", "9000000h"], "error: --timeout: '9000000h' is longer than a year"),
+    (["--speed", "0"], "error: --speed: 0 is not a positive number of simulated seconds per real second"),
+    (["--speed", "-3"], "error: --speed: -3 is not a positive number of simulated seconds per real second"),
+    (["--speed", "nan"], "error: --speed: nan is not a positive number of simulated seconds per real second"),
+])
+@pytest.mark.parametrize("command", [["install", OLD], ["upgrade", "--to", OLD], ["reconcile"]])
+def test_spinning_or_absurd_timing_flags_are_refused_up_front(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path, command: list[str], flags: list[str],
+        message: str) -> None:
+    state = tmp_path / "state.json"
+    assert usage_error(capsys, *command, *flags, "--state", str(state)) == message
+    assert not state.exists()
+
+
+@pytest.mark.parametrize(("value", "minimum", "seconds"), [("90s", 0, 90.0), (90, 0, 90.0), ("1h30m", 1, 5400.0),
+                                                         ("0s", 0, 0.0), (0.5, 0, 0.5)])
+def test_parse_duration_accepts(value: object, minimum: float, seconds: float) -> None:
+    assert parse_duration(value, "d", minimum) == seconds
+
+
+@pytest.mark.parametrize(("value", "problem"), [
+    (-1, "d: -1 is too short: it must be at least 0s"), (float("nan"), "d: nan is not a duration"),
+    (float("inf"), "d: inf is longer than a year"), (True, "d: True is not a duration"),
+    ("１h", "d: '１h' is not a duration"), ("", "d: '' is not a duration"), ([1], "d: [1] is not a duration"),
+    (MAX_DURATION + 1, "is longer than a year"), ("x" * 100, "d: 'xxxxxxxxxx"),
+])
+def test_parse_duration_refuses(value: object, problem: str) -> None:
+    with pytest.raises(ValueError) as info:
+        parse_duration(value, "d")
+    assert str(info.value).startswith(problem) or problem in str(info.value)
+    assert len(str(info.value)) < 120
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    ("etcd: {flaps: 100000000000}\n", "etcd.flaps: expected an integer from 0 to 10,000"),
+    ("default: 5\n", "default: expected a mapping of behaviours"),
+    ("etcd: {delay: -5}\n", "etcd.delay: -5 is too short"),
+    ("etcd: {degraded: {after: 1m, message: [1]}}\n", "etcd.degraded.message: expected text"),
+    ("1: {delay: 1}\n", "1.delay: 1"),  # a non-string operator name is its text; the behaviour is fine
+    ("a: 1\n---\nb: 2\n", "expected one YAML document"),
+    ("a: [\n", "invalid YAML: line 2"),
+])
+def test_bad_behaviours_file(tmp_path: Path, content: str, message: str) -> None:
+    path = tmp_path / "ops.yaml"
+    path.write_text(content)
+    if message == "1.delay: 1":
+        assert read_behaviours(path).for_operator("1").delay == 1.0
+        return
+    with pytest.raises(ValueError, match=None) as info:
+        read_behaviours(path)
+    assert str(info.value).startswith(str(path)) and message in str(info.value), str(info.value)
+
+
+def alias_bomb() -> str:
+    lines = ["a: &a [" + ", ".join(["x"] * 9) + "]"]
+    for prev, name in zip("abcdefgh", "bcdefghi", strict=True):
+        lines.append(f"{name}: &{name} [" + ", ".join([f"*{prev}"] * 9) + "]")
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("make", ["fifo", "device", "bomb", "loop"])
+def test_operators_and_scenario_files_are_read_under_the_limits(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path, make: str) -> None:
+    path = tmp_path / "f.yaml"
+    if make == "fifo":
+        os.mkfifo(path)
+        expected = "is a FIFO (named pipe), not a regular file"
+    elif make == "device":
+        os.symlink("/dev/zero", path)
+        expected = "is a character device, not a regular file"
+    elif make == "loop":
+        os.symlink(path, path)
+        expected = "symbolic link loop"
+    else:
+        path.write_text(alias_bomb())
+        expected = "document contains excessive aliasing"
+    line = usage_error(capsys, "install", OLD, "--state", "none", "--operators", str(path))
+    assert line.startswith(f"error: {path}: ") and expected in line
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(path)
+    assert str(info.value).startswith(f"{path}: ") and expected in str(info.value)
+
+
+def test_scenario_interval_must_not_spin(tmp_path: Path) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text(f"options: {{interval: 0s}}\nactions: [{{install: {OLD}}}]\n")
+    with pytest.raises(ScenarioError, match=r"options.interval: '0s' is too short: it must be at least 1s"):
+        load_scenario(path)
+
+
+def test_empty_behaviours_file_means_the_defaults(tmp_path: Path) -> None:
+    path = tmp_path / "ops.yaml"
+    path.write_text("# nothing\n")
+    assert read_behaviours(path) == Behaviours()
+
+
+@pytest.mark.parametrize("flag", ["--profile", "--exclude", "--release-image", "--feature-gates"])
+@pytest.mark.parametrize("command", ["plan", "lint"])
+def test_flags_that_are_not_utf8(capsys: pytest.CaptureFixture[str], command: str, flag: str) -> None:
+    value = os.fsdecode(b"caf\xe9")
+    assert usage_error(capsys, command, OLD, flag, value, "-o", "json") == (
+        f"error: {flag}: 'caf\\\\xe9' is not UTF-8 text")
+
+
+def test_release_directory_path_that_is_not_utf8(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    directory = tmp_path / os.fsdecode(b"rel\xff")
+    directory.mkdir()
+    line = usage_error(capsys, "plan", str(directory), "-o", "json")
+    assert line.endswith("rel\\xff: the directory's path is not UTF-8 (cvo's rule)")
+
+
+@pytest.mark.parametrize(("action", "problem"), [
+    ("cv-override: 5", "actions[0] (cv-override): expected a list of {kind, group, namespace, name, unmanaged}"),
+    ("apply: {kind: ConfigMap}", "actions[0] (apply): expected an object with apiVersion, kind and metadata.name"),
+    ("fail-requests: {kind: Pod, count: x}", "actions[0] (fail-requests): expected {kind, name?, namespace?, error, "
+                                             "count (0 to 1,000,000)}"),
+    ("patch-status: {kind: A, name: b, merge: 5}", "actions[0] (patch-status): merge: expected an object"),
+    ("set-condition: {clusteroperator: [1], type: a, status: b}", "actions[0] (set-condition): expected "
+                                                                   "{clusteroperator, type, status"),
+    ("upgrade: {to: 5}", "actions[0] (upgrade): expected a release directory path or {to: PATH"),
+    ("install: [x]", "actions[0] (install): expected a release directory path"),
+    ("override: {name: etcd}", "actions[0] (override): expected {name, status, type?, reason?, message?}"),
+])
+def test_scenario_action_values_are_checked_at_load(tmp_path: Path, action: str, problem: str) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text(f"actions:\n- {{at: 1m, {action}}}\n")
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(path)
+    assert str(info.value).startswith(f"{path}: actions[0] (") and problem in str(info.value), str(info.value)
+
+
+@pytest.mark.parametrize(("body", "problem"), [
+    ("cluster: {objects: abc}", "cluster.objects: expected a list of objects"),
+    ("cluster: {objects: [{kind: A}]}", "cluster.objects: expected a list of objects"),
+    ("cluster: {installed: [1]}", "cluster.installed: expected a release directory path"),
+    ("options: {capabilities: Console}", "options.capabilities: expected a list of capability names"),
+])
+def test_scenario_cluster_and_options_shapes(tmp_path: Path, body: str, problem: str) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text(f"{body}\nactions: [{{install: {OLD}}}]\n")
+    with pytest.raises(ScenarioError, match=re.escape(problem)):
+        load_scenario(path)
