@@ -126,7 +126,31 @@ def seeds() -> dict[str, list[bytes]]:
     operators = sorted(t.PAYLOADS.glob("*operators*.yaml")) + scenarios
     read = lambda paths: [p.read_bytes() for p in paths]  # noqa: E731
     return {"parse": read(manifests) or [b"kind: ConfigMap\n"], "template": read(templates) or [b"{{.ReleaseImage}}"],
-            "behaviours": read(operators) or [b"etcd: {delay: 1m}\n"], "scenario": read(scenarios) or [b"name: x\n"]}
+            "behaviours": read(operators) or [b"etcd: {delay: 1m}\n"], "scenario": read(scenarios) or [b"name: x\n"],
+            "state": state_seeds()}
+
+
+def state_seeds() -> list[bytes]:
+    """A real store (a small cluster, made once) and a JSON state of cvo 0.1: mutated, they probe the reader."""
+    import tempfile
+
+    from cvo.clock import Clock, run_virtual
+    from cvo.sim.cluster import SimCluster
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "seed.db"
+
+        async def make() -> None:
+            cluster = SimCluster(Clock(), path=path)
+            await cluster.create({"apiVersion": "v1", "kind": "ConfigMap",
+                                  "metadata": {"name": "seed", "namespace": "default"}, "data": {"a": "1"}})
+            await cluster.close()
+
+        run_virtual(make)
+        store = path.read_bytes()
+    legacy = (b'{"format": 1, "clock_time": "2025-01-01T00:00:00Z", "resource_version": 2, "uid_counter": 1, '
+              b'"objects": [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}}]}')
+    return [store, legacy]
 
 
 BYTE_TARGETS: dict[str, Callable[[bytes], None]] = {
@@ -134,6 +158,7 @@ BYTE_TARGETS: dict[str, Callable[[bytes], None]] = {
     "template": lambda data: t.template_target(data.decode("utf-8", "surrogateescape")),
     "behaviours": t.behaviours_target,
     "scenario": t.scenario_target,
+    "state": t.state_target,
 }
 TOKENS = [s.encode("utf-8", "surrogatepass") for s in t.YAML_TOKENS + t.TEMPLATE_TOKENS] + [
     b"[" * 300, b"{a: " * 250, b"- " * 50, b"&x [*x]", b"<<: *a\n", b"\x00", b"\xff\xfe", b"\n---\n" * 50,

@@ -292,6 +292,37 @@ def objects_target(obj: Any, kind: tuple[str, str]) -> None:
         accepted_names(obj)
 
 
+def state_target(data: bytes) -> None:
+    """The embedded cluster's state file, whatever its bytes: a usable cluster or one ``error: FILE: …`` line."""
+    from cvo.clock import Clock, run_virtual
+    from cvo.cluster.api import ApiError
+    from cvo.sim.cluster import SimCluster
+    from cvo.sim.store import StateError
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "state.db"
+        path.write_bytes(data)
+
+        async def main() -> None:
+            try:
+                cluster = SimCluster(Clock(), path=path)
+            except StateError as err:
+                _one_line(str(err))
+                assert str(err).startswith(f"{path}: "), err
+                return
+            try:
+                for group, kind in (("", "Namespace"), ("", "ConfigMap"), ("config.openshift.io", "ClusterVersion")):
+                    await cluster.list(group, kind)
+                await cluster.create({"apiVersion": "v1", "kind": "ConfigMap",
+                                      "metadata": {"name": "fuzz", "namespace": "default"}})
+            except ApiError as err:
+                _one_line(str(err))
+            finally:
+                await cluster.close()
+
+        run_virtual(main)
+
+
 def check_input_error(err: Exception) -> None:
     assert isinstance(err, InputError)
     _one_line(str(err))
@@ -328,4 +359,6 @@ TARGETS: dict[str, tuple[st.SearchStrategy[Any], Any]] = {
     "behaviours": (document_bytes | token_text(BEHAVIOUR_TOKENS, 40).map(str.encode), behaviours_target),
     "scenario": (document_bytes | token_text(SCENARIO_TOKENS, 40).map(str.encode), scenario_target),
     "objects": (st.tuples(object_values, typed_kinds), lambda pair: objects_target(*pair)),
+    "state": (st.binary(max_size=600) | st.binary(max_size=400).map(lambda b: b"SQLite format 3\x00" + b)
+              | st.binary(max_size=300).map(lambda b: b'{"format": 1, ' + b), state_target),
 }

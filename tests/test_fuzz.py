@@ -92,3 +92,12 @@ def test_scenario_file_raises_only_scenario_errors(data: bytes) -> None:
 @given(t.object_values, t.typed_kinds)
 def test_object_readers_never_raise(obj: Any, kind: tuple[str, str]) -> None:
     t.objects_target(obj, kind)
+
+
+@SLOW
+@given(t.TARGETS["state"][0])
+@example(b"")
+@example(b"SQLite format 3\x00")
+@example(b'{"format": 1, "history": "x"}')
+def test_state_file_opens_or_is_one_error_line(data: bytes) -> None:
+    t.state_target(data)

@@ -489,3 +489,54 @@ def test_cli_on_any_state_file_gives_one_error_line_or_works(
     assert code in (0, 1, 2), err
     if code == 2:
         assert len(errors) == 1 and errors[0].startswith(f"error: {path}: "), err
+
+
+def test_a_store_with_damaged_pages_is_one_clear_error(tmp_path: Path) -> None:
+    """Found by ``make fuzz``: a store whose header and schema are intact but whose object pages are damaged
+    raised SQLite's DatabaseError from the first read."""
+    path = tmp_path / "cluster.db"
+
+    async def make() -> None:
+        c = SimCluster(Clock(EPOCH), path=path)
+        for i in range(40):
+            await c.create(configmap(f"cm-{i}", a="x" * 200))
+        await c.close()
+
+    run_virtual(make)
+    data = bytearray(path.read_bytes())
+    page = 4096
+    for offset in range(3 * page, len(data), page):  # every page after the schema's: scrambled headers
+        data[offset:offset + 16] = b"\xff" * 16
+    path.write_bytes(bytes(data))
+    with pytest.raises(StateError, match="corrupt state database: database disk image is malformed") as info:
+        SimCluster(Clock(EPOCH), path=path)
+    assert str(info.value).startswith(f"{path}: ") and "\n" not in str(info.value)
+
+
+def test_a_damaged_schema_is_one_error_line(tmp_path: Path) -> None:
+    """Found by ``make fuzz``: SQLite quotes the damaged schema in its message, newlines and all."""
+    path = tmp_path / "cluster.db"
+    run_virtual(lambda: SimCluster(Clock(EPOCH), path=path).close())
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA writable_schema = ON")
+    conn.execute("UPDATE sqlite_master SET sql = 'CREATE INDEX objects_by_rv ON\n nothing (\n)' "
+                 "WHERE name = 'objects_by_rv'")
+    conn.commit()
+    conn.close()
+    with pytest.raises(StateError) as info:
+        SimCluster(Clock(EPOCH), path=path)
+    assert str(info.value).startswith(f"{path}: ") and "\n" not in str(info.value)
+    assert "malformed database schema" in str(info.value)
+
+
+def test_text_that_is_not_utf8_is_one_error_line(tmp_path: Path) -> None:
+    """Found by ``make fuzz``: Python's sqlite3 raised UnicodeDecodeError reading a damaged text column."""
+    path = tmp_path / "cluster.db"
+    run_virtual(lambda: SimCluster(Clock(EPOCH), path=path).close())
+    conn = sqlite3.connect(path)
+    conn.execute("UPDATE objects SET name = CAST(x'ff00fe' AS TEXT) WHERE name = 'default'")
+    conn.commit()
+    conn.close()
+    with pytest.raises(StateError, match="corrupt state database") as info:
+        SimCluster(Clock(EPOCH), path=path)
+    assert "\n" not in str(info.value)

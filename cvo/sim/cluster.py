@@ -17,7 +17,6 @@ import asyncio
 import contextlib
 import itertools
 import os
-import sqlite3
 import weakref
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
@@ -42,7 +41,7 @@ from cvo.sim.kinds import (
 )
 from cvo.sim.poller import POLL_INTERVAL as POLL_INTERVAL
 from cvo.sim.poller import StorePoller
-from cvo.sim.store import Row, StateError, Store
+from cvo.sim.store import DB_ERRORS, Row, StateError, Store
 
 DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease", "openshift-config",
                       "openshift-config-managed")
@@ -318,7 +317,26 @@ class SimCluster:
         return cls(clock, path=path, **options)
 
     def _open_store(self, path: Path, namespaces: Iterable[str]) -> None:
-        """Load the stored objects into memory (creating the store and its default namespaces if new)."""
+        """Load the stored objects into memory (creating the store and its default namespaces if new).
+
+        :class:`StateError` (one line, naming the file) for anything that is not a usable store.
+        """
+        try:
+            self._load_store(path, namespaces)
+        except DB_ERRORS as err:
+            if self._store is not None:
+                self._store.close()
+            raise StateError(f"{path}: corrupt state database: {err}") from None
+        except ApiError as err:  # a write on opening (default namespaces, CRDs to establish) failed
+            if self._store is not None:
+                self._store.close()
+            raise StateError(f"{path}: cannot open the state database: {err}") from None
+        except StateError:
+            if self._store is not None:
+                self._store.close()
+            raise
+
+    def _load_store(self, path: Path, namespaces: Iterable[str]) -> None:
         self._store = Store.open(path, initial_clock=self.clock.now().timestamp())
         meta = self._store.meta
         if meta.resource_version == 0:
@@ -531,9 +549,9 @@ class SimCluster:
         """A store that fails under a running command is an API server whose storage fails: an InternalError."""
         try:
             yield
-        except (StateError, sqlite3.Error) as err:
+        except (StateError, *DB_ERRORS) as err:
             assert self._store is not None
-            text = str(err) if isinstance(err, StateError) else f"{self._store.path}: {err}"
+            text = str(err) if isinstance(err, StateError) else " ".join(f"{self._store.path}: {err}".split())
             raise ApiError(ApiErrorKind.INTERNAL, f"the embedded cluster's store failed: {text}") from None
 
     def _start_poller(self) -> None:

@@ -65,6 +65,13 @@ CREATE INDEX objects_by_rv ON objects (rv);
 class StateError(ValueError):
     """The state file cannot be used; the message is one line and names the file."""
 
+    def __init__(self, message: str) -> None:
+        super().__init__(" ".join(message.split()))  # SQLite's messages can quote a damaged schema, newlines and all
+
+
+# What reading a damaged database can raise: SQLite's errors, and text columns that are not UTF-8.
+DB_ERRORS = (sqlite3.Error, UnicodeDecodeError)
+
 
 @dataclass(frozen=True, slots=True)
 class Meta:
@@ -107,9 +114,12 @@ def peek_clock(path: Path) -> float | None:
             row = conn.execute("SELECT clock FROM meta WHERE id = 1").fetchone()
         finally:
             conn.close()
-    except (OSError, sqlite3.Error):
+    except (OSError, *DB_ERRORS):
         return None
-    return float(row[0]) if row else None
+    try:
+        return float(row[0]) if row else None
+    except (TypeError, ValueError):
+        return None
 
 
 class Store:
@@ -155,7 +165,7 @@ class Store:
                 os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
         try:
             conn = cls._connect(path)
-        except sqlite3.Error as err:
+        except DB_ERRORS as err:
             what = "corrupt state database" if "not a database" in str(err) else "cannot open the state database"
             raise StateError(f"{path}: {what}: {err}") from None
         try:
@@ -203,7 +213,7 @@ class Store:
                 with contextlib.suppress(sqlite3.Error):
                     conn.execute("ROLLBACK")
                 raise
-        except sqlite3.Error as err:
+        except DB_ERRORS as err:
             raise StateError(f"{path}: corrupt state database: {err}") from None
         return meta, data_version
 
@@ -212,7 +222,7 @@ class Store:
         try:
             row = conn.execute("SELECT format, resource_version, uid_counter, clock, compacted FROM meta "
                                "WHERE id = 1").fetchone()
-        except sqlite3.Error as err:
+        except DB_ERRORS as err:
             raise StateError(f"{path}: corrupt state database: {err}") from None
         if row is None:
             raise StateError(f"{path}: corrupt state database: the meta row is missing")
@@ -292,9 +302,15 @@ class Store:
         return [self._row(r) for r in self._conn.execute(
             "SELECT grp, kind, namespace, name, rv, data FROM objects WHERE data IS NOT NULL")]
 
-    @staticmethod
-    def _row(r: tuple[str, str, str, str, int, bytes | None]) -> Row:
-        return Row(Ref(r[0], r[1], r[2], r[3]), r[4], r[5])
+    def _row(self, r: tuple[object, ...]) -> Row:
+        """A row as cvo wrote it: text keys, an integer revision, JSON bytes (a damaged file may hold anything)."""
+        grp, kind, namespace, name, rv, data = r
+        if isinstance(data, str):
+            data = data.encode()
+        if (not all(isinstance(k, str) for k in (grp, kind, namespace, name)) or not isinstance(rv, int)
+                or not isinstance(data, bytes | None)):
+            raise StateError(f"{self.path}: corrupt state database: a row of unexpected types ({kind!r} {name!r})")
+        return Row(Ref(grp, kind, namespace, name), rv, data)  # type: ignore[arg-type]
 
     def _read_data_version(self) -> int:
         return int(self._conn.execute("PRAGMA data_version").fetchone()[0])
