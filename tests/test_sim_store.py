@@ -540,3 +540,16 @@ def test_text_that_is_not_utf8_is_one_error_line(tmp_path: Path) -> None:
     with pytest.raises(StateError, match="corrupt state database") as info:
         SimCluster(Clock(EPOCH), path=path)
     assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("clock", [1e300, -1.0, "soon"])
+def test_a_clock_out_of_range_is_one_error_line(tmp_path: Path, clock: object) -> None:
+    """Found by ``make fuzz``: a stored clock of 1e300 overflowed datetime."""
+    path = tmp_path / "cluster.db"
+    run_virtual(lambda: SimCluster(Clock(EPOCH), path=path).close())
+    conn = sqlite3.connect(path)
+    conn.execute("UPDATE meta SET clock = ?", (clock,))
+    conn.commit()
+    conn.close()
+    with pytest.raises(StateError, match="corrupt state database: clock is"):
+        SimCluster(Clock(EPOCH), path=path)

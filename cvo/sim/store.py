@@ -35,6 +35,7 @@ from cvo.cluster.api import Ref
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 FORMAT = 2  # 1 was the JSON state file of cvo 0.1 (migrated by cvo.sim.legacy_state)
+MAX_CLOCK = 253402300800.0  # 10000-01-01T00:00:00Z: past it, datetime cannot hold the cluster's clock
 BUSY_TIMEOUT = 60.0  # seconds a writer waits for another process's transaction before giving up
 # Tombstones older than this many revisions are dropped when a store is opened; a process whose view
 # is older than the compaction point reloads everything (as a watch that gets 410 Gone relists).
@@ -232,7 +233,7 @@ class Store:
         for name, value in (("resource_version", rv), ("uid_counter", uid), ("compacted", compacted)):
             if not isinstance(value, int) or value < 0:
                 raise StateError(f"{path}: corrupt state database: {name} is {value!r}")
-        if not isinstance(clock, int | float) or clock != clock:
+        if not isinstance(clock, int | float) or not 0 <= clock < MAX_CLOCK:  # NaN fails too
             raise StateError(f"{path}: corrupt state database: clock is {clock!r}")
         return Meta(rv, uid, float(clock), compacted)
 
