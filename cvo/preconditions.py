@@ -15,6 +15,11 @@ from typing import Any
 from cvo import semver
 from cvo.cvstatus import find_condition
 
+# The ClusterVersion's UpgradeableClusterVersionOverrides message, which the patch-update warning quotes
+# (pkg/payload/precondition/clusterversion/upgradeable.go, OTA-1860).
+OVERRIDES_MESSAGE = ("Disabling ownership via cluster version overrides prevents upgrades between minor or major "
+                     "versions. Please remove overrides before requesting a minor or major version update.")
+
 
 @dataclass(frozen=True)
 class PreconditionError:
@@ -48,11 +53,16 @@ def _parse(text: str) -> semver.Version | None:
 
 
 def _versions(name: str, current: str, target: str) -> tuple[semver.Version, semver.Version] | PreconditionError:
-    cur, tgt = _parse(current), _parse(target)
-    if cur is None:
-        return PreconditionError(name, "InvalidCurrentVersion", f"{current!r} is not a semantic version", blocking=False)
-    if tgt is None:
-        return PreconditionError(name, "InvalidDesiredVersion", f"{target!r} is not a semantic version")
+    """Both versions, or the CVO's error: blang/semver's own message (``No Major.Minor.Patch elements found``);
+    a current version that does not parse only warns (an update is what would fix it)."""
+    try:
+        cur = semver.parse(current)
+    except semver.SemverError as err:
+        return PreconditionError(name, "InvalidCurrentVersion", str(err), blocking=False)
+    try:
+        tgt = semver.parse(target)
+    except semver.SemverError as err:
+        return PreconditionError(name, "InvalidDesiredVersion", str(err))
     return cur, tgt
 
 
@@ -146,7 +156,8 @@ def check_upgradeable(cv: dict[str, Any], target: str) -> PreconditionError | No
             return PreconditionError(
                 name, "ClusterVersionOverridesSet",
                 f"Retarget from {cur} to {tgt} is not blocked by ClusterVersionOverridesSet. But the "
-                "cluster-version operator is not managing these resources; the update may leave them behind.",
+                f"cluster-version operator is not managing these resources; they are currently the responsibility "
+                f"of the agent that set the overrides: {OVERRIDES_MESSAGE}",
                 blocking=False)
         if patch_only and (in_progress := _update_in_progress(status, cur)) is not None:
             kind, previous = in_progress

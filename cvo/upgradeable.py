@@ -17,6 +17,7 @@ from typing import Any
 from cvo.cluster.api import Ref
 from cvo.cvstatus import find_condition, set_condition
 from cvo.olm import synced_status, upgradeable_verdict
+from cvo.preconditions import OVERRIDES_MESSAGE
 
 
 def effective(oc: dict[str, Any]) -> dict[str, Any]:
@@ -100,9 +101,7 @@ def blockers(cv: dict[str, Any], cos: Sequence[dict[str, Any]], ocs: Sequence[di
     copied to status (what a dry run predicts; a sweep runs the copy itself)."""
     out: list[Blocker] = []
     if any(o.get("unmanaged") for o in (cv.get("spec") or {}).get("overrides") or []):
-        out.append(Blocker(OVERRIDES_TYPE, "ClusterVersionOverridesSet",
-                           "Disabling ownership via cluster version overrides prevents upgrades. "
-                           "Please remove overrides before continuing."))
+        out.append(Blocker(OVERRIDES_TYPE, "ClusterVersionOverridesSet", OVERRIDES_MESSAGE))
     if (b := _cluster_operators(cos)) is not None:
         out.append(b)
     if deletes_in_progress:

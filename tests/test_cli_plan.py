@@ -338,7 +338,8 @@ def test_several_problems_several_lines_in_payload_order(make_release: ReleaseFa
 
 @pytest.mark.parametrize(("metadata", "expected"), [
     ('{"kind": "cincinnati-metadata-v0", "version": "4.16"}',
-     "error: release-manifests/release-metadata: 'version' '4.16' is not a semantic version"),
+     "error: release-manifests/release-metadata: 'version' '4.16' is not a semantic version: "
+     "No Major.Minor.Patch elements found"),
     ('{"kind": "cincinnati-metadata-v1", "version": "4.16.0"}',
      "error: release-manifests/release-metadata: unrecognized Cincinnati metadata kind"),
     ("{", "error: release-manifests/release-metadata: invalid JSON"),

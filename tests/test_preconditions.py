@@ -130,10 +130,16 @@ def test_major_rollback_to_the_previous_version_is_not_recommended() -> None:
 
 
 def test_rollback_invalid_versions() -> None:
+    """The message is blang/semver's own error, as the CVO's ``err.Error()`` (pkg/payload/precondition/
+    clusterversion/rollback.go, gianthop.go, upgradeable.go)."""
     current = check_rollback(cv("banana"), "4.16.0")
     assert current is not None and current.reason == "InvalidCurrentVersion" and not current.blocking
+    assert current.message == "No Major.Minor.Patch elements found"
     target = check_rollback(cv("4.16.0"), "4.16")
     assert target is not None and target.reason == "InvalidDesiredVersion" and target.blocking
+    assert target.message == "No Major.Minor.Patch elements found"
+    hop = check_giant_hop(cv("4.16.0"), "4.x.0")
+    assert hop is not None and hop.message == 'Invalid character(s) found in minor number "x"'
 
 
 # --- ClusterVersionGiantHop -------------------------------------------------------------------------

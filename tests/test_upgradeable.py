@@ -107,8 +107,9 @@ def test_unmanaged_overrides_block() -> None:
     found = blockers(cv([UNMANAGED]), [], [])
     assert len(found) == 1
     assert (found[0].type, found[0].reason) == (OVERRIDES_TYPE, "ClusterVersionOverridesSet")
-    assert found[0].message == ("Disabling ownership via cluster version overrides prevents upgrades. "
-                                "Please remove overrides before continuing.")
+    assert found[0].message == ("Disabling ownership via cluster version overrides prevents upgrades between minor "
+                                "or major versions. Please remove overrides before requesting a minor or major "
+                                "version update.")
 
 
 def test_managed_overrides_do_not_block() -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from cvo.payload.gostrings import go_parse_uint, go_quote
 from cvo.payload.manifest import (
     CAPABILITY_ANNOTATION,
     EXCLUDE_ANNOTATION_PREFIX,
@@ -84,19 +85,6 @@ def _split(value: str, sep: str = ",") -> list[str]:
     return [part.strip() for part in value.split(sep) if part.strip()]
 
 
-def _go_quote(text: str) -> str:
-    """Go's ``%q`` for the printable text annotations hold."""
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
-def _go_parse_uint(text: str) -> int | str:
-    """``strconv.ParseUint(text, 10, 64)``: the value, or Go's error text (ASCII digits only, no sign)."""
-    if not text or not text.isascii() or not text.isdigit():
-        return f"strconv.ParseUint: parsing {_go_quote(text)}: invalid syntax"
-    value = int(text)
-    return value if value < 2**64 else f"strconv.ParseUint: parsing {_go_quote(text)}: value out of range"
-
-
 def _feature_set_reason(feature_set: str, annotations: Mapping[str, str]) -> str | None:
     value = annotations.get(FEATURE_SET_ANNOTATION)
     if value is None:
@@ -106,7 +94,7 @@ def _feature_set_reason(feature_set: str, annotations: Mapping[str, str]) -> str
     for item in values:
         if item not in KNOWN_FEATURE_SETS:
             return (
-                f"unrecognized value {_go_quote(item)} in {FEATURE_SET_ANNOTATION}={value}; "
+                f"unrecognized value {go_quote(item)} in {FEATURE_SET_ANNOTATION}={value}; "
                 f"known values are: {','.join(sorted(KNOWN_FEATURE_SETS))}"
             )
     if wanted not in values:
@@ -140,10 +128,10 @@ def _major_version_reason(m: Manifest, major: int, annotations: Mapping[str, str
     excluded: set[int] = set()
     for term in _split(value):
         target, text = (excluded, term[1:]) if term.startswith("-") else (included, term)
-        number = _go_parse_uint(text)
+        number = go_parse_uint(text)
         if isinstance(number, str):
             kind = "excluded" if target is excluded else "included"
-            return f"invalid {kind} major version {_go_quote(text)} in annotation: {number}"
+            return f"invalid {kind} major version {go_quote(text)} in annotation: {number}"
         target.add(number)
     if included & excluded:
         return f"inclusion and exclusion requirements overlap: [{' '.join(map(str, sorted(included & excluded)))}]"

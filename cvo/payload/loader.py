@@ -309,7 +309,7 @@ def load_release(
         try:
             semver.parse(version)
         except semver.SemverError as err:
-            raise LoadError([f"--version: {err}"]) from None
+            raise LoadError([f"--version: {version!r} is not a semantic version: {err}"]) from None
     assert version is not None
     try:
         image = release_image or f"file://{root.resolve()}"

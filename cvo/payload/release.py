@@ -41,7 +41,7 @@ def _version_list(value: Any, key: str, path: str) -> tuple[str, ...]:
         try:
             semver.parse(item)
         except semver.SemverError as err:
-            raise ManifestError(path, f"{key!r} entry {err}") from None
+            raise ManifestError(path, f"{key!r} entry {item!r} is not a semantic version: {err}") from None
     return tuple(value)
 
 
@@ -63,7 +63,7 @@ def parse_release_metadata(data: bytes, path: str) -> ReleaseMetadata:
     try:
         semver.parse(version)
     except semver.SemverError as err:
-        raise ManifestError(path, f"'version' {err}") from None
+        raise ManifestError(path, f"'version' {version!r} is not a semantic version: {err}") from None
     previous = _version_list(doc.get("previous"), "previous", path)
     next_ = _version_list(doc.get("next"), "next", path)
     warnings: list[str] = []
