@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import random
 from collections.abc import AsyncIterator, Awaitable, Callable
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -42,6 +43,16 @@ MAX_DELAY = 5.0
 RETRY_AFTER_CAP = 30.0
 JITTER = 0.2
 WARN_EVERY = 5  # a warning on the first failure and then every fifth; debug in between
+
+
+# The deadline of the innermost persist() running in this task: a backend's own retries of one
+# request stop there too, so that a command never overruns its budget by a backend's schedule.
+_DEADLINE: ContextVar[float | None] = ContextVar("cvo_retry_deadline", default=None)
+
+
+def retry_deadline() -> float | None:
+    """The loop time at which the caller's budget runs out (``None``: no :func:`persist` is running)."""
+    return _DEADLINE.get()
 
 
 def is_transient(err: ApiError) -> bool:
@@ -96,6 +107,7 @@ async def persist(call: Callable[[], Awaitable[T]], budget: Budget, what: str) -
     delay = INITIAL_DELAY
     failures = 0
     while True:
+        token = _DEADLINE.set(budget.deadline)
         try:
             return await call()
         except ApiError as err:
@@ -118,6 +130,8 @@ async def persist(call: Callable[[], Awaitable[T]], budget: Budget, what: str) -
                 log.debug("the cluster is not answering; retrying", **fields)
             await asyncio.sleep(wait)
             delay = min(delay * 2, MAX_DELAY)
+        finally:
+            _DEADLINE.reset(token)
 
 
 async def reread_on_conflict(write: Callable[[], Awaitable[T]], budget: Budget | None, what: str) -> T:

@@ -42,6 +42,7 @@ from kubernetes.client.exceptions import ApiException
 
 from cvo.cluster.api import ApiError, ApiErrorKind, Object, Ref, WatchEvent
 from cvo.cluster.landed import intent_landed
+from cvo.cluster.persist import retry_deadline
 from cvo.kube import errors
 from cvo.kube.config import Kubeconfig, load_kubeconfig
 from cvo.kube.discovery import Discovery, Resource
@@ -343,6 +344,9 @@ class KubeCluster:
                 wait = delays[attempt]
                 if err.retry_after is not None:
                     wait = min(err.retry_after, self.retry.retry_after_cap)
+                deadline = retry_deadline()
+                if deadline is not None and loop.time() + wait > deadline:
+                    raise  # the caller's budget ends before the next try: its last error is this one
                 self.stats.retries += 1
                 log.debug("transient API error; retrying", error=str(err), kind=err.kind.value,
                           retry_in=round(wait, 2), attempt=attempt + 1)

@@ -22,7 +22,7 @@ import networkx as nx
 
 from cvo.clock import Clock
 from cvo.cluster.api import CLUSTER_OPERATOR, ApiError, ApiErrorKind, Cluster, Ref
-from cvo.cluster.persist import Budget, steady
+from cvo.cluster.persist import Budget, is_transient, steady
 from cvo.cvstatus import find_condition
 from cvo.errors import Effect, UpdateError, summarize, wrap_apply_error
 from cvo.payload.filters import ApplyFilter, Override
@@ -314,11 +314,20 @@ class Worker:
                 f'architecture="{arch or "amd64"}"')
 
     async def _result(self, ok: bool, attempts: int, started: datetime, report: list[UpdateError]) -> SweepResult:
-        await self.status.flush()  # a report the server did not take during the walk must be there at the end
+        recorded = True
+        try:
+            await self.status.flush()  # a report the server did not take during the walk must be there at the end
+        except ApiError as err:
+            # A sweep that completed must be recorded: without it the command fails (the last error).
+            # A sweep that failed (the cluster stayed down) reports its own failure, the CVO's reason.
+            if ok or not is_transient(err):
+                raise
+            recorded = False
+            self.emit("status.unwritten", error=str(err))
         cv = await self.status.current()
         failing = next((c for c in (cv.get("status") or {}).get("conditions") or [] if c.get("type") == "Failing"), {})
         failure = self._failure
-        message = failing.get("message", "") if failing.get("status") == "True" else ""
+        message = failing.get("message", "") if failing.get("status") == "True" and recorded else ""
         if not ok and not message:
             message = failure.message if failure else "the sweep did not finish"
         return SweepResult(
@@ -514,8 +523,11 @@ class Worker:
     async def _wait_crd(self, task: Task, live: dict) -> None:
         name = task.manifest.name
         ref = Ref(task.manifest.group, task.manifest.kind, "", name)
-        while True:
+        while check_crd(live) is not None:
+            # Mark, then read: ``live`` (the apply's answer) may be older than the watch event that
+            # said Established, and a wait from a mark taken after that event would never end.
             mark = self.crd_notifier.mark(name)
+            live = await self.cluster.get(ref) or {}
             if check_crd(live) is None:
                 return
             if not await self.crd_notifier.wait_change(name, mark, 30.0):
