@@ -15,7 +15,12 @@ restarts with every known release, as operators restart; rollouts already done a
 
 Against the embedded cluster's state file it runs on that file's virtual clock and saves what the
 operators reported when it stops (``--once`` or ``--duration`` make that useful); against a real
-cluster it runs on the real clock until interrupted.
+cluster it runs on the real clock until interrupted (SIGINT: exit 130, SIGTERM: 143).
+
+API errors never end it: transient ones (an API server restarting, 429, 5xx) are retried for as
+long as it runs (:class:`~cvo.cluster.persist.PersistentCluster` with no deadline, or
+``--duration``'s), others by the operators' own reconcile loops (:mod:`cvo.sim.operators`), and
+the ClusterVersion is watched again after any error.
 """
 
 from __future__ import annotations
@@ -38,7 +43,7 @@ from cvo.cli.backend import (
     open_backend,
     state_path,
 )
-from cvo.cli.common import EXIT_FAILED, EXIT_OK, UsageError, print_error
+from cvo.cli.common import EXIT_FAILED, EXIT_OK, UsageError, describe_api_error, print_error
 from cvo.clock import Clock, to_rfc3339
 from cvo.cluster.api import (
     CLUSTER_OPERATOR,
@@ -50,6 +55,7 @@ from cvo.cluster.api import (
     WatchEvent,
     cv_ref,
 )
+from cvo.cluster.persist import Budget
 from cvo.olm import OC_GROUP, OC_KIND
 from cvo.payload.loader import LoadError, Release, load_release
 from cvo.sim.behaviour import Behaviours, parse_duration
@@ -342,9 +348,7 @@ class SimOperators:
                                   "directory (cvo install RELEASE_DIR)")
                 async for event in stream:
                     await self.follow(event.obj)
-            except ApiError as err:
-                if not err.transient:
-                    raise
+            except ApiError as err:  # whatever it was, the operators keep going: read and watch again
                 self._say(f"reading the ClusterVersion: {err}; trying again")
             finally:
                 close = getattr(stream, "aclose", None)
@@ -402,10 +406,11 @@ def run(args: argparse.Namespace) -> int:
                 loop.add_signal_handler(signum, on_signal, signum)
                 handled.append(signum)
         stamp = _state_stamp(path)
+        budget = Budget.of(duration)  # transient errors are retried for as long as the command runs
         try:
-            async with open_backend(args, clock, simulate_operators=False) as backend:
+            async with open_backend(args, clock, simulate_operators=False, budget=budget) as backend:
                 print(f"cluster: {backend.description}", file=sys.stderr)
-                code = await _run(backend.cluster, clock, behaviours, explicit, stop, args.once, duration)
+                code = await _run(backend.steady, clock, behaviours, explicit, stop, args.once, duration)
                 _keep_newer_state(backend.cluster, path, stamp)
                 return code
         finally:
@@ -415,7 +420,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         code = run_loop(main)
     except ApiError as err:
-        print_error(str(err))
+        print_error(describe_api_error(err))
         return EXIT_FAILED
     if outcome["signal"] == signal.SIGINT:
         return EXIT_INTERRUPTED
