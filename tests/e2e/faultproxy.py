@@ -144,7 +144,8 @@ class Rule:
 
 @dataclass(frozen=True)
 class Record:
-    """One request the proxy saw: when (wall clock, seconds since the epoch), what, and what it did to it."""
+    """One request the proxy saw: when it arrived (wall clock, seconds since the epoch), what, and what
+    the proxy did to it."""
 
     time: float
     method: str
@@ -325,9 +326,9 @@ class FaultProxy:
             return Decision(fault, cut_after=self.plan.watch_cut[0])
         return Decision(fault)
 
-    def note(self, method: str, path: str, watch: bool, what: str | None) -> None:
+    def note(self, method: str, path: str, watch: bool, what: str | None, arrived: float) -> None:
         with self._lock:
-            self.records.append(Record(time.time(), method, path, watch, what))
+            self.records.append(Record(arrived, method, path, watch, what))
             if what is not None:
                 self.injected[what] += 1
 
@@ -412,6 +413,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _serve(self) -> None:
         proxy = self.server.proxy
+        arrived = time.time()
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else None
         url = urlsplit(self.path)
@@ -419,7 +421,7 @@ class _Handler(BaseHTTPRequestHandler):
         method = self.command
         decision = proxy.decide(method, url.path, watch)
         fault = decision.fault
-        note = lambda what: proxy.note(method, url.path, watch, what)  # noqa: E731
+        note = lambda what: proxy.note(method, url.path, watch, what, arrived)  # noqa: E731
         if fault is Fault.RESET:
             note(fault)
             self._abort()
