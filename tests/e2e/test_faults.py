@@ -5,8 +5,8 @@ and ``cvo sim-operators`` as subprocesses on the real clock.
 
 1. Through :mod:`tests.e2e.faultproxy` injecting faults into 20 % of the requests (409s, 429s, 500s,
    503s, resets, 2 s delays, responses cut after the write landed, watches cut mid-stream), the demo
-   release installs and upgrades twice, with every object present; the test asserts the faults
-   really happened, and that timestamps are the wall clock of the write.
+   release 4.16.0 installs and upgrades to 4.17.0, with every object present; the test asserts the
+   faults really happened, and that timestamps are the wall clock of the write.
 2. The API server SIGKILLed for 10 s in the middle of an upgrade (``sim-operators`` keeps running):
    the upgrade completes.
 3. SIGTERM cancels an install as Ctrl-C does (exit 143) and a rerun resumes; an unreachable server,
@@ -51,9 +51,9 @@ SEED = 20251
 FAULT_RATE = 0.2
 # Conflicts only happen to updates, cut watches to watches: weighted up so that they are not rare.
 FAULT_MIX = {**{fault: 1.0 for fault in Fault}, Fault.CONFLICT: 3.0, Fault.CUT_WATCH: 3.0}
-# Each kind of fault must have happened at least this often over the install and the two upgrades.
-MIN_INJECTED = {Fault.CONFLICT: 5, Fault.THROTTLE: 10, Fault.INTERNAL: 10, Fault.UNAVAILABLE: 10, Fault.RESET: 10,
-                Fault.DELAY: 10, Fault.CUT_RESPONSE: 5, Fault.CUT_WATCH: 6}
+# Each kind of fault must have happened at least this often over the install and the upgrade.
+MIN_INJECTED = {Fault.CONFLICT: 3, Fault.THROTTLE: 10, Fault.INTERNAL: 10, Fault.UNAVAILABLE: 10, Fault.RESET: 10,
+                Fault.DELAY: 10, Fault.CUT_RESPONSE: 5, Fault.CUT_WATCH: 4}
 CV = "/apis/config.openshift.io/v1/clusterversions/version"
 COS = "/apis/config.openshift.io/v1/clusteroperators"
 
@@ -77,7 +77,7 @@ def rfc3339(text: str) -> float:
     return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC).timestamp()
 
 
-def test_install_and_two_upgrades_through_a_proxy_injecting_faults(e2e: E2E, proxy: FaultProxy) -> None:  # noqa: F811
+def test_install_and_upgrade_through_a_proxy_injecting_faults(e2e: E2E, proxy: FaultProxy) -> None:  # noqa: F811
     proxy.plan = FaultPlan(seed=SEED, rate=FAULT_RATE, mix=FAULT_MIX)
     sim = e2e.sim_operators({"default": {"delay": "1s"}}, *DEMO.values())
 
@@ -86,18 +86,19 @@ def test_install_and_two_upgrades_through_a_proxy_injecting_faults(e2e: E2E, pro
     arm: dict[str, Callable[[], list[Rule]]] = {
         # connecting: 503 for longer than the backend's own retries (about 6 s)
         "install": lambda: [proxy.fail_next("GET", "/version", Fault.UNAVAILABLE, 10)],
-        # one 409 on the upgrade's spec write; the first lists of ClusterOperators (the watches' and
-        # the gate checks') answered 500 for longer than the backend's own retries
-        "4.16.3": lambda: [proxy.fail_next("PUT", CV, Fault.CONFLICT), proxy.fail_next("GET", COS, Fault.INTERNAL, 8)],
-        # the spec write and two status writes land, and their answers are lost
-        "4.17.0": lambda: [proxy.fail_next("PUT", CV, Fault.CUT_RESPONSE),
-                           proxy.fail_next("PUT", f"{CV}/status", Fault.CUT_RESPONSE, 2)],
+        "4.17.0": lambda: [
+            # a 409 on the upgrade's spec write, then the spec write lands and its answer is lost
+            proxy.fail_next("PUT", CV, Fault.CONFLICT), proxy.fail_next("PUT", CV, Fault.CUT_RESPONSE),
+            # the first lists of ClusterOperators (the watches' and the gate checks') answered 500 for
+            # longer than the backend's own retries
+            proxy.fail_next("GET", COS, Fault.INTERNAL, 8),
+            # two status writes land and their answers are lost
+            proxy.fail_next("PUT", f"{CV}/status", Fault.CUT_RESPONSE, 2)],
     }
-    # … and in every step, the ClusterOperator watches that the sweep's waits depend on are cut twice
+    # … and in each step, the ClusterOperator watches that the sweep's waits depend on are cut twice
     # (watches are few: the random plan alone cuts only a handful).
     cut_watches = lambda: [proxy.fail_next("GET", COS, Fault.CUT_WATCH, 2, watch=True)]  # noqa: E731
-    steps = [("install", ["install", str(DEMO["4.16.0"])]), ("4.16.3", ["upgrade", "--to", str(DEMO["4.16.3"])]),
-             ("4.17.0", ["upgrade", "--to", str(DEMO["4.17.0"])])]
+    steps = [("install", ["install", str(DEMO["4.16.0"])]), ("4.17.0", ["upgrade", "--to", str(DEMO["4.17.0"])])]
     started: dict[str, float] = {}
     for name, command in steps:
         rules = arm[name]() + cut_watches()
@@ -109,8 +110,7 @@ def test_install_and_two_upgrades_through_a_proxy_injecting_faults(e2e: E2E, pro
         assert all(rule.applied == rule.count for rule in rules), rules
 
     release = load_release(DEMO["4.17.0"])
-    assert_release_installed(e2e, release, [("4.17.0", "Completed"), ("4.16.3", "Completed"),
-                                            ("4.16.0", "Completed")])
+    assert_release_installed(e2e, release, [("4.17.0", "Completed"), ("4.16.0", "Completed")])
     assert not missing_objects(e2e, release.manifests)
     assert sim.popen.poll() is None, f"sim-operators exited:\n{tail(sim.stderr)}"
 
@@ -122,7 +122,7 @@ def test_install_and_two_upgrades_through_a_proxy_injecting_faults(e2e: E2E, pro
     # command that made it first wrote the ClusterVersion's status (not when it started to connect).
     cv = e2e.status()["clusterVersion"]
     entries = {h["version"]: rfc3339(h["startedTime"]) for h in cv["status"]["history"]}
-    for name, version in (("install", "4.16.0"), ("4.16.3", "4.16.3"), ("4.17.0", "4.17.0")):
+    for name, version in (("install", "4.16.0"), ("4.17.0", "4.17.0")):
         first_write = min(r.time for r in proxy.records
                           if r.method == "PUT" and r.path == f"{CV}/status" and r.time >= started[name])
         assert int(first_write) - 1 <= entries[version] <= first_write, (name, entries[version], first_write)
@@ -138,11 +138,11 @@ class Watched:
 
     def __init__(self, env: E2E, name: str, *args: str) -> None:
         self.path = env.workdir / f"{name}.stderr"
-        self.popen = subprocess.Popen(env.command(*args, log_json=True), cwd=REPO, env=cvo_env(),
-                                      stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                      text=True)
+        self.out_path = env.workdir / f"{name}.stdout"
+        with open(self.out_path, "wb") as out:  # a file: only stderr is read as it comes
+            self.popen = subprocess.Popen(env.command(*args, log_json=True), cwd=REPO, env=cvo_env(),
+                                          stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.PIPE, text=True)
         self.lines: list[str] = []
-        self.stdout = ""
         self._changed = threading.Condition()
         self._reader = threading.Thread(target=self._read, name=f"read {name}", daemon=True)
         self._reader.start()
@@ -179,9 +179,13 @@ class Watched:
                     pytest.fail(f"waiting for {what}: not after {timeout:g}s:\n{tail(self.stderr)}")
                 self._changed.wait(remaining)
 
+    @property
+    def stdout(self) -> str:
+        return self.out_path.read_text(errors="replace")
+
     def finish(self, timeout: float) -> int:
         try:
-            self.stdout, _ = self.popen.communicate(timeout=timeout)
+            self.popen.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             self.popen.kill()
             self.popen.wait()
