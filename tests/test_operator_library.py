@@ -630,3 +630,24 @@ def test_status_sync_stamps_before_the_gate_reads_it(make_release: ReleaseFactor
         assert not upgradeable_verdict(await cluster.get(OC_REF)).upgradeable
 
     run(test)
+
+
+def test_status_sync_outlives_an_api_error_and_syncs_again() -> None:
+    """A status copy that fails (the server down longer than the backend's retries) does not end
+    OLM's loop: it syncs everything again after a pause."""
+
+    async def test(cluster: SimCluster, clock: Clock) -> None:
+        await create_oc(cluster, conditions=[{"type": "Upgradeable", "status": "False", "reason": "migration",
+                                              "message": "m", "lastTransitionTime": at(0)}])
+        cluster.inject_failure(OC_REF, ApiErrorKind.TIMEOUT, count=1, verbs=["update_status"])
+        manager = OperatorConditionManager(cluster, [])
+        await manager.start_sync()
+        await settle()
+        oc = await cluster.get(OC_REF)
+        assert not (oc.get("status") or {}).get("conditions")  # the first copy failed
+        await asyncio.sleep(5)  # past the pause before the loop syncs again
+        oc = await cluster.get(OC_REF)
+        assert oc["status"]["conditions"][0]["observedGeneration"] == oc["metadata"]["generation"]
+        await manager.stop_sync()
+
+    run(test)

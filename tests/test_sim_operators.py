@@ -705,3 +705,61 @@ def test_a_release_registered_while_running_gets_its_namespaces_and_upgradeable_
     # Blocked from its registration until the window's end, measured (as every window) from the start.
     assert upgradeable == [(50.0, "False"), (100.0, "True")]
     assert reported == {"operator": NEW}
+
+
+# --- API errors: the simulated operators outlive them, as real operators' reconcile loops do ---------------
+
+
+def test_a_report_that_fails_is_written_again_until_it_lands(make_release: ReleaseFactory) -> None:
+    from cvo.cluster.api import ApiErrorKind
+
+    release = payload(make_release, NEW)
+
+    async def test(cluster: SimCluster, clock: Clock, sim: OperatorSimulator) -> Timeline:
+        await sim.start()
+        timeline = Timeline(cluster)
+        await install_foo(cluster, NEW, at_time=30)
+        await at(79)  # the rollout reported Progressing; its Available report (at 80) fails three times
+        cluster.inject_failure(co_ref("foo"), ApiErrorKind.FORBIDDEN, count=3, verbs=["update_status"])
+        await at(500)
+        await timeline.stop()
+        return timeline
+
+    timeline = scenario(test, [release])
+    # Written again after 1, 2 and 4 s: the rollout did not stop half-way.
+    assert timeline.versions() == [(30.0, {}), (87.0, expected_versions(NEW))]
+    assert timeline.condition("Available") == [(30.0, "False"), (87.0, "True")]
+
+
+def test_a_decision_that_cannot_read_the_cluster_is_made_again_later(make_release: ReleaseFactory) -> None:
+    from cvo.cluster.api import ApiError, ApiErrorKind
+
+    release = payload(make_release, NEW)
+
+    class Unreadable:
+        """The cluster, with reads of foo's Deployment refused until ``until``."""
+
+        def __init__(self, cluster: SimCluster, until: float) -> None:
+            self.cluster, self.until = cluster, until
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self.cluster, name)
+
+        async def get(self, ref: Ref) -> dict[str, Any] | None:
+            if ref == FOO_DEPLOY and asyncio.get_running_loop().time() < self.until:
+                raise ApiError(ApiErrorKind.FORBIDDEN, "deployments.apps is forbidden (for a while)", ref)
+            return await self.cluster.get(ref)
+
+    async def test(cluster: SimCluster, clock: Clock, sim: OperatorSimulator) -> Timeline:
+        await install_foo(cluster, NEW)  # there before the operator starts: it decides at start
+        sim.cluster = Unreadable(cluster, until=20.0)  # type: ignore[assignment]
+        await sim.start()
+        timeline = Timeline(cluster)
+        await at(500)
+        await timeline.stop()
+        return timeline
+
+    timeline = scenario(test, [release])
+    first_report = timeline.states[0][0]
+    assert 20.0 <= first_report <= 30.0  # retried with back-off (1, 2, 4, 8, 10 s …) until the read worked
+    assert timeline.versions()[-1] == (first_report + 50, expected_versions(NEW))

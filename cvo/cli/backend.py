@@ -10,6 +10,12 @@ file's current context.  ``$KUBECONFIG`` alone does not switch backends: a user'
 not turn ``cvo install`` on the embedded cluster into an install on whatever cluster it points at.
 A real cluster runs on the real clock (:func:`backend_clock`); its operators are real, so
 ``--state``, ``--speed`` and ``--operators`` (the embedded cluster's) are refused with it.
+
+Every command runs within a :class:`~cvo.cluster.persist.Budget` (its ``--timeout``, or
+:data:`DEFAULT_BUDGET`): connecting rides out an unreachable or failing API server until it runs
+out, and :attr:`Backend.steady` is the cluster for the reads and writes around a sweep, which do
+the same (:mod:`cvo.cluster.persist`).  A server still unreachable at the end is an
+:class:`~cvo.cluster.persist.GaveUp` error (exit 1), not a usage error.
 """
 
 from __future__ import annotations
@@ -29,10 +35,12 @@ import orjson
 from cvo.cli.common import CommandFailed, UsageError
 from cvo.clock import Clock, parse_rfc3339, run_real, run_virtual
 from cvo.cluster.api import ApiError, ApiErrorKind, Cluster
+from cvo.cluster.persist import Budget, GaveUp, persist, steady
 from cvo.payload.loader import Release
 from cvo.sim.behaviour import Behaviours, read_behaviours
 
 T = TypeVar("T")
+DEFAULT_BUDGET = 30.0  # seconds: how long commands without --timeout (status, override, …) ride out an outage
 
 
 def default_state_path() -> Path:
@@ -74,7 +82,9 @@ def backend_clock(args: argparse.Namespace) -> tuple[Clock, Callable[[Callable[[
     clock that continues its state file's timeline, run by :func:`cvo.clock.run_virtual` at ``--speed``.
     """
     if uses_real_clock(args):
-        return Clock(), run_real
+        from cvo.wallclock import WallClock
+
+        return WallClock(), run_real
     speed = getattr(args, "speed", None)
     return Clock(saved_time(state_path(args))), lambda main: run_virtual(main, speed=speed)
 
@@ -126,6 +136,13 @@ class Backend:
     clock: Clock
     description: str
     simulator: object | None = None
+    budget: Budget | None = None
+
+    @property
+    def steady(self) -> Cluster:
+        """The cluster retrying transient errors until the command's budget runs out (reads and writes
+        around a sweep; the sweep's own applies use :attr:`cluster`, with the CVO's back-off)."""
+        return steady(self.cluster, self.budget)
 
     def register(self, release: Release) -> None:
         if self.simulator is not None:
@@ -139,16 +156,19 @@ class NoCluster(CommandFailed):
 @asynccontextmanager
 async def open_backend(args: argparse.Namespace, clock: Clock, behaviours: Behaviours | None = None,
                        simulate_operators: bool = True, *, create: bool = True,
-                       sweep: str | None = None) -> AsyncIterator[Backend]:
+                       sweep: str | None = None, budget: Budget | None = None) -> AsyncIterator[Backend]:
     """The cluster the command talks to.
 
     ``create=False``: a command that only reads (or only amends what is there) does not create an
     embedded cluster; :class:`NoCluster` when there is none.  ``sweep``: what the command is about to
     run (``install 4.16.0``); on the embedded cluster only one sweep runs at a time
-    (:mod:`cvo.sim.sweep_lock`), and a second one is refused with who holds it.
+    (:mod:`cvo.sim.sweep_lock`), and a second one is refused with who holds it.  ``budget`` (default
+    :data:`DEFAULT_BUDGET` from now) bounds the retries of a real cluster's transient errors.
     """
+    if budget is None:
+        budget = Budget.of(DEFAULT_BUDGET)
     if uses_real_clock(args):
-        async with _open_kube(args, clock, simulate_operators) as backend:
+        async with _open_kube(args, clock, simulate_operators, budget) as backend:
             yield backend
         return
     from cvo.sim.cluster import SimCluster
@@ -175,7 +195,7 @@ async def open_backend(args: argparse.Namespace, clock: Clock, behaviours: Behav
             raise UsageError(str(err)) from None
         description = f"embedded simulated cluster (state: {path})" if path else "embedded simulated cluster (in memory)"
         simulator = OperatorSimulator(cluster, clock, behaviours) if simulate_operators else None
-        backend = Backend(cluster, clock, description, simulator)
+        backend = Backend(cluster, clock, description, simulator, budget)
         try:
             yield backend
         finally:
@@ -203,7 +223,14 @@ def _refuse_simulator_flags(args: argparse.Namespace, simulate_operators: bool) 
 
 
 @asynccontextmanager
-async def _open_kube(args: argparse.Namespace, clock: Clock, simulate_operators: bool) -> AsyncIterator[Backend]:
+async def _open_kube(args: argparse.Namespace, clock: Clock, simulate_operators: bool,
+                     budget: Budget) -> AsyncIterator[Backend]:
+    """Connect (``GET /version`` and discovery), riding out an unreachable or failing server within ``budget``.
+
+    A server that is still unreachable when the budget runs out raises the last error
+    (:class:`~cvo.cluster.persist.GaveUp`: exit 1); credentials it rejects, or TLS it cannot
+    agree on, are the kubeconfig's problem: a usage error at once.
+    """
     from cvo.kube import KubeCluster, KubeconfigError
 
     _refuse_simulator_flags(args, simulate_operators)
@@ -213,11 +240,13 @@ async def _open_kube(args: argparse.Namespace, clock: Clock, simulate_operators:
         raise UsageError(str(err)) from None
     try:
         try:
-            await cluster.connect()
+            await persist(cluster.connect, budget, f"connecting to {cluster.description}")
+        except GaveUp:
+            raise
         except ApiError as err:
             raise UsageError(f"cannot use {cluster.description}: {err}") from None
         try:
-            yield Backend(cluster, clock, cluster.description)
+            yield Backend(cluster, clock, cluster.description, budget=budget)
         except ApiError as err:
             if err.kind is ApiErrorKind.NO_KIND_MATCH and err.ref is not None and err.ref.group == "config.openshift.io":
                 raise UsageError(f"{err}: the cluster lacks the CRDs cvo writes (ClusterVersion, ClusterOperator, "

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cvo.cli.load_progress import for_terminal
+from cvo.cluster.api import ApiError
 from cvo.payload.filters import (
     DEFAULT_PROFILE,
     KNOWN_CAPABILITIES,
@@ -113,6 +114,15 @@ def load(args: argparse.Namespace, options: PayloadOptions) -> Release:
     finally:
         if progress is not None:
             progress.close()
+
+
+def describe_api_error(err: ApiError) -> str:
+    """The ``error:`` text for an API error that ends a command (exit 1)."""
+    from cvo.cluster.persist import GaveUp
+
+    if isinstance(err, GaveUp):
+        return f"the cluster kept failing ({err.kind.value}): {err}"
+    return f"the cluster refused a request ({err.kind.value}): {err}"
 
 
 def print_error(message: str) -> None:

@@ -8,7 +8,8 @@ import sys
 from collections.abc import Sequence
 
 from cvo import __version__
-from cvo.cli.common import EXIT_FAILED, EXIT_USAGE, CommandFailed, UsageError, print_error
+from cvo.cli.common import EXIT_FAILED, EXIT_USAGE, CommandFailed, UsageError, describe_api_error, print_error
+from cvo.cli.signals import Interrupted, terminate_like_interrupt
 from cvo.cluster.api import ApiError
 from cvo.log import configure
 
@@ -64,7 +65,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(arguments)
     configure(args.log_format, args.verbose)
     try:
-        return int(args.func(args))
+        with terminate_like_interrupt():
+            return int(args.func(args))
+    except Interrupted as stopped:
+        print_error("interrupted")
+        return stopped.exit_code
     except UsageError as err:
         print_error(str(err))
         return EXIT_USAGE
@@ -72,7 +77,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print_error(str(err))
         return EXIT_FAILED
     except ApiError as err:
-        print_error(f"the cluster refused a request ({err.kind.value}): {err}")
+        print_error(describe_api_error(err))
         return 1
     except KeyboardInterrupt:
         print_error("interrupted")

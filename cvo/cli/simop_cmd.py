@@ -15,7 +15,12 @@ restarts with every known release, as operators restart; rollouts already done a
 
 Against the embedded cluster's store it runs on that cluster's virtual clock, and every report is in
 the store as soon as it is made, so it can run beside other cvo commands on the same ``--state``;
-against a real cluster it runs on the real clock until interrupted.
+against a real cluster it runs on the real clock until interrupted (SIGINT: exit 130, SIGTERM: 143).
+
+API errors never end it: transient ones (an API server restarting, 429, 5xx) are retried for as
+long as it runs (:class:`~cvo.cluster.persist.PersistentCluster` with no deadline, or
+``--duration``'s), others by the operators' own reconcile loops (:mod:`cvo.sim.operators`), and
+the ClusterVersion is watched again after any error.
 """
 
 from __future__ import annotations
@@ -36,7 +41,7 @@ from cvo.cli.backend import (
     load_behaviours,
     open_backend,
 )
-from cvo.cli.common import EXIT_FAILED, EXIT_OK, UsageError, print_error
+from cvo.cli.common import EXIT_FAILED, EXIT_OK, UsageError, describe_api_error, print_error
 from cvo.clock import Clock, to_rfc3339
 from cvo.cluster.api import (
     CLUSTER_OPERATOR,
@@ -48,6 +53,7 @@ from cvo.cluster.api import (
     WatchEvent,
     cv_ref,
 )
+from cvo.cluster.persist import Budget
 from cvo.olm import OC_GROUP, OC_KIND
 from cvo.payload.loader import LoadError, Release, load_release
 from cvo.sim.behaviour import Behaviours, parse_duration
@@ -340,9 +346,7 @@ class SimOperators:
                                   "directory (cvo install RELEASE_DIR)")
                 async for event in stream:
                     await self.follow(event.obj)
-            except ApiError as err:
-                if not err.transient:
-                    raise
+            except ApiError as err:  # whatever it was, the operators keep going: read and watch again
                 self._say(f"reading the ClusterVersion: {err}; trying again")
             finally:
                 close = getattr(stream, "aclose", None)
@@ -390,10 +394,11 @@ def run(args: argparse.Namespace) -> int:
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                 loop.add_signal_handler(signum, on_signal, signum)
                 handled.append(signum)
+        budget = Budget.of(duration)  # transient errors are retried for as long as the command runs
         try:
-            async with open_backend(args, clock, simulate_operators=False) as backend:
+            async with open_backend(args, clock, simulate_operators=False, budget=budget) as backend:
                 print(f"cluster: {backend.description}", file=sys.stderr)
-                return await _run(backend.cluster, clock, behaviours, explicit, stop, args.once, duration)
+                return await _run(backend.steady, clock, behaviours, explicit, stop, args.once, duration)
         finally:
             for signum in handled:
                 loop.remove_signal_handler(signum)
@@ -401,7 +406,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         code = run_loop(main)
     except ApiError as err:
-        print_error(str(err))
+        print_error(describe_api_error(err))
         return EXIT_FAILED
     if outcome["signal"] == signal.SIGINT:
         return EXIT_INTERRUPTED
@@ -436,13 +441,13 @@ async def _run(cluster: Cluster, clock: Clock, behaviours: Behaviours, explicit:
     elapsed = clock.monotonic() - started
     why = "interrupted" if stop.is_set() else "done"
     print(f"sim-operators: {why} after {elapsed:g}s on the cluster's clock: {runner.reports} reports, "
-          f"{runner.failures} failed writes", file=sys.stderr)
+          f"{runner.failures} failed writes" + (" (written again)" if runner.failures else ""), file=sys.stderr)
     for result in results:
         if isinstance(result, Exception):
             raise result
     for line in failed:
         print_error(f"rollout failed: {line}")
-    return EXIT_FAILED if failed or runner.failures else EXIT_OK
+    return EXIT_FAILED if failed else EXIT_OK  # a failed write is written again: only a broken rollout fails
 
 
 async def _after_catching_up(runner: SimOperators) -> None:

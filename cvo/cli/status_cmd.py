@@ -29,12 +29,13 @@ def run(args: argparse.Namespace) -> int:
 
     async def main() -> None:
         async with open_backend(args, clock, simulate_operators=False, create=False) as backend:
-            found["cv"] = await backend.cluster.get(cv_ref())
-            found["cos"] = sorted(await backend.cluster.list(*CLUSTER_OPERATOR),
+            cluster = backend.steady  # reads ride out a failing server for a while (cvo.cluster.persist)
+            found["cv"] = await cluster.get(cv_ref())
+            found["cos"] = sorted(await cluster.list(*CLUSTER_OPERATOR),
                                   key=lambda o: o.get("metadata", {}).get("name", ""))
             found["now"] = clock.now()
-            served = await backend.cluster.serves(OC_API_VERSION, OC_KIND)
-            found["ocs"] = await backend.cluster.list(OC_GROUP, OC_KIND) if served else []
+            served = await cluster.serves(OC_API_VERSION, OC_KIND)
+            found["ocs"] = await cluster.list(OC_GROUP, OC_KIND) if served else []
 
     run_loop(main)
     if found.get("cv") is None:

@@ -1,8 +1,14 @@
-"""``cvo install``, ``cvo upgrade`` and ``cvo reconcile``: sweep a release into the cluster."""
+"""``cvo install``, ``cvo upgrade`` and ``cvo reconcile``: sweep a release into the cluster.
+
+``--timeout`` is the command's budget, from its start: connecting, the reads before the sweep and
+the sweep itself share it, and everything around the sweep rides out a failing server within it
+(:mod:`cvo.cluster.persist`).  SIGINT and SIGTERM cancel the sweep cleanly (:mod:`cvo.cli.signals`).
+"""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import sys
 import time
@@ -24,13 +30,16 @@ from cvo.cli.common import (
     CommandFailed,
     UsageError,
     add_payload_flags,
+    describe_api_error,
     load,
     payload_options,
     print_error,
 )
 from cvo.cli.progress import LiveDisplay, LogReporter, format_duration, wants_live_display
+from cvo.cli.signals import cancelled_by_signals
 from cvo.clock import Clock
 from cvo.cluster.api import ApiError, cv_ref
+from cvo.cluster.persist import Budget
 from cvo.cvstatus import current_version
 from cvo.log import configure, get_logger
 from cvo.payload.graph import Mode
@@ -45,7 +54,8 @@ def _add_sweep_flags(parser: argparse.ArgumentParser) -> None:
     add_backend_flags(parser)
     add_behaviour_flags(parser)
     parser.add_argument("--timeout", default="2h", metavar="DURATION",
-                        help="give up after this long on the sweep's clock (default 2h; e.g. 90m, 1h30m; 0: never)")
+                        help="give up after this long on the sweep's clock, counted from the start: connecting "
+                             "and retries of a failing server included (default 2h; e.g. 90m, 1h30m; 0: never)")
     parser.add_argument("--interval", default="3m", metavar="DURATION",
                         help="reconcile interval: apply timeouts and back-off derive from it (default 3m; at least 1s)")
     parser.add_argument("-o", "--output", choices=["text", "json"], default="text",
@@ -149,10 +159,11 @@ def _sweep(args: argparse.Namespace, prepare: Callable[[Backend], Awaitable[tupl
     started = time.perf_counter()
     outcome: dict[str, Any] = {}
 
-    async def main() -> int:
+    async def sweep() -> int:
+        budget = Budget.of(options.timeout)
         dry_run = bool(getattr(args, "dry_run", False))
         async with open_backend(args, clock, behaviours, create=create and not dry_run,
-                                sweep=None if dry_run else what) as backend:
+                                sweep=None if dry_run else what, budget=budget) as backend:
             if args.log_format == "json":
                 get_logger("cvo.cli").info("cluster", backend=backend.description)
             else:
@@ -167,7 +178,9 @@ def _sweep(args: argparse.Namespace, prepare: Callable[[Backend], Awaitable[tupl
             if wants_live_display(args.log_format):
                 live = LiveDisplay(lambda: _progress(runner) if runner is not None else Progress(), clock.now, title)
                 reporters.append(live)
-            runner = make_runner(Fanout(*reporters), options)
+            remaining = budget.remaining()
+            runner = make_runner(Fanout(*reporters), dataclasses.replace(
+                options, timeout=None if remaining is None else max(0.0, remaining), budget=budget))
             if backend.simulator is not None:
                 await backend.simulator.start()  # type: ignore[attr-defined]
             if live is not None:
@@ -176,13 +189,16 @@ def _sweep(args: argparse.Namespace, prepare: Callable[[Backend], Awaitable[tupl
             else:
                 result = await runner.run()
             outcome["result"] = result
-            outcome["cos"] = await backend.cluster.list("config.openshift.io", "ClusterOperator")
+            outcome["cos"] = await backend.steady.list("config.openshift.io", "ClusterOperator")
             return EXIT_OK if result.ok else EXIT_FAILED
+
+    async def main() -> int:
+        return await cancelled_by_signals(sweep)
 
     try:
         code = run_loop(main)
     except ApiError as err:
-        print_error(f"the cluster refused a request ({err.kind.value}): {err}")
+        print_error(describe_api_error(err))
         return EXIT_FAILED
     result: SweepResult | None = outcome.get("result")
     if result is not None:
@@ -224,7 +240,7 @@ def run_install(args: argparse.Namespace) -> int:
     release = load(args, options)
 
     async def prepare(backend: Backend) -> tuple[str, MakeRunner] | int:
-        cv = await backend.cluster.get(cv_ref())
+        cv = await backend.steady.get(cv_ref())
         history = ((cv or {}).get("status") or {}).get("history") or []
         if any(h.get("state") == "Completed" for h in history):
             raise UsageError(f"the cluster already runs {current_version(history)}; use 'cvo upgrade --to DIR' "
@@ -244,7 +260,7 @@ def run_upgrade(args: argparse.Namespace) -> int:
     target = load(args, options)
 
     async def prepare(backend: Backend) -> tuple[str, MakeRunner] | int:
-        cv = await backend.cluster.get(cv_ref())
+        cv = await backend.steady.get(cv_ref())
         history = ((cv or {}).get("status") or {}).get("history") or []
         if cv is None or not any(h.get("state") == "Completed" for h in history):
             raise CommandFailed("no cluster has been installed yet: it has no completed release to upgrade from "
@@ -258,7 +274,7 @@ def run_upgrade(args: argparse.Namespace) -> int:
             from cvo.cli.gates import print_verdict
             from cvo.runner.upgrade import preflight
 
-            check = await preflight(backend.cluster, target, args.force, clock_of(backend).now())
+            check = await preflight(backend.steady, target, args.force, clock_of(backend).now())
             print_verdict(check, target, args.release_dir)
             return EXIT_FAILED if check.verdict.blocked else EXIT_OK
         if history[0].get("state") == "Completed" and history[0].get("image") == target.image:
@@ -275,7 +291,7 @@ def run_reconcile(args: argparse.Namespace) -> int:
     given = load(args, payload_options(args)) if args.release_dir is not None else None
 
     async def prepare(backend: Backend) -> tuple[str, MakeRunner] | int:
-        cv = await backend.cluster.get(cv_ref())
+        cv = await backend.steady.get(cv_ref())
         desired = ((cv or {}).get("status") or {}).get("desired") or {}
         if not desired.get("image"):
             raise CommandFailed("no cluster has been installed yet: it has no release to reconcile "

@@ -14,7 +14,11 @@ runs the client's ``Watch`` in threads.  Objects stay plain JSON dicts, as every
 * Transient errors (503/504 and unreachable server: TIMEOUT; 429 and ServerTimeout: SERVER_TIMEOUT;
   500: INTERNAL) are retried inside the backend with a short capped exponential back-off that
   honours ``Retry-After``; other 4xx never are, and neither is a Conflict (the same request with
-  the same stale resourceVersion cannot succeed: the caller must read the object again).
+  the same stale resourceVersion cannot succeed: the caller must read the object again).  Longer
+  outages are for the caller: :mod:`cvo.cluster.persist` retries within a command's budget.
+* A write retried after a transient error may meet itself: when its first attempt landed but the
+  answer was lost, the retry gets AlreadyExists or Conflict.  The object is then read, and if it
+  holds what was sent (:mod:`cvo.cluster.landed`), that is the write's result.
 * Apply semantics stay in :mod:`cvo.runner.apply` (get, then create or a merged update); see
   docs/kube.md for why this is not server-side apply.
 """
@@ -26,7 +30,7 @@ import functools
 import threading
 import weakref
 from collections import Counter
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -37,6 +41,8 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from cvo.cluster.api import ApiError, ApiErrorKind, Object, Ref, WatchEvent
+from cvo.cluster.landed import intent_landed
+from cvo.cluster.persist import retry_deadline
 from cvo.kube import errors
 from cvo.kube.config import Kubeconfig, load_kubeconfig
 from cvo.kube.discovery import Discovery, Resource
@@ -51,6 +57,8 @@ USER_AGENT = "cvo/0.1.0 (kubernetes-python)"
 DEFAULT_WORKERS = 32
 WATCH_CONNECTIONS = 16  # extra pool slots: every open watch holds one connection
 LIST_PAGE = 500
+# What the retry of a write that landed gets: a create AlreadyExists, an update a Conflict.
+LANDED_KINDS = frozenset({ApiErrorKind.ALREADY_EXISTS, ApiErrorKind.CONFLICT})
 
 
 @dataclass
@@ -60,6 +68,7 @@ class KubeStats:
     verbs: Counter[str] = field(default_factory=Counter)
     requests: int = 0
     retries: int = 0
+    landed: int = 0  # writes whose lost answer was found to have landed (see cvo.cluster.landed)
 
 
 @dataclass(frozen=True)
@@ -186,16 +195,14 @@ class KubeCluster:
     async def create(self, obj: Object) -> Object:
         self.stats.verbs["create"] += 1
         res, ref = await self._resolve_write(obj)
-        created = await self._call("POST", res.path(ref.namespace), ref=ref, what=f"create {ref}", body=obj)
-        assert created is not None
+        created = await self._write("create", "POST", res.path(ref.namespace), res, ref, f"create {ref}", obj)
         self._written(res, created)
         return created
 
     async def update(self, obj: Object) -> Object:
         self.stats.verbs["update"] += 1
         res, ref = await self._resolve_write(obj)
-        updated = await self._call("PUT", res.path(ref.namespace, ref.name), ref=ref, what=f"update {ref}", body=obj)
-        assert updated is not None
+        updated = await self._write("update", "PUT", res.path(ref.namespace, ref.name), res, ref, f"update {ref}", obj)
         self._written(res, updated)
         return updated
 
@@ -203,10 +210,32 @@ class KubeCluster:
         self.stats.verbs["update_status"] += 1
         res, ref = await self._resolve_write(obj)
         path = res.path(ref.namespace, ref.name, "status" if res.status else None)
-        updated = await self._call("PUT", path, ref=ref, what=f"update status of {ref}", body=obj)
-        assert updated is not None
+        updated = await self._write("update_status", "PUT", path, res, ref, f"update status of {ref}", obj)
         _fill_type(updated, res)
         return updated
+
+    async def _write(self, verb: str, method: str, path: str, res: Resource, ref: Ref, what: str, obj: Object,
+                     ) -> Object:
+        """A write, retried on transient errors; after one, AlreadyExists or Conflict may mean it landed.
+
+        A retry of a write whose answer was lost (the connection reset after the request went out)
+        meets the write itself: a create gets AlreadyExists, an update a Conflict (its
+        resourceVersion is the one the landed write replaced).  Then the object is read, and if it
+        holds what was sent (:func:`cvo.cluster.landed.intent_landed`), that is the write's result.
+        """
+
+        async def landed() -> Object | None:
+            live = await self._call("GET", res.path(ref.namespace, ref.name), ref=ref, what=f"get {ref}",
+                                    allow_404=True)
+            if live is None or not intent_landed(verb, obj, live, res.status):
+                return None
+            self.stats.landed += 1
+            log.info("a write whose answer was lost had landed", request=what)
+            return live
+
+        result = await self._retrying(self.call_blocking, method, path, ref=ref, what=what, body=obj, landed=landed)
+        assert result is not None
+        return result
 
     async def delete(self, ref: Ref) -> bool:
         self.stats.verbs["delete"] += 1
@@ -287,22 +316,37 @@ class KubeCluster:
         return await self._retrying(self.call_blocking, method, path, ref=ref, what=what, body=body, query=query,
                                     allow_404=allow_404)
 
-    async def _retrying(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """``fn`` in the pool, again after a back-off while it fails with a transient error."""
+    async def _retrying(self, fn: Callable[..., T], *args: Any,
+                        landed: Callable[[], Awaitable[T | None]] | None = None, **kwargs: Any) -> T:
+        """``fn`` in the pool, again after a back-off while it fails with a transient error.
+
+        ``landed`` (writes): after a transient failure, an AlreadyExists or Conflict asks it
+        whether the earlier attempt landed; its answer, if not ``None``, is the result.
+        """
         if self._closed:
             raise ApiError(ApiErrorKind.OTHER, "the Kubernetes backend is closed")
         loop = asyncio.get_running_loop()
         call = functools.partial(fn, *args, **kwargs)
         delays = self.retry.delays()
+        uncertain = False  # an earlier attempt failed in a way that may have let it land
         for attempt in range(len(delays) + 1):
             try:
                 return await loop.run_in_executor(self._executor, call)
             except ApiError as err:
+                if uncertain and landed is not None and err.kind in LANDED_KINDS:
+                    result = await landed()
+                    if result is not None:
+                        return result
+                    raise
                 if err.kind not in errors.RETRIABLE or attempt >= len(delays) or self._closed:
                     raise
+                uncertain = True
                 wait = delays[attempt]
                 if err.retry_after is not None:
                     wait = min(err.retry_after, self.retry.retry_after_cap)
+                deadline = retry_deadline()
+                if deadline is not None and loop.time() + wait > deadline:
+                    raise  # the caller's budget ends before the next try: its last error is this one
                 self.stats.retries += 1
                 log.debug("transient API error; retrying", error=str(err), kind=err.kind.value,
                           retry_in=round(wait, 2), attempt=attempt + 1)

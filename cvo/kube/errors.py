@@ -9,6 +9,7 @@ contain request headers, so no bearer token ends up in a log or in the ClusterVe
 from __future__ import annotations
 
 import socket
+import ssl
 from collections.abc import Mapping
 from typing import Any
 
@@ -104,7 +105,7 @@ def from_exception(err: BaseException, ref: Ref | None, what: str, server: str) 
     reason = getattr(err, "reason", None)  # MaxRetryError wraps the real error
     if isinstance(reason, BaseException):
         cause = reason
-    if isinstance(cause, urllib3.exceptions.SSLError):
+    if isinstance(cause, urllib3.exceptions.SSLError) and not _connection_lost(cause):
         return ApiError(ApiErrorKind.OTHER, f"{what}: TLS failure talking to {server}: {cause}", ref)
     if isinstance(cause, urllib3.exceptions.NewConnectionError | ConnectionRefusedError):
         detail = "connection refused"
@@ -113,6 +114,13 @@ def from_exception(err: BaseException, ref: Ref | None, what: str, server: str) 
     else:
         detail = f"{type(cause).__name__}: {cause}"
     return ApiError(ApiErrorKind.TIMEOUT, f"{what}: the API server at {server} is unreachable ({detail})", ref)
+
+
+def _connection_lost(err: urllib3.exceptions.SSLError) -> bool:
+    """A TLS connection that ended mid-way (no close_notify: the peer died or reset it), not a TLS
+    problem such as an untrusted certificate: transient, like any other dropped connection."""
+    inner = err.args[0] if err.args else None
+    return isinstance(inner, ssl.SSLEOFError | ssl.SSLZeroReturnError | ssl.SSLSyscallError)
 
 
 def no_kind_match(api_version: str, kind: str, ref: Ref | None = None) -> ApiError:

@@ -32,6 +32,7 @@ from cvo.payload.manifest import Manifest
 from cvo.payload.operators import operator_deployments
 
 log = get_logger("cvo.olm")
+RESYNC_DELAY = 2.0  # seconds before the status copy starts again after an API error
 
 
 def _key(oc: dict[str, Any]) -> tuple[str, str]:
@@ -115,16 +116,30 @@ class OperatorConditionManager:
             await self._sync(oc)
 
     async def _sync_loop(self, ready: asyncio.Event) -> None:
-        stream = self.cluster.watch(OC_GROUP, OC_KIND)
-        ready.set()
-        await self.sync_all()
-        self._tracking = True
-        async for event in stream:
-            if event.type == "DELETED":
-                self._blocking.pop(_key(event.obj), None)
-            else:
-                self._track(event.obj)
-                await self._sync(event.obj)
+        """OLM's controller loop: an API error (the server down longer than the backend's retries)
+        does not end it; it watches again and syncs everything again after a pause, as a
+        controller's informer would."""
+        while True:
+            stream = self.cluster.watch(OC_GROUP, OC_KIND)
+            ready.set()
+            try:
+                await self.sync_all()
+                self._tracking = True
+                async for event in stream:
+                    if event.type == "DELETED":
+                        self._blocking.pop(_key(event.obj), None)
+                    else:
+                        self._track(event.obj)
+                        await self._sync(event.obj)
+                return  # the cluster is closing
+            except ApiError as err:
+                log.warning("OperatorCondition sync failed; syncing again", error=str(err))
+            finally:
+                close = getattr(stream, "aclose", None)
+                if close is not None:
+                    with contextlib.suppress(Exception):
+                        await close()
+            await asyncio.sleep(RESYNC_DELAY)
 
     def _track(self, oc: dict[str, Any]) -> None:
         """Keep the OperatorConditions that block (only they can change the Upgradeable verdict)."""

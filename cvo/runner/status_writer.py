@@ -3,6 +3,18 @@
 A write happens at once on an edge (a failure appears, changes or clears; a ClusterOperator wait
 starts; completion) and otherwise at most every ``throttle`` seconds, so a thousand task
 completions do not become a thousand writes.
+
+Faults, as the CVO absorbs them (its status is written by the operator's sync loop, apart from the
+sync worker, which a failed write never stops):
+
+* A ``Conflict`` means someone else wrote the ClusterVersion: read it again and recompute the
+  status from what was read; when it already says what this write would say (an earlier write
+  landed although its answer was lost), nothing is written.
+* A transient error during the sweep does not stop the sweep: the write is remembered and made
+  again at the next report (or :meth:`StatusWriter.flush`).  A write that must land (the sweep's
+  last) retries within the command's budget and raises the last error when it runs out.
+* Reads fall back to the last ClusterVersion read when the server does not answer, as the CVO
+  reads its informer's cache.
 """
 
 from __future__ import annotations
@@ -14,10 +26,14 @@ from typing import Any
 
 from cvo.clock import Clock
 from cvo.cluster.api import ApiError, ApiErrorKind, Cluster, cv_ref
+from cvo.cluster.persist import Budget, is_transient, persist, reread_on_conflict, steady
 from cvo.cvstatus import SyncStatus, cluster_version_object, update_cluster_version_status
 from cvo.errors import UpdateError
+from cvo.log import get_logger
 from cvo.runner.events import Event, Reporter
 from cvo.upgradeable import Blocker, apply_upgradeable
+
+log = get_logger("cvo.status")
 
 
 def _condition_key(status: dict[str, Any]) -> dict[str, tuple[str, str, str]]:
@@ -26,23 +42,38 @@ def _condition_key(status: dict[str, Any]) -> dict[str, tuple[str, str, str]]:
 
 
 class StatusWriter:
+    """``budget``: how long writes that must land, and the first read, ride out a failing server
+    (``None``: no retries beyond the backend's own, and a write's failure is raised)."""
+
     def __init__(self, cluster: Cluster, clock: Clock, throttle: float = 15.0, reporter: Reporter | None = None,
-                 name: str = "version") -> None:
+                 name: str = "version", budget: Budget | None = None) -> None:
         self.cluster = cluster
         self.clock = clock
         self.throttle = throttle
         self.reporter = reporter
         self.ref = cv_ref(name)
+        self.budget = budget
         self._last_write: float | None = None
         self._release_accepted: tuple[str, str, str] | None = None
         self._cv: dict[str, Any] | None = None
+        self._pending: dict[str, Any] | None = None  # a write that failed transiently, to be made again
         self._lock = asyncio.Lock()  # one writer at a time: parallel nodes report through one object
         # Where the Upgradeable condition comes from; evaluated on every forced (edge) write.
         self.upgradeable: Callable[[dict[str, Any]], Awaitable[list[Blocker]]] | None = None
         self.accepted_risks = ""
 
     async def current(self) -> dict[str, Any]:
-        cv = await self.cluster.get(self.ref)
+        """The ClusterVersion now; the last one read when the server does not answer (and one was read)."""
+        try:
+            cv = await self.cluster.get(self.ref)
+        except ApiError as err:
+            if not is_transient(err):
+                raise
+            if self._cv is None:
+                cv = await steady(self.cluster, self.budget).get(self.ref)
+            else:
+                log.debug("ClusterVersion not readable; using the last one read", error=str(err))
+                return self._cv
         if cv is not None:
             self._cv = cv
         return self._cv or {}
@@ -50,32 +81,58 @@ class StatusWriter:
     async def ensure(self, version: str, image: str, release_accepted: tuple[str, str, str]) -> dict[str, Any]:
         """The ClusterVersion, created if missing (a fresh install)."""
         self._release_accepted = release_accepted
-        cv = await self.cluster.get(self.ref)
+        cluster = steady(self.cluster, self.budget)
+        cv = await cluster.get(self.ref)
         if cv is None:
             try:
-                cv = await self.cluster.create(cluster_version_object(self.ref.name))
+                cv = await cluster.create(cluster_version_object(self.ref.name))
             except ApiError as err:
                 if err.kind is not ApiErrorKind.ALREADY_EXISTS:
                     raise
-                cv = await self.cluster.get(self.ref) or {}
+                cv = await cluster.get(self.ref) or {}
         self._cv = cv
         return cv
 
     def due(self) -> bool:
-        """Whether an unforced write would happen now (the throttle has passed)."""
-        return self._last_write is None or self.clock.monotonic() - self._last_write >= self.throttle
+        """Whether an unforced write would happen now (the throttle has passed, or a write is owed)."""
+        return (self._pending is not None or self._last_write is None
+                or self.clock.monotonic() - self._last_write >= self.throttle)
 
-    async def write(self, **kwargs: Any) -> None:
-        """Write the status; serialised, and re-read once if another writer got there first."""
+    async def write(self, *, must_land: bool = False, **kwargs: Any) -> None:
+        """Write the status; serialised, and recomputed from a fresh read after a Conflict.
+
+        A transient error is remembered (the next write, or :meth:`flush`, makes it) unless
+        ``must_land``: then the write retries within the budget and raises when it runs out.
+        """
         async with self._lock:
-            for attempt in range(3):
+            state = dict(kwargs)
+
+            async def write_once() -> None:
                 try:
-                    await self._write(**kwargs)
-                    return
-                except ApiError as err:
-                    if err.kind is not ApiErrorKind.CONFLICT or attempt == 2:
-                        raise
-                    kwargs["force"] = True
+                    await self._write(**state)
+                finally:
+                    state["force"] = True  # a write made again is not throttled away
+
+            async def once() -> None:
+                await reread_on_conflict(write_once, self.budget, "write the ClusterVersion status")
+
+            try:
+                if must_land and self.budget is not None:
+                    await persist(once, self.budget, "write the ClusterVersion status")
+                else:
+                    await once()
+            except ApiError as err:
+                if must_land or not is_transient(err):
+                    raise
+                self._pending = {**kwargs, "force": True}
+                log.warning("ClusterVersion status not written; will write it again", error=str(err))
+                return
+            self._pending = None
+
+    async def flush(self) -> None:
+        """Make the write that failed transiently (if any), within the budget: it must land now."""
+        if self._pending is not None:
+            await self.write(must_land=True, **self._pending)
 
     async def _write(self, *, version: str, image: str, done: int, total: int, completed: int, reconciling: bool,
                     initial: bool, failure: UpdateError | None, co_start_times: dict[str, datetime],

@@ -6,6 +6,12 @@ failures into an accepted risk).  While it is blocked, ClusterVersion says so â€
 reconciling the release it runs, and the checks run again whenever a ClusterOperator, an
 OperatorCondition or the ClusterVersion changes: when the blocker clears, or an admin overrides
 it, the upgrade proceeds by itself.
+
+None of this is the sweep, so none of it follows the sweep's back-off: the gate checks, the
+ClusterVersion's status and spec writes and the watches' first lists ride out a failing server
+within the command's budget (:mod:`cvo.cluster.persist`).  A ``Conflict`` on the ClusterVersion
+means reading it again and re-applying the intent, which is not written again when it is already
+there (an earlier write that landed although its answer was lost).
 """
 
 from __future__ import annotations
@@ -16,6 +22,8 @@ from datetime import datetime
 
 from cvo.clock import Clock
 from cvo.cluster.api import CLUSTER_OPERATOR, CLUSTER_VERSION, Cluster, cv_ref
+from cvo.cluster.landed import contains
+from cvo.cluster.persist import reread_on_conflict, steady
 from cvo.cvstatus import set_condition
 from cvo.olm import OC_API_VERSION, OC_GROUP, OC_KIND
 from cvo.payload.graph import Mode
@@ -37,7 +45,8 @@ class Preflight:
 
 
 async def preflight(cluster: Cluster, target: Release, force: bool, now: datetime) -> Preflight:
-    """Evaluate every gate now (reads only: nothing is written)."""
+    """Evaluate every gate now (reads only: nothing is written).  Pass a cluster that retries
+    (:func:`cvo.cluster.persist.steady`): one failed read must not fail the checks."""
     cv = await cluster.get(cv_ref()) or {}
     cos = await cluster.list(*CLUSTER_OPERATOR)
     ocs = await cluster.list(OC_GROUP, OC_KIND) if await cluster.serves(OC_API_VERSION, OC_KIND) else []
@@ -58,6 +67,7 @@ class UpgradeController:
         self.clock = clock
         self.options = options
         self.force = force
+        self.steady = steady(cluster, options.budget)  # gate checks, ClusterVersion reads and writes
         self.blocked_message = ""
         self.worker: Worker | None = None  # the sweep now running (reconcile while blocked, then the update)
 
@@ -69,19 +79,25 @@ class UpgradeController:
                 f'image="{self.target.image}": {self.blocked_message}')
 
     async def _write_blocked(self, check: Preflight) -> None:
-        cv = await self.cluster.get(cv_ref()) or {}
-        status = apply_upgradeable(cv.get("status") or {}, check.blockers, self.clock.now())
-        conditions = [dict(c) for c in status.get("conditions") or []]
-        set_condition(conditions, "ReleaseAccepted", "False", "PreconditionChecks", self._accepted_message(),
-                      self.clock.now())
-        await self.cluster.update_status({**cv, "status": {**status, "conditions": conditions}})
+        async def write() -> None:
+            cv = await self.steady.get(cv_ref()) or {}
+            old = cv.get("status") or {}
+            status = apply_upgradeable(old, check.blockers, self.clock.now())
+            conditions = [dict(c) for c in status.get("conditions") or []]
+            set_condition(conditions, "ReleaseAccepted", "False", "PreconditionChecks", self._accepted_message(),
+                          self.clock.now())
+            status = {**status, "conditions": conditions}
+            if status != old:
+                await self.steady.update_status({**cv, "status": status})
+
+        await reread_on_conflict(write, self.options.budget, "write the ClusterVersion status")
 
     async def run(self) -> SweepResult:
         loop = asyncio.get_running_loop()
         deadline = None if self.options.timeout is None else loop.time() + self.options.timeout
-        watchers = [Notifier(self.cluster, *CLUSTER_OPERATOR), Notifier(self.cluster, *CLUSTER_VERSION)]
-        if await self.cluster.serves(OC_API_VERSION, OC_KIND):
-            watchers.append(Notifier(self.cluster, OC_GROUP, OC_KIND))
+        watchers = [Notifier(self.steady, *CLUSTER_OPERATOR), Notifier(self.steady, *CLUSTER_VERSION)]
+        if await self.steady.serves(OC_API_VERSION, OC_KIND):
+            watchers.append(Notifier(self.steady, OC_GROUP, OC_KIND))
         syncer = OperatorConditionManager(self.cluster, self.current.manifests)
         for w in watchers:
             await w.start()
@@ -90,7 +106,7 @@ class UpgradeController:
         try:
             while True:
                 marks = [w.mark() for w in watchers]
-                check = await preflight(self.cluster, self.target, self.force, self.clock.now())
+                check = await preflight(self.steady, self.target, self.force, self.clock.now())
                 if not check.verdict.blocked:
                     self.emit("precondition.passed", version=self.target.version,
                               warnings=check.verdict.message, forced=check.verdict.forced)
@@ -127,7 +143,8 @@ class UpgradeController:
             return
         options = SweepOptions(interval=self.options.interval, timeout=timeout,
                                capabilities=self.options.capabilities,
-                               release_accepted=("False", "PreconditionChecks", self._accepted_message()))
+                               release_accepted=("False", "PreconditionChecks", self._accepted_message()),
+                               budget=self.options.budget)
         self.worker = Worker(self.cluster, self.current, Mode.RECONCILE, self.reporter, self.clock, options)
         await self.worker.run()
 
@@ -136,19 +153,23 @@ class UpgradeController:
         remaining = None if deadline is None else max(0.0, deadline - loop.time())
         options = SweepOptions(interval=self.options.interval, timeout=remaining,
                                max_workers=self.options.max_workers, capabilities=self.options.capabilities,
-                               accepted_risks=check.verdict.accepted_risks)
-        cv = await self.cluster.get(cv_ref()) or {}
-        desired = ((cv.get("spec") or {}).get("desiredUpdate") or {})
-        if desired.get("image") != self.target.image:
-            spec = {**(cv.get("spec") or {}),
-                    "desiredUpdate": {"version": self.target.version, "image": self.target.image, "force": self.force}}
-            await self.cluster.update({**cv, "spec": spec})
+                               accepted_risks=check.verdict.accepted_risks, budget=self.options.budget)
+        wanted = {"version": self.target.version, "image": self.target.image, "force": self.force}
+
+        async def write_spec() -> None:
+            cv = await self.steady.get(cv_ref()) or {}
+            desired = (cv.get("spec") or {}).get("desiredUpdate") or {}
+            if contains(wanted, desired):
+                return  # already asked for (by this command's earlier write, whose answer may have been lost)
+            await self.steady.update({**cv, "spec": {**(cv.get("spec") or {}), "desiredUpdate": wanted}})
+
+        await reread_on_conflict(write_spec, self.options.budget, "set the ClusterVersion's spec.desiredUpdate")
         self.worker = Worker(self.cluster, self.target, Mode.UPDATE, self.reporter, self.clock, options)
         return await self.worker.run()
 
     async def _blocked_result(self) -> SweepResult:
         now = self.clock.now()
-        cv = await self.cluster.get(cv_ref()) or {}
+        cv = await self.steady.get(cv_ref()) or {}
         self.emit("sweep.blocked", version=self.target.version, message=self.blocked_message)
         return SweepResult(ok=False, completed=False, attempts=0, failure=None,
                            message=f"upgrade to {self.target.version} is blocked: {self.blocked_message}",

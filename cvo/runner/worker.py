@@ -22,6 +22,7 @@ import networkx as nx
 
 from cvo.clock import Clock
 from cvo.cluster.api import CLUSTER_OPERATOR, ApiError, ApiErrorKind, Cluster, Ref
+from cvo.cluster.persist import Budget, is_transient, steady
 from cvo.cvstatus import find_condition
 from cvo.errors import Effect, UpdateError, summarize, wrap_apply_error
 from cvo.payload.filters import ApplyFilter, Override
@@ -87,6 +88,9 @@ class SweepOptions:
     capabilities: ApplyFilter | None = None
     accepted_risks: str = ""  # recorded on the history entry (warnings the update went ahead with)
     release_accepted: tuple[str, str, str] | None = None  # default: True/PayloadLoaded for this release
+    # How long the reads and writes around the walk (the ClusterVersion, the watches' first lists)
+    # ride out a failing server; None: the backend's own retries only (cvo.cluster.persist).
+    budget: Budget | None = None
 
 
 @dataclass
@@ -156,10 +160,12 @@ class Worker:
         self.progress = Progress(version=release.version, mode=str(mode))
         self.deletes = DeleteTracker()
         self.co_start_times: dict[str, datetime] = {}
-        self.status = StatusWriter(cluster, clock, throttle=self.options.status_throttle, reporter=reporter)
-        self.co_notifier = Notifier(cluster, *CLUSTER_OPERATOR, key=operator_health_key)
-        self.crd_notifier = Notifier(cluster, "apiextensions.k8s.io", "CustomResourceDefinition", key=established_key)
-        self.ns_notifier = Notifier(cluster, "", "Namespace", key=_exists)
+        self.status = StatusWriter(cluster, clock, throttle=self.options.status_throttle, reporter=reporter,
+                                   budget=self.options.budget)
+        watched = steady(cluster, self.options.budget)  # the watches' first lists ride out an outage
+        self.co_notifier = Notifier(watched, *CLUSTER_OPERATOR, key=operator_health_key)
+        self.crd_notifier = Notifier(watched, "apiextensions.k8s.io", "CustomResourceDefinition", key=established_key)
+        self.ns_notifier = Notifier(watched, "", "Namespace", key=_exists)
         self._payload_crds: dict[tuple[str, str, str], Manifest] | None = None  # built on first need
         self._payload_namespaces = {m.name: m for m in release.manifests if (m.group, m.kind) == ("", "Namespace")}
         self.olm = OperatorConditionManager(cluster, release.manifests)
@@ -186,10 +192,12 @@ class Worker:
         return self.progress.done / self.progress.total if self.progress.total else 0.0
 
     async def _write_status(self, force: bool = False, failure: UpdateError | None = None,
-                            completed: int | None = None) -> None:
+                            completed: int | None = None, must_land: bool = False) -> None:
         """Report progress.  Waits of this attempt are the failure; otherwise an earlier attempt's
         failure stays until this walk gets further than it did (``statusWrapper.Report`` drops a
-        report that clears a failure with a lower fraction)."""
+        report that clears a failure with a lower fraction).  A report that fails transiently
+        is made again later (:class:`StatusWriter`); ``must_land`` (the sweep's result) retries
+        within the budget instead."""
         if not force and failure is None and not self.status.due():
             return  # throttled: do not even summarise the waits (a thousand tasks, a thousand calls)
         waiting = [w.error for w in self.progress.waiting.values()]
@@ -208,7 +216,7 @@ class Worker:
             version=self.release.version, image=self.release.image, done=self.progress.done,
             total=self.progress.total, completed=self._completed if completed is None else completed,
             reconciling=self.mode is Mode.RECONCILE, initial=self.mode is Mode.INSTALL, failure=current,
-            co_start_times=self.co_start_times, errors=errors, force=force,
+            co_start_times=self.co_start_times, errors=errors, force=force, must_land=must_land,
         )
 
     # --- the sweep --------------------------------------------------------------------------
@@ -238,17 +246,17 @@ class Worker:
                 if not attempt.errors:
                     self._completed += 1
                     self._failure, self._failure_errors = None, []
-                    await self._write_status(force=True)
+                    await self._write_status(force=True, must_land=True)
                     if attempt.report_errors:
                         # Complete() then Errors(): the install is recorded as done, then the
                         # reported (Degraded) errors show with Completed=0, still in install mode.
                         failure = summarize(attempt.report_errors)
-                        await self._write_status(force=True, failure=failure, completed=0)
+                        await self._write_status(force=True, failure=failure, completed=0, must_land=True)
                         self._failure, self._failure_errors = failure, list(attempt.report_errors)
                     else:
                         # As in the CVO, success moves the worker to Reconciling: "Cluster version is V".
                         self.mode = Mode.RECONCILE
-                        await self._write_status(force=True)
+                        await self._write_status(force=True, must_land=True)
                     self.emit("sweep.completed", version=self.release.version, attempts=attempts,
                               elapsed=(self.clock.now() - started).total_seconds())
                     return await self._result(True, attempts, started, attempt.report_errors)
@@ -331,10 +339,20 @@ class Worker:
                 f'architecture="{arch or "amd64"}"')
 
     async def _result(self, ok: bool, attempts: int, started: datetime, report: list[UpdateError]) -> SweepResult:
+        recorded = True
+        try:
+            await self.status.flush()  # a report the server did not take during the walk must be there at the end
+        except ApiError as err:
+            # A sweep that completed must be recorded: without it the command fails (the last error).
+            # A sweep that failed (the cluster stayed down) reports its own failure, the CVO's reason.
+            if ok or not is_transient(err):
+                raise
+            recorded = False
+            self.emit("status.unwritten", error=str(err))
         cv = await self.status.current()
         failing = next((c for c in (cv.get("status") or {}).get("conditions") or [] if c.get("type") == "Failing"), {})
         failure = self._failure
-        message = failing.get("message", "") if failing.get("status") == "True" else ""
+        message = failing.get("message", "") if failing.get("status") == "True" and recorded else ""
         if not ok and not message:
             message = failure.message if failure else "the sweep did not finish"
         return SweepResult(
@@ -530,8 +548,11 @@ class Worker:
     async def _wait_crd(self, task: Task, live: dict) -> None:
         name = task.manifest.name
         ref = Ref(task.manifest.group, task.manifest.kind, "", name)
-        while True:
+        while check_crd(live) is not None:
+            # Mark, then read: ``live`` (the apply's answer) may be older than the watch event that
+            # said Established, and a wait from a mark taken after that event would never end.
             mark = self.crd_notifier.mark(name)
+            live = await self.cluster.get(ref) or {}
             if check_crd(live) is None:
                 return
             if not await self.crd_notifier.wait_change(name, mark, 30.0):

@@ -11,6 +11,13 @@ the sweep waits on it: the seed's trap.
 
 All timing runs on the event loop's clock, so virtual time makes hours pass in milliseconds.
 Status is written with :mod:`cvo.operator.clusteroperator`, the library real operators use.
+
+Like real operators, the simulated ones outlive API errors: a report that fails is written again
+after a back-off (1 s doubling to 10 s) until it lands, so a rollout never stops half-way with its
+``target`` set; a watch that fails is opened again and every operator looks at the cluster again
+(events may have been missed); a decision that could not read the cluster is made again later.
+Transient errors are best retried below, by the cluster the simulator is given (``cvo
+sim-operators`` gives it a :class:`~cvo.cluster.persist.PersistentCluster`).
 """
 
 from __future__ import annotations
@@ -18,11 +25,22 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import defaultdict
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from cvo.clock import Clock
-from cvo.cluster.api import CLUSTER_OPERATOR, ApiError, Cluster, Object, Ref, co_ref, cv_ref
+from cvo.cluster.api import (
+    CLUSTER_OPERATOR,
+    ApiError,
+    ApiErrorKind,
+    Cluster,
+    Object,
+    Ref,
+    WatchEvent,
+    co_ref,
+    cv_ref,
+)
 from cvo.fields import dig, entries, mapping
 from cvo.log import get_logger
 from cvo.olm import ENV_NAME
@@ -35,6 +53,9 @@ from cvo.payload.operators import is_cluster_operator, operator_deployments
 from cvo.sim.behaviour import Behaviour, Behaviours
 
 log = get_logger("cvo.sim")
+T = TypeVar("T")
+RETRY_INITIAL = 1.0  # seconds before an operator tries again after an API error; doubles up to RETRY_CAP
+RETRY_CAP = 10.0
 
 
 @dataclass
@@ -87,6 +108,7 @@ class OperatorSimulator:
         self._namespaces_done: set[str] = set()  # operand namespaces already ensured
         self._windows: set[str] = set()  # operators whose Upgradeable window runs
         self._remove_read_hook: Any = None
+        self._again: set[str] = set()  # operators with a decision scheduled again after an API error
 
     # --- releases ------------------------------------------------------------------------------
 
@@ -121,7 +143,7 @@ class OperatorSimulator:
         self.releases.remove(version)
         self.releases.append(version)
         for model in list(self.operators.values()):
-            await self._reconsider(model)
+            await self._reconsider_or_later(model)
 
     # --- lifecycle -----------------------------------------------------------------------------
 
@@ -141,9 +163,21 @@ class OperatorSimulator:
     async def _create_operand_namespaces(self) -> None:
         for namespace in sorted(self.operand_namespaces - self._namespaces_done):
             self._namespaces_done.add(namespace)
-            if await self.cluster.get(Ref("", "Namespace", "", namespace)) is None:
-                with contextlib.suppress(ApiError):
-                    await self.cluster.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+            try:
+                await self._create_namespace(namespace)
+            except ApiError as err:
+                log.info("operand namespace not created yet; retrying", namespace=namespace, error=str(err))
+                self._tasks.append(asyncio.create_task(
+                    self._retrying(f"create namespace {namespace}", lambda ns=namespace: self._create_namespace(ns)),
+                    name=f"sim namespace {namespace}"))
+
+    async def _create_namespace(self, namespace: str) -> None:
+        if await self.cluster.get(Ref("", "Namespace", "", namespace)) is None:
+            try:
+                await self.cluster.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+            except ApiError as err:
+                if err.kind is not ApiErrorKind.ALREADY_EXISTS:
+                    raise
 
     async def _start_operators(self) -> None:
         """Upgradeable windows for operators that have none yet, then every operator looks at the cluster."""
@@ -152,7 +186,7 @@ class OperatorSimulator:
             if b.upgradeable is not None and name not in self._windows:
                 self._windows.add(name)
                 self._tasks.append(asyncio.create_task(self._upgradeable_window(name, b), name=f"sim gate {name}"))
-            await self._reconsider(model)
+            await self._reconsider_or_later(model)
 
     async def _catch_up(self) -> None:
         """A release registered while running: its operand namespaces and new operators, as at start."""
@@ -173,22 +207,52 @@ class OperatorSimulator:
         self._windows.clear()  # a restart starts the windows again, as operators restarting would
 
     async def _watch_deployments(self, ready: asyncio.Event) -> None:
-        stream = self.cluster.watch("apps", "Deployment")
-        ready.set()
-        async for event in stream:
+        async def on_event(event: WatchEvent) -> None:
             ref = Ref.of(event.obj)
             for name in sorted(self._by_deployment.get(ref, ())):
                 await self._reconsider(self.operators[name])
 
+        await self._watching("apps", "Deployment", ready, on_event)
+
     async def _watch_operators(self, ready: asyncio.Event) -> None:
-        stream = self.cluster.watch(*CLUSTER_OPERATOR)
-        ready.set()
-        async for event in stream:
+        async def on_event(event: WatchEvent) -> None:
             if event.type == "ADDED":
                 name = dig(event.obj, "metadata", "name")
                 model = self.operators.get(name) if isinstance(name, str) else None
                 if model is not None and not self._has_deployments(model):
                     await self._reconsider(model)
+
+        await self._watching(*CLUSTER_OPERATOR, ready, on_event)
+
+    async def _watching(self, group: str, kind: str, ready: asyncio.Event,
+                        on_event: Callable[[WatchEvent], Awaitable[None]]) -> None:
+        """Follow a kind, for good: a watch (or a decision) that fails with an API error is opened
+        again after a back-off, and every operator looks at the cluster again (events were missed)."""
+        delay = RETRY_INITIAL
+        first = True
+        while True:
+            stream = self.cluster.watch(group, kind)
+            try:
+                if first:
+                    ready.set()
+                    first = False
+                else:
+                    for model in list(self.operators.values()):
+                        await self._reconsider(model)
+                async for event in stream:
+                    await on_event(event)
+                    delay = RETRY_INITIAL
+                return  # the cluster is closing
+            except ApiError as err:
+                log.warning("operators' watch failed; watching again", kind=kind, error=str(err),
+                            retry_in=delay)
+            finally:
+                close = getattr(stream, "aclose", None)
+                if close is not None:
+                    with contextlib.suppress(Exception):
+                        await close()
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, RETRY_CAP)
 
     def _on_read(self, ref: Ref) -> None:
         if (ref.group, ref.kind) != CLUSTER_OPERATOR:
@@ -200,7 +264,7 @@ class OperatorSimulator:
 
         async def decide() -> None:
             try:
-                await self._reconsider(model)
+                await self._reconsider_or_later(model)
             finally:
                 self._reading.discard(ref.name)
 
@@ -208,6 +272,40 @@ class OperatorSimulator:
 
     def _has_deployments(self, model: OperatorModel) -> bool:
         return any(model.deployments.values())
+
+    # --- API errors: what an operator's reconcile loop does ------------------------------------
+
+    async def _retrying(self, what: str, call: Callable[[], Awaitable[T]]) -> T:
+        """``call()`` until it succeeds: after an API error, again after a back-off (1 s doubling to 10 s)."""
+        delay = RETRY_INITIAL
+        while True:
+            try:
+                return await call()
+            except ApiError as err:
+                log.info("operator request failed; retrying", request=what, error=str(err), retry_in=delay)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, RETRY_CAP)
+
+    async def _reconsider_or_later(self, model: OperatorModel) -> None:
+        """Decide now; if the cluster cannot be read, decide again later (in the background)."""
+        try:
+            await self._reconsider(model)
+        except ApiError as err:
+            log.info("operator could not look at the cluster; trying again", operator=model.name, error=str(err))
+            self._again_later(model)
+
+    def _again_later(self, model: OperatorModel) -> None:
+        if model.name in self._again:
+            return
+        self._again.add(model.name)
+
+        async def again() -> None:
+            try:
+                await self._retrying(f"decide {model.name}", lambda: self._reconsider(model))
+            finally:
+                self._again.discard(model.name)
+
+        self._tasks.append(asyncio.get_running_loop().create_task(again(), name=f"sim again {model.name}"))
 
     # --- deciding what to roll out --------------------------------------------------------------
 
@@ -313,8 +411,15 @@ class OperatorSimulator:
         for edge in self._edges(b):
             await asyncio.sleep(max(0.0, start + edge - self.clock.monotonic()))
             versions, conditions = self._state(b, edge, version, new, reported, install)
-            await report_status(self.cluster, model.name, self.clock.now(),
-                                versions=versions if versions else None, conditions=conditions)
+            await self._report(model.name, versions if versions else None, conditions)
+
+    async def _report(self, name: str, versions: dict[str, str] | None, conditions: list[Condition]) -> None:
+        """Report the ClusterOperator's status (timestamps of the moment of each try) until it lands."""
+
+        async def write() -> None:
+            await report_status(self.cluster, name, self.clock.now(), versions=versions, conditions=conditions)
+
+        await self._retrying(f"report clusteroperator {name}", write)
 
     async def _upgradeable_window(self, name: str, b: Behaviour) -> None:
         assert b.upgradeable is not None and self._origin is not None
@@ -326,8 +431,7 @@ class OperatorSimulator:
             if b.use_operator_condition:
                 await self._set_operator_condition(name, status, reason, message)
             else:
-                await report_status(self.cluster, name, self.clock.now(),
-                                    conditions=[Condition("Upgradeable", status, reason, message)])
+                await self._report(name, None, [Condition("Upgradeable", status, reason, message)])
 
     async def _set_operator_condition(self, name: str, status: str, reason: str, message: str) -> None:
         """Report through the OperatorCondition, found the way a real operator finds it: the
@@ -336,10 +440,10 @@ class OperatorSimulator:
         while True:  # like an operator's reconcile loop: retry until its Deployment and condition exist
             for version in reversed(self.releases):
                 for ref in model.deployments.get(version, {}):
-                    env = _env(await self.cluster.get(ref) or {}, ENV_NAME)
-                    if env is None:
-                        continue
                     try:
+                        env = _env(await self.cluster.get(ref) or {}, ENV_NAME)
+                        if env is None:
+                            continue
                         conditions = OperatorConditions(self.cluster, name=env, namespace=ref.namespace,
                                                         clock=self.clock)
                         await conditions.set("Upgradeable", status, reason, message)

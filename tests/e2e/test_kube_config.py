@@ -76,8 +76,12 @@ def test_simulator_flags_are_refused_with_a_real_cluster(tmp_path: Path, capsys:
 
 
 def test_an_unreachable_cluster_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Not bad input (exit 2): the cluster may come back, so cvo retries until --timeout, then exit 1."""
     config = kubeconfig(tmp_path / "k", {"one": "https://127.0.0.1:9"}, current="one")
-    assert cvo_main(["status", "--kubeconfig", str(config)]) == 2
+    release = Path(__file__).resolve().parents[2] / "payloads" / "demo-4.16.0"
+    assert cvo_main(["install", str(release), "--timeout", "2s", "--kubeconfig", str(config)]) == 1
     err = capsys.readouterr().err
-    assert "cannot use Kubernetes API server https://127.0.0.1:9 (context one" in err
+    assert "error: the cluster kept failing (Timeout): connecting to Kubernetes API server https://127.0.0.1:9 " \
+           "(context one" in err
+    assert "still failing after 2s of retries" in err
     assert "unreachable (connection refused)" in err and "t0ken" not in err

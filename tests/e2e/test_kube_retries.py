@@ -283,3 +283,60 @@ def test_a_cluster_without_cvos_crds_says_to_bootstrap(fake: FakeServer, tmp_pat
     assert 'no matches for kind "ClusterVersion" in version "config.openshift.io/v1"' in err
     assert "run 'cvo bootstrap' with the same --kubeconfig/--context first" in err
     assert TOKEN not in err
+
+
+# --- writes whose answer was lost -----------------------------------------------------------------------------
+
+
+def test_a_retried_create_that_meets_its_own_landed_write_returns_the_object(fake: FakeServer) -> None:
+    live = {**CM, "metadata": {**CM["metadata"], "resourceVersion": "9", "uid": "u1"}}
+    fake.then("POST", CM_PATH, (504, {}, status(504, "Timeout", "the answer was lost")),
+              (409, {}, status(409, "AlreadyExists", 'configmaps "cm" already exists')))
+    fake.then("GET", CM_PATH + "/cm", (200, {}, live))
+
+    async def test(cluster: KubeCluster) -> None:
+        created = await cluster.create(dict(CM))
+        assert created["metadata"]["uid"] == "u1" and cluster.stats.landed == 1
+
+    run(fake, test)
+
+
+def test_a_retried_update_that_meets_a_different_object_is_still_a_conflict(fake: FakeServer) -> None:
+    sent = {**CM, "metadata": {**CM["metadata"], "resourceVersion": "7"}, "data": {"k": "mine"}}
+    theirs = {**CM, "metadata": {**CM["metadata"], "resourceVersion": "8"}, "data": {"k": "theirs"}}
+    fake.then("PUT", CM_PATH + "/cm", (503, {}, status(503, "ServiceUnavailable", "restarting")),
+              (409, {}, status(409, "Conflict", "the object has been modified")))
+    fake.then("GET", CM_PATH + "/cm", (200, {}, theirs))
+
+    async def test(cluster: KubeCluster) -> None:
+        with pytest.raises(ApiError) as err:
+            await cluster.update(sent)
+        assert err.value.kind is ApiErrorKind.CONFLICT and cluster.stats.landed == 0
+
+    run(fake, test)
+    assert fake.count("GET", CM_PATH + "/cm") == 1
+
+
+def test_a_conflict_without_an_earlier_failure_is_not_questioned(fake: FakeServer) -> None:
+    fake.then("PUT", CM_PATH + "/cm", (409, {}, status(409, "Conflict", "the object has been modified")))
+
+    async def test(cluster: KubeCluster) -> None:
+        with pytest.raises(ApiError):
+            await cluster.update(dict(CM))
+
+    run(fake, test)
+    assert fake.count("GET", CM_PATH + "/cm") == 0
+
+
+def test_a_tls_connection_cut_mid_way_is_transient_an_untrusted_certificate_is_not() -> None:
+    import ssl
+
+    import urllib3
+
+    from cvo.kube import errors
+
+    cut = urllib3.exceptions.SSLError(ssl.SSLEOFError(8, "EOF occurred in violation of protocol"))
+    assert errors.from_exception(cut, None, "get x", "https://h").kind is ApiErrorKind.TIMEOUT
+    untrusted = urllib3.exceptions.SSLError(ssl.SSLCertVerificationError(1, "certificate verify failed"))
+    err = errors.from_exception(untrusted, None, "get x", "https://h")
+    assert err.kind is ApiErrorKind.OTHER and "TLS failure" in str(err)
