@@ -903,3 +903,32 @@ def test_a_reconcile_or_install_of_another_release_is_refused_by_the_worker_itse
         assert cv is not None and cv["status"]["desired"]["version"] == OLD
 
     run_virtual(test)
+
+
+def test_failing_shows_the_real_failure_not_an_operator_still_updating(make_release: ReleaseFactory) -> None:
+    """An attempt that ends with a real failure (a Forbidden ConfigMap) and an operator still updating (a
+    ``None``-effect wait cut by the deadline) is summarised as MultipleErrors; the Failing condition is made
+    from the summarised errors without the ``None`` ones, so it shows the one real failure, as the CVO's
+    ``filterErrorForFailingCondition`` does (pkg/cvo/status.go).  cvo used to pass the summary alone and
+    showed MultipleErrors with both messages."""
+    release = release_of(make_release, NEW, {"0000_10_a_cm.yaml": obj("ConfigMap", "a", "ns"),
+                                             "0000_10_foo_co.yaml": cluster_operator("foo", NEW)})
+    seen: dict[float, dict[str, Any]] = {}
+
+    async def main() -> Recorder:
+        clock = Clock(EPOCH)
+        cluster = new_cluster(clock)
+        await write_co(cluster, clock, "foo", OLD)  # never reports NEW: updating versions (effect None)
+        cluster.inject_failure(Ref("", "ConfigMap", "ns", "a"), ApiErrorKind.FORBIDDEN, count=2)
+        snaps = _snapshots(cluster, [365.0], seen)  # attempt 1 ends at 360 s (2 × interval), the next starts later
+        _, rec = await sweep(cluster, clock, release, Mode.UPDATE, interval=180.0, timeout=420.0)
+        await snaps
+        return rec
+
+    rec = virtual(main)
+    failed = first(rec, "attempt.failed")
+    assert failed.fields["reason"] == "MultipleErrors"  # the attempt's summary keeps both
+    failing = seen[365.0]["Failing"]
+    assert (failing["status"], failing["reason"]) == ("True", "UpdatePayloadResourceForbidden")
+    assert failing["message"] == ('Could not update configmap "ns/a" (1 of 2): the server has forbidden updates '
+                                  "to this resource")

@@ -192,17 +192,22 @@ class Worker:
         return self.progress.done / self.progress.total if self.progress.total else 0.0
 
     async def _write_status(self, force: bool = False, failure: UpdateError | None = None,
-                            completed: int | None = None, must_land: bool = False) -> None:
+                            completed: int | None = None, must_land: bool = False,
+                            summarised: list[UpdateError] | None = None) -> None:
         """Report progress.  Waits of this attempt are the failure; otherwise an earlier attempt's
         failure stays until this walk gets further than it did (``statusWrapper.Report`` drops a
         report that clears a failure with a lower fraction).  A report that fails transiently
         is made again later (:class:`StatusWriter`); ``must_land`` (the sweep's result) retries
-        within the budget instead."""
+        within the budget instead.
+
+        ``summarised``: the task errors ``failure`` was summarised from.  The Failing condition is
+        made from them without their ``None``-effect errors (``filterErrorForFailingCondition`` in
+        pkg/cvo/status.go), so an operator still updating next to a real failure shows the failure."""
         if not force and failure is None and not self.status.due():
             return  # throttled: do not even summarise the waits (a thousand tasks, a thousand calls)
         waiting = [w.error for w in self.progress.waiting.values()]
         if failure is not None:
-            current, errors = failure, [failure]
+            current, errors = failure, list(summarised) if summarised else [failure]
         elif waiting:
             current, errors = summarize(waiting), waiting
         elif self._failure is not None:
@@ -251,7 +256,8 @@ class Worker:
                         # Complete() then Errors(): the install is recorded as done, then the
                         # reported (Degraded) errors show with Completed=0, still in install mode.
                         failure = summarize(attempt.report_errors)
-                        await self._write_status(force=True, failure=failure, completed=0, must_land=True)
+                        await self._write_status(force=True, failure=failure, completed=0, must_land=True,
+                                                 summarised=list(attempt.report_errors))
                         self._failure, self._failure_errors = failure, list(attempt.report_errors)
                     else:
                         # As in the CVO, success moves the worker to Reconciling: "Cluster version is V".
@@ -266,7 +272,7 @@ class Worker:
                     self._failure_errors = real or list(attempt.errors.values())
                     self._failure = summarize(self._failure_errors)
                     self._failure_fraction = self._fraction()
-                    await self._write_status(force=True, failure=self._failure)
+                    await self._write_status(force=True, failure=self._failure, summarised=self._failure_errors)
                 consecutive_errors += 1
                 attempt_no += 1
                 if deadline is not None and loop.time() >= deadline:
