@@ -30,7 +30,7 @@ MINOR = str(PAYLOADS / "demo-4.17.0")
 DEMO_OPERATORS = ["authentication", "config-operator", "console", "dns", "etcd", "image-registry", "ingress",
                   "kube-apiserver", "kube-controller-manager", "kube-scheduler", "machine-config", "monitoring",
                   "network", "openshift-samples", "storage"]
-REPORT_KEYS = {"ok", "completed", "attempts", "message", "done", "total", "simulatedSeconds", "wallSeconds",
+REPORT_KEYS = {"ok", "completed", "attempts", "message", "done", "total", "simulatedSeconds", "wallSeconds", "lastProgress",
                "clusterVersion", "clusterOperators"}
 
 
@@ -118,6 +118,8 @@ def test_install_json_report(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert report["attempts"] >= 1
     assert report["simulatedSeconds"] > 0 and report["wallSeconds"] >= 0
     cv = report["clusterVersion"]
+    entry = cv["status"]["history"][0]
+    assert entry["startedTime"] <= report["lastProgress"] <= entry["completionTime"]  # the CVO's LastProgress
     assert (cv["kind"], cv["metadata"]["name"]) == ("ClusterVersion", "version")
     assert [(h["version"], h["state"]) for h in cv["status"]["history"]] == [("4.16.0", "Completed")]
     assert condition(cv, "Available")["status"] == "True"

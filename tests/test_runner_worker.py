@@ -932,3 +932,26 @@ def test_failing_shows_the_real_failure_not_an_operator_still_updating(make_rele
     assert (failing["status"], failing["reason"]) == ("True", "UpdatePayloadResourceForbidden")
     assert failing["message"] == ('Could not update configmap "ns/a" (1 of 2): the server has forbidden updates '
                                   "to this resource")
+
+
+def test_a_new_attempt_that_gets_as_far_as_the_failed_one_clears_the_failure(make_release: ReleaseFactory) -> None:
+    """statusWrapper.Report drops a report only when it gets *less* far than the failed one
+    (pkg/cvo/sync_worker.go): the second attempt's report after task 1 (1 of 2, as far as the first attempt
+    got before it failed) clears Failing; cvo used to keep the failure until the attempt got further."""
+    release = release_of(make_release, NEW, {"0000_10_a_cm.yaml": obj("ConfigMap", "a", "ns"),
+                                             "0000_20_b_cm.yaml": obj("ConfigMap", "b", "ns")})
+
+    async def main() -> Recorder:
+        clock = Clock(EPOCH)
+        cluster = new_cluster(clock)
+        cluster.inject_failure(Ref("", "ConfigMap", "ns", "b"), ApiErrorKind.FORBIDDEN, count=3)
+        _, rec = await sweep(cluster, clock, release, Mode.UPDATE, interval=180.0, timeout=3600.0)
+        return rec
+
+    rec = virtual(main)
+    failing = condition_events(rec, "Failing")
+    true_at = secs(next(e for e in failing if e.fields["status"] == "True"))
+    cleared = [e for e in failing if e.fields["status"] == "False" and secs(e) > true_at]
+    second = first(rec, "attempt.started", attempt=1)
+    b_done = first(rec, "task.done", task='configmap "ns/b" (2 of 2)')
+    assert cleared and secs(second) <= secs(cleared[0]) < secs(b_done)  # at 1 of 2, before b is applied

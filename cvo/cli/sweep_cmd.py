@@ -37,7 +37,7 @@ from cvo.cli.common import (
 )
 from cvo.cli.progress import LiveDisplay, LogReporter, format_duration, wants_live_display
 from cvo.cli.signals import cancelled_by_signals
-from cvo.clock import Clock
+from cvo.clock import Clock, to_rfc3339
 from cvo.cluster.api import ApiError, cv_ref
 from cvo.cluster.persist import Budget
 from cvo.cvstatus import current_version
@@ -217,6 +217,7 @@ def _report(args: argparse.Namespace, result: SweepResult, cos: list[dict[str, A
         doc = {"ok": result.ok, "completed": result.completed, "attempts": result.attempts,
                "message": result.message, "done": result.done, "total": result.total,
                "simulatedSeconds": simulated.total_seconds(), "wallSeconds": round(wall, 3),
+               "lastProgress": to_rfc3339(result.last_progress) if result.last_progress else None,
                "clusterVersion": result.cluster_version, "clusterOperators": cos}
         sys.stdout.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n")
     else:

@@ -44,6 +44,7 @@ class Progress:
     waiting: dict[str, Waiting] = field(default_factory=dict)  # ClusterOperator name -> wait
     failed_nodes: int = 0
     message: str = ""
+    last_progress: datetime | None = None  # when a report last got further (the CVO's LastProgress)
 
 
 class Fanout:

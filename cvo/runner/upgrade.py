@@ -32,6 +32,7 @@ from cvo.preconditions import Verdict, run_checks
 from cvo.runner.events import Event, Reporter
 from cvo.runner.notify import Notifier
 from cvo.runner.operator_conditions import OperatorConditionManager
+from cvo.runner.report_filter import ReportFilter
 from cvo.runner.worker import SweepOptions, SweepResult, Worker
 from cvo.upgradeable import Blocker, apply_upgradeable, blockers
 
@@ -70,6 +71,7 @@ class UpgradeController:
         self.steady = steady(cluster, options.budget)  # gate checks, ClusterVersion reads and writes
         self.blocked_message = ""
         self.worker: Worker | None = None  # the sweep now running (reconcile while blocked, then the update)
+        self.reports = ReportFilter()  # one statusWrapper across them, as the CVO's sync worker keeps one
 
     def emit(self, name: str, **fields: object) -> None:
         self.reporter.emit(Event(self.clock.now(), name, dict(fields)))
@@ -145,7 +147,8 @@ class UpgradeController:
                                capabilities=self.options.capabilities,
                                release_accepted=("False", "PreconditionChecks", self._accepted_message()),
                                budget=self.options.budget)
-        self.worker = Worker(self.cluster, self.current, Mode.RECONCILE, self.reporter, self.clock, options)
+        self.worker = Worker(self.cluster, self.current, Mode.RECONCILE, self.reporter, self.clock, options,
+                             reports=self.reports)
         await self.worker.run()
 
     async def _update(self, check: Preflight, deadline: float | None) -> SweepResult:
@@ -164,7 +167,8 @@ class UpgradeController:
             await self.steady.update({**cv, "spec": {**(cv.get("spec") or {}), "desiredUpdate": wanted}})
 
         await reread_on_conflict(write_spec, self.options.budget, "set the ClusterVersion's spec.desiredUpdate")
-        self.worker = Worker(self.cluster, self.target, Mode.UPDATE, self.reporter, self.clock, options)
+        self.worker = Worker(self.cluster, self.target, Mode.UPDATE, self.reporter, self.clock, options,
+                             reports=self.reports)
         return await self.worker.run()
 
     async def _blocked_result(self) -> SweepResult:

@@ -37,6 +37,7 @@ from cvo.runner.graph_runner import run_graph
 from cvo.runner.health import check_crd, check_deployment, check_job, check_operator_health, no_versions_error
 from cvo.runner.notify import Notifier, established_key, operator_health_key
 from cvo.runner.operator_conditions import OperatorConditionManager
+from cvo.runner.report_filter import Report, ReportFilter
 from cvo.runner.status_writer import StatusWriter
 from cvo.upgradeable import UPGRADEABLE, Blocker
 from cvo.upgradeable import blockers as upgradeable_blockers
@@ -107,6 +108,7 @@ class SweepResult:
     done: int = 0
     total: int = 0
     blocked: bool = False  # an upgrade its preconditions never let start
+    last_progress: datetime | None = None  # when a report last got further (the CVO's LastProgress)
 
 
 def _exists(obj: dict) -> bool:
@@ -150,9 +152,11 @@ class _Attempt:
 
 class Worker:
     def __init__(self, cluster: Cluster, release: Release, mode: Mode, reporter: Reporter, clock: Clock,
-                 options: SweepOptions | None = None) -> None:
+                 options: SweepOptions | None = None, reports: ReportFilter | None = None) -> None:
         self.cluster = cluster
         self.release = release
+        # statusWrapper.Report; shared by the sweeps of one upgrade (its reconciles and its update)
+        self.reports = reports or ReportFilter()
         self.mode = mode
         self.reporter = reporter
         self.clock = clock
@@ -177,7 +181,6 @@ class Worker:
         self._rng = random.Random(self.options.seed)
         self._failure: UpdateError | None = None
         self._failure_errors: list[UpdateError] = []  # what ``_failure`` summarises
-        self._failure_fraction = 0.0  # how far the failed walk got
         self._completed = 0
         self._tasks: list[Task] = []
         self._blocking_cos: dict[str, dict] = {}  # ClusterOperators with Upgradeable=False, from the watch
@@ -187,9 +190,6 @@ class Worker:
 
     def emit(self, name: str, **fields: object) -> None:
         self.reporter.emit(Event(self.clock.now(), name, dict(fields)))
-
-    def _fraction(self) -> float:
-        return self.progress.done / self.progress.total if self.progress.total else 0.0
 
     async def _write_status(self, force: bool = False, failure: UpdateError | None = None,
                             completed: int | None = None, must_land: bool = False,
@@ -203,6 +203,14 @@ class Worker:
         ``summarised``: the task errors ``failure`` was summarised from.  The Failing condition is
         made from them without their ``None``-effect errors (``filterErrorForFailingCondition`` in
         pkg/cvo/status.go), so an operator still updating next to a real failure shows the failure."""
+        completed = self._completed if completed is None else completed
+        failed = failure is not None or bool(self.progress.waiting)
+        report = Report(self.release.image, self.progress.done, self.progress.total, completed, failed)
+        if not self.reports.accept(report, self.clock.now()):
+            return  # keep showing the earlier failure as it was written
+        self.progress.last_progress = self.reports.last_progress
+        if not failed and self._failure is not None:
+            self._failure, self._failure_errors = None, []
         if not force and failure is None and not self.status.due():
             return  # throttled: do not even summarise the waits (a thousand tasks, a thousand calls)
         waiting = [w.error for w in self.progress.waiting.values()]
@@ -210,16 +218,11 @@ class Worker:
             current, errors = failure, list(summarised) if summarised else [failure]
         elif waiting:
             current, errors = summarize(waiting), waiting
-        elif self._failure is not None:
-            if self._fraction() <= self._failure_fraction:
-                return  # keep showing the earlier failure as it was written
-            self._failure, self._failure_errors = None, []
-            current, errors = None, []
         else:
             current, errors = None, []
         await self.status.write(
             version=self.release.version, image=self.release.image, done=self.progress.done,
-            total=self.progress.total, completed=self._completed if completed is None else completed,
+            total=self.progress.total, completed=completed,
             reconciling=self.mode is Mode.RECONCILE, initial=self.mode is Mode.INSTALL, failure=current,
             co_start_times=self.co_start_times, errors=errors, force=force, must_land=must_land,
         )
@@ -271,7 +274,6 @@ class Worker:
                     # Cancellation and timeouts alone do not replace the failure (summarizeTaskGraphErrors).
                     self._failure_errors = real or list(attempt.errors.values())
                     self._failure = summarize(self._failure_errors)
-                    self._failure_fraction = self._fraction()
                     await self._write_status(force=True, failure=self._failure, summarised=self._failure_errors)
                 consecutive_errors += 1
                 attempt_no += 1
@@ -364,7 +366,7 @@ class Worker:
         return SweepResult(
             ok=ok and not report, completed=ok, attempts=attempts, failure=failure, message=message,
             started=started, finished=self.clock.now(), cluster_version=cv, report_errors=report,
-            done=self.progress.done, total=self.progress.total,
+            done=self.progress.done, total=self.progress.total, last_progress=self.reports.last_progress,
         )
 
     async def _overrides(self) -> tuple[Override, ...]:
