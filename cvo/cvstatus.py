@@ -22,6 +22,8 @@ from typing import Any, NamedTuple
 
 from cvo.clock import to_rfc3339
 from cvo.errors import Effect, UpdateError, condense_cluster_operators, summarize, summary_for_reason
+from cvo.payload.capabilities import Capabilities
+from cvo.payload.filters import API_CAPABILITIES
 
 Condition = dict[str, Any]
 HistoryEntry = dict[str, Any]
@@ -65,6 +67,7 @@ class SyncStatus:
     local: bool = False  # a local payload: accepted risks on an existing entry are left alone
     generation: int | None = None  # written as observedGeneration when set
     version_hash: str = ""
+    capabilities: Capabilities | None = None  # status.capabilities and ImplicitlyEnabledCapabilities, when given
 
 
 @dataclass(frozen=True)
@@ -364,8 +367,9 @@ def update_cluster_version_status(status: Mapping[str, Any], sync: SyncStatus, n
     """``updateClusterVersionStatus``: the new ClusterVersion ``status`` for ``sync`` at ``now``.
 
     ``status`` is not modified.  Written: ``desired``, ``history``, ``observedGeneration`` and
-    ``versionHash`` (when given), and the conditions ReleaseAccepted (when given), Available,
-    Failing, Progressing and RetrievedUpdates (defaulted).  Other fields and conditions are kept.
+    ``versionHash`` and ``capabilities`` (when given), and the conditions ImplicitlyEnabledCapabilities
+    and ReleaseAccepted (when given), Available, Failing, Progressing and RetrievedUpdates (defaulted).
+    Other fields and conditions are kept.
     """
     limits = Thresholds(slow_threshold, mco_threshold, degraded_interval)
     new = copy.deepcopy(dict(status))
@@ -383,6 +387,12 @@ def update_cluster_version_status(status: Mapping[str, Any], sync: SyncStatus, n
         new["desired"] = {"version": sync.version, "image": sync.image}
     conditions: list[Condition] = new.setdefault("conditions", [])
     version = version_string(sync.version, sync.image)
+    if sync.capabilities is not None:
+        caps = sync.capabilities
+        api = frozenset(API_CAPABILITIES)  # the CRD's enum: a real server refuses any other name
+        new["capabilities"] = {"enabledCapabilities": sorted(caps.enabled & api),
+                               "knownCapabilities": sorted(caps.known & api)}
+        _set_implicitly_enabled(conditions, caps.implicit, now)
     if sync.release_accepted is not None:
         set_condition(conditions, "ReleaseAccepted", *sync.release_accepted, now)
     _set_available(conditions, sync, version, now)
@@ -392,6 +402,16 @@ def update_cluster_version_status(status: Mapping[str, Any], sync: SyncStatus, n
     if find_condition(conditions, "RetrievedUpdates") is None:
         set_condition(conditions, "RetrievedUpdates", "False", "", "", now)
     return new
+
+
+def _set_implicitly_enabled(conditions: list[Condition], implicit: frozenset[str], now: datetime) -> None:
+    """``setImplicitlyEnabledCapabilitiesCondition`` (pkg/cvo/status.go)."""
+    if implicit:
+        set_condition(conditions, "ImplicitlyEnabledCapabilities", "True", "CapabilitiesImplicitlyEnabled",
+                      f"The following capabilities could not be disabled: {', '.join(sorted(implicit))}", now)
+    else:
+        set_condition(conditions, "ImplicitlyEnabledCapabilities", "False", "AsExpected",
+                      "Capabilities match configured spec", now)
 
 
 def _set_available(conditions: list[Condition], sync: SyncStatus, version: str, now: datetime) -> None:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cvo import semver
-from cvo.cvstatus import find_condition
+from cvo.cvstatus import current_version, find_condition
 
 # The ClusterVersion's UpgradeableClusterVersionOverrides message, which the patch-update warning quotes
 # (pkg/payload/precondition/clusterversion/upgradeable.go, OTA-1860).
@@ -128,8 +128,8 @@ def _update_in_progress(status: dict[str, Any], current: semver.Version) -> tupl
     progressing = find_condition(status.get("conditions") or [], "Progressing")
     if progressing is None or progressing.get("status") != "True":
         return None
-    completed = next((h for h in status.get("history") or [] if h.get("state") == "Completed"), None)
-    previous = _parse(str((completed or {}).get("version", "")))
+    # GetCurrentVersion: the first Completed entry, else the oldest entry (the version first installed).
+    previous = _parse(current_version([h for h in status.get("history") or [] if isinstance(h, dict)]))
     if previous is None:
         return None
     if previous.major < current.major:

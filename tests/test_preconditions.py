@@ -289,6 +289,18 @@ def test_patch_retarget_during_a_minor_update_is_an_accepted_risk() -> None:
                                     "progress", blocking=False)
 
 
+def test_in_progress_falls_back_to_the_oldest_history_entry_when_none_is_completed() -> None:
+    """``minorUpdateIsInProgress`` takes the current version from ``GetCurrentVersion``
+    (pkg/payload/precondition/clusterversion/upgradeable.go): the first Completed entry, else the oldest one.
+    An install of 4.16.3 that never completed, then an update to 4.17.0: 4.16.3 is where it came from."""
+    updating = cv("4.17.0", history=[entry("4.17.0", "Partial"), entry("4.16.3", "Partial")],
+                  conditions=[not_upgradeable(), {"type": "Progressing", "status": "True"}])
+    err = check_upgradeable(updating, "4.17.1")
+    assert err == PreconditionError(UPGRADEABLE, "MinorVersionClusterUpdateInProgress",
+                                    "Retarget to 4.17.1 while a minor version update from 4.16.3 to 4.17.0 is in "
+                                    "progress", blocking=False)
+
+
 def test_patch_retarget_during_a_major_update_is_an_accepted_risk() -> None:
     err = check_upgradeable(_updating("5.0.0", "4.22.1"), "5.0.1")
     assert err is not None and not err.blocking

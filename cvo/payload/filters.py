@@ -24,13 +24,14 @@ from cvo.payload.manifest import (
 DEFAULT_PROFILE = "self-managed-high-availability"
 KNOWN_PROFILES = ("self-managed-high-availability", "single-node-developer", "ibm-cloud-managed", "hypershift")
 KNOWN_FEATURE_SETS = ("CustomNoUpgrade", "Default", "DevPreviewNoUpgrade", "OKD", "TechPreviewNoUpgrade")
-# ClusterVersion capabilities known to the 5.0 CVO: the API enum plus the two the corpus already uses.
-KNOWN_CAPABILITIES = (
+# The ClusterVersion API's capability enum (the 5.0 payload's own CRD): all status.capabilities may hold.
+API_CAPABILITIES = (
     "openshift-samples", "baremetal", "marketplace", "Console", "Insights", "Storage", "CSISnapshot",
     "NodeTuning", "MachineAPI", "Build", "DeploymentConfig", "ImageRegistry", "OperatorLifecycleManager",
-    "CloudCredential", "Ingress", "CloudControllerManager", "OperatorLifecycleManagerV1", "ClusterAPI",
-    "CompatibilityRequirements",
+    "CloudCredential", "Ingress", "CloudControllerManager", "OperatorLifecycleManagerV1",
 )
+# ClusterVersion capabilities known to the 5.0 CVO: the API enum plus the two the corpus already uses.
+KNOWN_CAPABILITIES = (*API_CAPABILITIES, "ClusterAPI", "CompatibilityRequirements")
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ from cvo.cluster.persist import Budget, is_transient, persist, reread_on_conflic
 from cvo.cvstatus import SyncStatus, cluster_version_object, update_cluster_version_status
 from cvo.errors import UpdateError
 from cvo.log import get_logger
+from cvo.payload.capabilities import Capabilities
 from cvo.runner.events import Event, Reporter
 from cvo.upgradeable import Blocker, apply_upgradeable
 
@@ -61,6 +62,7 @@ class StatusWriter:
         # Where the Upgradeable condition comes from; evaluated on every forced (edge) write.
         self.upgradeable: Callable[[dict[str, Any]], Awaitable[list[Blocker]]] | None = None
         self.accepted_risks = ""
+        self.capabilities: Capabilities | None = None  # what the sweep applies with, for status.capabilities
 
     async def current(self) -> dict[str, Any]:
         """The ClusterVersion now; the last one read when the server does not answer (and one was read)."""
@@ -147,6 +149,7 @@ class StatusWriter:
             failure=failure, errors=list(errors or ([] if failure is None else [failure])), initial=initial,
             co_start_times=dict(co_start_times),
             release_accepted=self._release_accepted, accepted_risks=self.accepted_risks,
+            capabilities=self.capabilities,
             generation=(cv.get("metadata") or {}).get("generation"),
         )
         new_status = update_cluster_version_status(old_status, sync, self.clock.now())

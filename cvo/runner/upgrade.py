@@ -25,7 +25,10 @@ from cvo.cluster.api import CLUSTER_OPERATOR, CLUSTER_VERSION, Cluster, cv_ref
 from cvo.cluster.landed import contains
 from cvo.cluster.persist import reread_on_conflict, steady
 from cvo.cvstatus import set_condition
+from cvo.fields import dig, entries
 from cvo.olm import OC_API_VERSION, OC_GROUP, OC_KIND
+from cvo.payload.capabilities import implicitly_enabled_by_update, still_enabled
+from cvo.payload.filters import ApplyFilter, Override
 from cvo.payload.graph import Mode
 from cvo.payload.loader import Release
 from cvo.preconditions import Verdict, run_checks
@@ -156,7 +159,8 @@ class UpgradeController:
         remaining = None if deadline is None else max(0.0, deadline - loop.time())
         options = SweepOptions(interval=self.options.interval, timeout=remaining,
                                max_workers=self.options.max_workers, capabilities=self.options.capabilities,
-                               accepted_risks=check.verdict.accepted_risks, budget=self.options.budget)
+                               accepted_risks=check.verdict.accepted_risks, budget=self.options.budget,
+                               implicit_capabilities=await self._implicit_capabilities())
         wanted = {"version": self.target.version, "image": self.target.image, "force": self.force}
 
         async def write_spec() -> None:
@@ -170,6 +174,20 @@ class UpgradeController:
         self.worker = Worker(self.cluster, self.target, Mode.UPDATE, self.reporter, self.clock, options,
                              reports=self.reports)
         return await self.worker.run()
+
+    async def _implicit_capabilities(self) -> frozenset[str]:
+        """Capabilities the update must keep enabled: those the cluster has implicitly enabled already, and
+        those the target would otherwise disable under resources the current release applies
+        (``GetImplicitlyEnabledCapabilities``, lib/manifest/manifest.go)."""
+        cv = await self.steady.get(cv_ref()) or {}
+        base = self.options.capabilities or ApplyFilter()
+        previous = dig(cv, "status", "capabilities", "enabledCapabilities")
+        previous = [c for c in previous if isinstance(c, str)] if isinstance(previous, list) else []
+        current = still_enabled(base.enabled_capabilities, base.known_capabilities, previous)
+        overrides = tuple(Override.from_dict(o) for o in entries(dig(cv, "spec", "overrides")))
+        settings = ApplyFilter(enabled_capabilities=current.enabled, known_capabilities=base.known_capabilities,
+                               overrides=overrides, feature_gates=base.feature_gates)
+        return implicitly_enabled_by_update(self.target.manifests, self.current.manifests, settings, current.implicit)
 
     async def _blocked_result(self) -> SweepResult:
         now = self.clock.now()

@@ -25,6 +25,9 @@ from cvo.cluster.api import CLUSTER_OPERATOR, ApiError, ApiErrorKind, Cluster, R
 from cvo.cluster.persist import Budget, is_transient, steady
 from cvo.cvstatus import find_condition
 from cvo.errors import Effect, UpdateError, summarize, wrap_apply_error
+from cvo.fields import dig
+from cvo.payload.arch import go_arch
+from cvo.payload.capabilities import Capabilities, still_enabled
 from cvo.payload.filters import ApplyFilter, Override
 from cvo.payload.graph import Mode, Task, build_graph, make_tasks, max_workers, operator_versions
 from cvo.payload.loader import Release
@@ -88,6 +91,7 @@ class SweepOptions:
     status_throttle: float = 15.0
     capabilities: ApplyFilter | None = None
     accepted_risks: str = ""  # recorded on the history entry (warnings the update went ahead with)
+    implicit_capabilities: frozenset[str] = frozenset()  # kept enabled by an upgrade (GetImplicitlyEnabledCapabilities)
     release_accepted: tuple[str, str, str] | None = None  # default: True/PayloadLoaded for this release
     # How long the reads and writes around the walk (the ClusterVersion, the watches' first lists)
     # ride out a failing server; None: the backend's own retries only (cvo.cluster.persist).
@@ -161,6 +165,8 @@ class Worker:
         self.reporter = reporter
         self.clock = clock
         self.options = options or SweepOptions()
+        base = self.options.capabilities or ApplyFilter()
+        self.capabilities = Capabilities(base.enabled_capabilities, frozenset(), base.known_capabilities)
         self.progress = Progress(version=release.version, mode=str(mode))
         self.deletes = DeleteTracker()
         self.co_start_times: dict[str, datetime] = {}
@@ -237,6 +243,8 @@ class Worker:
         deadline = None if self.options.timeout is None else loop.time() + self.options.timeout
         await self.status.ensure(self.release.version, self.release.image,
                                  self.options.release_accepted or self.release_accepted())
+        self.capabilities = await self._capabilities()
+        self.status.capabilities = self.capabilities
         await self.co_notifier.start()
         await self.crd_notifier.start()
         if self.mode is Mode.INSTALL:
@@ -298,6 +306,16 @@ class Worker:
             await self.ns_notifier.stop()
             await self.olm.stop_sync()
 
+    async def _capabilities(self) -> Capabilities:
+        """The configured capabilities, and those the cluster keeps enabled: every capability it had
+        enabled before (``SetCapabilities``) and any an upgrade implicitly enables."""
+        base = self.options.capabilities or ApplyFilter()
+        cv = await self.status.current()
+        previous = dig(cv, "status", "capabilities", "enabledCapabilities")
+        previous = [c for c in previous if isinstance(c, str)] if isinstance(previous, list) else []
+        return still_enabled(base.enabled_capabilities, base.known_capabilities, previous,
+                             self.options.implicit_capabilities)
+
     async def _check_current_release(self) -> None:
         """A reconcile re-applies what the cluster runs; an install goes only into a cluster that runs nothing
         else (it may resume its own).  Anything else would move the version past every gate."""
@@ -341,10 +359,10 @@ class Worker:
         return base * (1 + 0.2 * self._rng.random())
 
     def release_accepted(self) -> tuple[str, str, str]:
-        arch = self.release.metadata.architecture if self.release.metadata else ""
+        arch = (self.release.metadata.architecture if self.release.metadata else "") or go_arch()
         return ("True", "PayloadLoaded",
                 f'Payload loaded version="{self.release.version}" image="{self.release.image}" '
-                f'architecture="{arch or "amd64"}"')
+                f'architecture="{arch}"')
 
     async def _result(self, ok: bool, attempts: int, started: datetime, report: list[UpdateError]) -> SweepResult:
         recorded = True
@@ -377,7 +395,7 @@ class Worker:
         loop = asyncio.get_running_loop()
         attempt = _Attempt(number)
         base = self.options.capabilities or ApplyFilter()
-        apply_filter = ApplyFilter(enabled_capabilities=base.enabled_capabilities,
+        apply_filter = ApplyFilter(enabled_capabilities=self.capabilities.enabled,
                                    known_capabilities=base.known_capabilities,
                                    overrides=await self._overrides(), feature_gates=base.feature_gates)
         tasks = make_tasks(self.release.manifests, self.mode, apply_filter)

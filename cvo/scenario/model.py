@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cvo.payload.arch import go_arch
 from cvo.payload.limits import InputError, display_name, printable, read_input
 from cvo.payload.yamlparse import DocumentError, load_documents
 from cvo.sim.behaviour import Behaviours, parse_duration
@@ -35,8 +36,10 @@ _IMAGE_REF = re.compile(r"\$\{image:([^}]+)\}")
 def _expand_images(value: Any, base: Path) -> Any:
     """``${image:PATH}`` in expected text: the image of the release directory PATH (relative to the
     scenario file), i.e. ``file://`` + its absolute path, so messages that name a release image can
-    be matched exactly wherever the repository is checked out."""
+    be matched exactly wherever the repository is checked out.  ``${arch}``: the architecture a
+    release is reported for on this machine (Go's name for it, as the CVO reports its own)."""
     if isinstance(value, str):
+        value = value.replace("${arch}", go_arch())
         return _IMAGE_REF.sub(lambda m: f"file://{(base / m.group(1).strip()).resolve()}", value)
     if isinstance(value, list):
         return [_expand_images(v, base) for v in value]
