@@ -4,10 +4,14 @@ A Go struct serialises every field without ``omitempty``: a manifest that leaves
 field still reaches the server as ``null``, ``false``, ``0`` or ``""``.  cvo sends plain JSON, so
 for kinds whose CRD the payload carries it fills the CRD's required top-level fields the same way
 (OpenShift's SecurityContextConstraints manifests rely on it).
+
+Also what the API server does to a Secret's ``stringData`` (:func:`secret_string_data`), which both
+the embedded cluster and the comparison of a manifest with the live object need.
 """
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Sequence
 from typing import Any
 
@@ -52,3 +56,22 @@ def fill_required(obj: dict[str, Any], zeros: dict[str, Any]) -> dict[str, Any]:
         if name not in obj:
             obj[name] = value if not isinstance(value, dict | list) else type(value)()
     return obj
+
+
+def secret_string_data(obj: dict[str, Any]) -> dict[str, Any]:
+    """A Secret as the API server stores it: ``stringData`` folded into ``data`` (base64), winning over it.
+
+    The server never returns ``stringData`` (k8s.io/kubernetes pkg/apis/core/v1 ``Convert_v1_Secret_To_core_
+    Secret``), so a manifest that uses it must be compared, and may as well be sent, in that form: otherwise
+    every sweep would see it as changed and update it again.
+    """
+    string_data = obj.get("stringData")
+    if not isinstance(string_data, dict):
+        return obj
+    data = dict(obj.get("data") if isinstance(obj.get("data"), dict) else {})
+    for key, value in string_data.items():
+        if isinstance(value, str):
+            data[key] = base64.b64encode(value.encode()).decode()
+    out = {k: v for k, v in obj.items() if k != "stringData"}
+    out["data"] = data
+    return out

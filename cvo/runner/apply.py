@@ -24,6 +24,7 @@ from cvo.cluster.api import ApiError, ApiErrorKind, Cluster, Ref
 from cvo.errors import UpdateError
 from cvo.fields import entries, mapping
 from cvo.payload.graph import Mode, Task
+from cvo.payload.schema import secret_string_data
 from cvo.payload.shapes import shape_problem
 
 # Groups whose kinds the CVO applies with typed clients (label/annotation merge).
@@ -103,6 +104,8 @@ DROPPED_FIELDS = {
 
 def desired_object(task: Task, mutate: Mutator | None = None) -> dict[str, Any]:
     obj = task.manifest.copy_obj()
+    if (task.manifest.group, task.manifest.kind) == ("", "Secret"):
+        obj = secret_string_data(obj)
     for key in DROPPED_FIELDS.get((task.manifest.group, task.manifest.kind), ()):
         obj.pop(key, None)
     if mutate is not None:

@@ -29,6 +29,7 @@ import orjson
 
 from cvo.clock import Clock, to_rfc3339
 from cvo.cluster.api import ApiError, ApiErrorKind, EventType, Object, Ref, WatchEvent
+from cvo.payload.schema import secret_string_data
 from cvo.sim.kinds import (
     CRD,
     NAMESPACE,
@@ -50,7 +51,8 @@ WRITE_VERBS = ("create", "update", "update_status", "delete")
 # Metadata only the server sets; a request's values are ignored.
 SERVER_METADATA = frozenset({"uid", "resourceVersion", "generation", "creationTimestamp", "managedFields",
                              "selfLink", "deletionTimestamp", "deletionGracePeriodSeconds"})
-UNVERSIONED = frozenset({"metadata", "status"})  # top-level keys whose changes do not bump generation
+UNVERSIONED = frozenset({"metadata", "status"})
+SECRET = ("", "Secret")  # top-level keys whose changes do not bump generation
 
 
 class _Entry:
@@ -575,7 +577,8 @@ class SimCluster:
         meta = _request_metadata(obj, ref)
         meta.update(uid=_uid(self._uid_counter), generation=1, creationTimestamp=to_rfc3339(self.clock.now()))
         status = None if info.status_subresource else obj.get("status")
-        new = _compose(obj, meta, _default_status(ref, status))
+        new = _compose(secret_string_data(obj) if (ref.group, ref.kind) == SECRET else obj, meta,
+                       _default_status(ref, status))
         if (ref.group, ref.kind) == CRD:
             return self._write_crd(ref, new, None)
         return self._commit(ref, new, EventType.ADDED)
@@ -589,7 +592,7 @@ class SimCluster:
         meta.update({k: old["metadata"][k] for k in ("uid", "creationTimestamp", "generation")
                      if k in old["metadata"]})
         status = old.get("status") if info.status_subresource else obj.get("status")
-        new = _compose(obj, meta, status)
+        new = _compose(secret_string_data(obj) if (ref.group, ref.kind) == SECRET else obj, meta, status)
         if (ref.group, ref.kind) == ("batch", "Job"):
             _check_job_immutable(ref, old, new)
         if _spec_changed(old, new):

@@ -32,7 +32,7 @@ from cvo.runner.apply import DeleteTracker, apply_task
 from cvo.runner.events import Recorder
 from cvo.runner.worker import SweepOptions, SweepResult, Worker
 
-from .conftest import run_with
+from .conftest import make_namespace, run_with
 from .controlplane import ControlPlane
 from .test_kube_backend import crd, unique_group, wait_established
 
@@ -271,3 +271,22 @@ def test_a_clusteroperator_manifest_without_spec_applies(real_crds: ControlPlane
         return (await apply_task(cluster, task, Mode.INSTALL, DeleteTracker())).action
 
     assert run_with(real_crds, body) == "created"
+
+
+def test_a_secret_with_string_data_is_unchanged_on_the_real_server(control_plane: ControlPlane,
+                                                                   make_release: ReleaseFactory) -> None:
+    """The real API server folds ``stringData`` into ``data``; a second apply of the same manifest changes
+    nothing (it used to update the Secret on every sweep)."""
+    namespace = f"e2e-{uuid.uuid4().hex[:8]}"
+    secret = obj("Secret", "creds", namespace, stringData={"user": "admin"})
+    release = load_release(make_release({"0000_50_e2e_01_secret.yaml": secret}, version=VERSION))
+    task = make_tasks(release.manifests, Mode.UPDATE)[0]
+
+    async def body(cluster: KubeCluster) -> tuple[list[str], dict[str, Any] | None]:
+        await make_namespace(cluster, namespace)
+        actions = [(await apply_task(cluster, task, Mode.UPDATE, DeleteTracker())).action for _ in range(3)]
+        return actions, await cluster.get(Ref("", "Secret", namespace, "creds"))
+
+    actions, live = run_with(control_plane, body)
+    assert actions == ["created", "unchanged", "unchanged"]
+    assert live is not None and live["data"] == {"user": "YWRtaW4="} and "stringData" not in live
