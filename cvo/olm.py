@@ -1,21 +1,29 @@
 """OperatorConditions the way OLM treats them (reference olm-and-peers.md Part A).
 
-* Which object: ``operators.coreos.com`` OperatorCondition, v1 (the operator writes
-  ``status.conditions``) or v2 (the operator writes ``spec.conditions``; the status copy carries
-  ``observedGeneration``).  Both versions share one storage schema.
+* Which object: ``operators.coreos.com`` OperatorCondition, v1 or v2; both versions share one
+  storage schema.  The operator reports in ``spec.conditions`` (v2), and the status copy carries
+  ``observedGeneration``.  That is the only channel: v1 operators once wrote ``status.conditions``,
+  but OLM's Role has not allowed the status subresource since May 2021 (OLM commit 86eda229a,
+  "Operator can create/update/patch OperatorCondition but not its status"), and cvo's Role is OLM's.
 * Whether it blocks (``isOperatorUpgradeable``): no object, or no ``Upgradeable`` condition: not
   blocked; an admin's ``spec.overrides`` entry wins (True lets through, anything else blocks); a
   status condition whose ``observedGeneration`` differs from ``metadata.generation`` blocks as
   outdated; ``False`` blocks; ``True``/``Unknown`` do not.  Condition types OLM does not support
   are shown to admins and change nothing.
-* What cvo creates per operator Deployment, as OLM's generator does per CSV: the OperatorCondition
-  (named after the ClusterOperator, in the Deployment's namespace), a Role allowing exactly
-  ``get``/``update``/``patch`` on that one object, a RoleBinding to the Deployment's service
-  account, and ``OPERATOR_CONDITION_NAME`` in the Deployment's containers.
+* What cvo creates per ClusterOperator and namespace, as OLM's generator does per CSV
+  (``operatorconditiongenerator_controller.go``) and its reconciler per OperatorCondition
+  (``operatorcondition_controller.go``): the OperatorCondition (named after the ClusterOperator)
+  listing every operator Deployment of that ClusterOperator in the namespace and their service
+  accounts; a Role allowing exactly ``get``/``update``/``patch`` on that one object and a
+  RoleBinding to those service accounts, both owned by the OperatorCondition (``controller: true``,
+  ``blockOwnerDeletion: false``: ``ownerutil.AddOwner(role, operatorCondition, false, true)``), so
+  that deleting it garbage-collects them; and ``OPERATOR_CONDITION_NAME`` in the Deployments'
+  containers.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,6 +35,7 @@ OC_API_VERSION = "operators.coreos.com/v2"
 ENV_NAME = "OPERATOR_CONDITION_NAME"
 UPGRADEABLE = "Upgradeable"
 SUPPORTED_TYPES = frozenset({UPGRADEABLE})
+LABEL = "cvo.openshift.io/operator-condition"  # on the OperatorCondition, its Role and its RoleBinding
 
 
 @dataclass(frozen=True)
@@ -117,23 +126,51 @@ def service_account(deployment: dict[str, Any]) -> str:
     return account if isinstance(account, str) and account else "default"
 
 
-def operator_condition_objects(name: str, deployment: dict[str, Any]) -> list[dict[str, Any]]:
-    """The OperatorCondition, Role and RoleBinding for the operator Deployment ``deployment``."""
-    meta = mapping(deployment.get("metadata"))
-    namespace = string(meta.get("namespace"))
-    account = service_account(deployment)
-    labels = {"cvo.openshift.io/operator-condition": name}
+def operator_condition(name: str, namespace: str, deployments: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The OperatorCondition for the operator Deployments ``deployments`` (all in ``namespace``).
+
+    ``spec.deployments`` lists every one of them, ``spec.serviceAccounts`` their service accounts
+    in the same order, each once (OLM's generator: the CSV's install deployments, and the service
+    accounts of its permissions).
+    """
+    accounts = list(dict.fromkeys(service_account(d) for d in deployments))
+    return {"apiVersion": OC_API_VERSION, "kind": OC_KIND,
+            "metadata": {"name": name, "namespace": namespace, "labels": {LABEL: name}},
+            "spec": {"deployments": [string(dig(d, "metadata", "name")) for d in deployments],
+                     "serviceAccounts": accounts}}
+
+
+def owner_reference(oc: dict[str, Any]) -> dict[str, Any]:
+    """OLM's ``ownerutil.AddOwner(obj, operatorCondition, false, true)``: the controller, not blocking deletion."""
+    meta = mapping(oc.get("metadata"))
+    return {"apiVersion": string(oc.get("apiVersion")) or OC_API_VERSION, "kind": OC_KIND,
+            "name": string(meta.get("name")), "uid": string(meta.get("uid")),
+            "controller": True, "blockOwnerDeletion": False}
+
+
+def is_owned_by(obj: dict[str, Any], oc: dict[str, Any]) -> bool:
+    """OLM's ``ownerutil.IsOwnedBy``: some ownerReference carries the OperatorCondition's uid."""
+    uid = dig(oc, "metadata", "uid")
+    return bool(uid) and any(ref.get("uid") == uid for ref in entries(dig(obj, "metadata", "ownerReferences")))
+
+
+def rbac_objects(oc: dict[str, Any]) -> list[dict[str, Any]]:
+    """The Role and RoleBinding of the live OperatorCondition ``oc``: only its service accounts may get,
+    update and patch it (not its status), and both are owned by it."""
+    meta = mapping(oc.get("metadata"))
+    name, namespace = string(meta.get("name")), string(meta.get("namespace"))
+    accounts = [a for a in (dig(oc, "spec", "serviceAccounts") or []) if isinstance(a, str)]
+
+    def owned() -> dict[str, Any]:
+        return {"name": name, "namespace": namespace, "labels": {LABEL: name},
+                "ownerReferences": [owner_reference(oc)]}
+
     return [
-        {"apiVersion": OC_API_VERSION, "kind": OC_KIND,
-         "metadata": {"name": name, "namespace": namespace, "labels": labels},
-         "spec": {"deployments": [string(meta.get("name"))], "serviceAccounts": [account]}},
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
-         "metadata": {"name": name, "namespace": namespace, "labels": labels},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": owned(),
          "rules": [{"verbs": ["get", "update", "patch"], "apiGroups": [OC_GROUP],
                     "resources": ["operatorconditions"], "resourceNames": [name]}]},
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-         "metadata": {"name": name, "namespace": namespace, "labels": labels},
-         "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": namespace}],
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": owned(),
+         "subjects": [{"kind": "ServiceAccount", "name": a, "namespace": namespace} for a in accounts],
          "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name}},
     ]
 

@@ -1,8 +1,9 @@
 """OperatorConditions the way OLM treats them (reference olm-and-peers.md A1–A4, seeds 000–002).
 
 ``upgradeable_verdict`` is OLM's ``isOperatorUpgradeable`` in its exact order; ``synced_status``
-is the operatorcondition controller's status copy; ``operator_condition_objects`` and
-``inject_env`` are what OLM's generator creates per CSV (here per operator Deployment).
+is the operatorcondition controller's status copy; ``operator_condition``, ``rbac_objects`` and
+``inject_env`` are what OLM's generator and reconciler create per CSV (here per ClusterOperator and
+namespace).
 """
 
 from __future__ import annotations
@@ -19,7 +20,9 @@ from cvo.olm import (
     OC_KIND,
     Verdict,
     inject_env,
-    operator_condition_objects,
+    is_owned_by,
+    operator_condition,
+    rbac_objects,
     service_account,
     synced_status,
     unsupported_conditions,
@@ -190,7 +193,7 @@ def test_unsupported_conditions_are_listed_once() -> None:
     assert unsupported_conditions(oc()) == []
 
 
-# --- operator_condition_objects: what the generator creates ------------------------------------------------
+# --- operator_condition and rbac_objects: what the generator and the reconciler create -------------------
 
 
 def deployment(name: str = "etcd-operator", namespace: str = "openshift-etcd-operator",
@@ -207,40 +210,80 @@ def deployment(name: str = "etcd-operator", namespace: str = "openshift-etcd-ope
             "spec": {"template": {"spec": pod}}}
 
 
-def test_operator_condition_objects() -> None:
-    oc_obj, role, binding = operator_condition_objects("etcd", deployment())
+def live(obj: dict[str, Any], uid: str = "6f1c9e1a-0000-4000-8000-000000000001") -> dict[str, Any]:
+    """``obj`` as the server returns it after the create: with a uid."""
+    return {**obj, "metadata": {**obj["metadata"], "uid": uid, "generation": 1}}
+
+
+def test_operator_condition() -> None:
+    oc_obj = operator_condition("etcd", "openshift-etcd-operator", [deployment()])
     assert oc_obj["apiVersion"] == "operators.coreos.com/v2" and oc_obj["kind"] == "OperatorCondition"
     assert (oc_obj["metadata"]["name"], oc_obj["metadata"]["namespace"]) == ("etcd", "openshift-etcd-operator")
     assert oc_obj["spec"] == {"deployments": ["etcd-operator"], "serviceAccounts": ["etcd-operator"]}
     assert "conditions" not in oc_obj["spec"] and "overrides" not in oc_obj["spec"]
+    assert "ownerReferences" not in oc_obj["metadata"]  # OLM's is owned by its CSV; cvo's has no owner
+
+
+def test_operator_condition_lists_every_deployment_and_service_account() -> None:
+    """OLM's generator (operator-lifecycle-manager: pkg/controller/operators/operatorconditiongenerator_controller.go,
+    ``getDeploymentNames`` and ``getServiceAccountNames``) lists every deployment of the CSV and every
+    service account of its permissions in one OperatorCondition.  cvo used to build it from one
+    Deployment, so the last Deployment applied replaced the others."""
+    deployments = [deployment("olm-operator", account="olm-operator-serviceaccount"),
+                   deployment("catalog-operator", account="catalog-sa"),
+                   deployment("package-server-manager", account="olm-operator-serviceaccount")]
+    oc_obj = operator_condition("olm", "openshift-etcd-operator", deployments)
+    assert oc_obj["spec"] == {"deployments": ["olm-operator", "catalog-operator", "package-server-manager"],
+                              "serviceAccounts": ["olm-operator-serviceaccount", "catalog-sa"]}
+    _, binding = rbac_objects(live(oc_obj))
+    assert [(s["kind"], s["name"], s["namespace"]) for s in binding["subjects"]] == [
+        ("ServiceAccount", "olm-operator-serviceaccount", "openshift-etcd-operator"),
+        ("ServiceAccount", "catalog-sa", "openshift-etcd-operator")]
+
+
+def test_rbac_objects_are_owned_by_the_operator_condition() -> None:
+    """OLM's reconciler (operator-lifecycle-manager: pkg/controller/operators/operatorcondition_controller.go,
+    ``ensureOperatorConditionRole``/``ensureOperatorConditionRoleBinding``) calls
+    ``ownerutil.AddOwner(role, operatorCondition, false, true)`` (pkg/lib/ownerutil/util.go): one
+    owner reference, ``controller: true``, ``blockOwnerDeletion: false``, so that deleting the
+    OperatorCondition garbage-collects both."""
+    oc_obj = live(operator_condition("etcd", "openshift-etcd-operator", [deployment()]))
+    role, binding = rbac_objects(oc_obj)
+    owner = {"apiVersion": "operators.coreos.com/v2", "kind": "OperatorCondition", "name": "etcd",
+             "uid": "6f1c9e1a-0000-4000-8000-000000000001", "controller": True, "blockOwnerDeletion": False}
+    for obj in (role, binding):
+        assert obj["metadata"]["ownerReferences"] == [owner]
+        assert is_owned_by(obj, oc_obj)
+        assert not is_owned_by(obj, live(oc_obj, uid="another"))
+    role["metadata"]["ownerReferences"][0]["name"] = "changed"  # each object has its own copy
+    assert binding["metadata"]["ownerReferences"] == [owner]
 
     assert (role["kind"], role["metadata"]["name"], role["metadata"]["namespace"]) == (
         "Role", "etcd", "openshift-etcd-operator")
     assert role["apiVersion"] == "rbac.authorization.k8s.io/v1"
     assert role["rules"] == [{"verbs": ["get", "update", "patch"], "apiGroups": [OC_GROUP],
                               "resources": ["operatorconditions"], "resourceNames": ["etcd"]}]
-
     assert (binding["kind"], binding["metadata"]["name"], binding["metadata"]["namespace"]) == (
         "RoleBinding", "etcd", "openshift-etcd-operator")
     assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "etcd"}
-    assert len(binding["subjects"]) == 1
-    subject = binding["subjects"][0]
-    assert (subject["kind"], subject["name"]) == ("ServiceAccount", "etcd-operator")
-    assert subject.get("namespace", "openshift-etcd-operator") == "openshift-etcd-operator"
+    assert [(s["kind"], s["name"]) for s in binding["subjects"]] == [("ServiceAccount", "etcd-operator")]
 
 
 def test_role_grants_no_status_list_watch_create_or_delete() -> None:
-    _, role, _ = operator_condition_objects("etcd", deployment())
+    """v2 is the only channel: OLM's Role lost ``operatorconditions/status`` in commit 86eda229a
+    (pkg/controller/operators/operatorcondition_controller.go, "Operator can create/update/patch
+    OperatorCondition but not its status"), so an operator cannot write ``status.conditions``."""
+    role, _ = rbac_objects(live(operator_condition("etcd", "openshift-etcd-operator", [deployment()])))
     (rule,) = role["rules"]
     assert sorted(rule["verbs"]) == ["get", "patch", "update"]
     assert rule["resources"] == ["operatorconditions"]  # not operatorconditions/status
 
 
 def test_default_service_account() -> None:
-    oc_obj, _, binding = operator_condition_objects("dns", deployment("dns-operator", "openshift-dns-operator",
-                                                                      account=None))
+    oc_obj = operator_condition("dns", "openshift-dns-operator",
+                                [deployment("dns-operator", "openshift-dns-operator", account=None)])
     assert oc_obj["spec"]["serviceAccounts"] == ["default"]
-    assert binding["subjects"][0]["name"] == "default"
+    assert rbac_objects(live(oc_obj))[1]["subjects"][0]["name"] == "default"
     assert service_account(deployment(account=None)) == "default"
     legacy = deployment(account=None)
     legacy["spec"]["template"]["spec"]["serviceAccount"] = "legacy-sa"

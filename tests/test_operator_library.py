@@ -26,7 +26,13 @@ from cvo.cluster.api import CLUSTER_OPERATOR, OPERATOR_CONDITION, ApiError, ApiE
 from cvo.log import configure
 from cvo.olm import ENV_NAME, OC_GROUP, OC_KIND, upgradeable_verdict
 from cvo.operator.clusteroperator import Condition, report_status
-from cvo.operator.conditions import ConditionNameMissing, ConditionValue, OperatorConditions
+from cvo.operator.conditions import (
+    ConditionNameMissing,
+    ConditionNotFound,
+    ConditionValue,
+    NamespaceMissing,
+    OperatorConditions,
+)
 from cvo.payload.loader import Release, load_release
 from cvo.payload.manifest import Manifest
 from cvo.runner.operator_conditions import OperatorConditionManager
@@ -76,6 +82,7 @@ async def settle() -> None:
 def operator_env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(ENV_NAME, "etcd")
     monkeypatch.setenv("POD_NAMESPACE", NS)
+    monkeypatch.delenv("OPERATOR_NAMESPACE", raising=False)
 
 
 @pytest.fixture
@@ -118,21 +125,34 @@ def test_name_from_env_and_namespace(operator_env: None) -> None:
 
 
 def test_missing_namespace_is_operator_libs_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """A5: without the service account's namespace file, operator-lib fails with ErrNoNamespace
-    ("namespace not found for current environment") instead of looking in no namespace."""
+    """Without a namespace, operator-lib's ``InClusterFactory.NewCondition`` (operator-lib:
+    conditions/factory.go) fails with ``get operator condition namespace: `` and ErrNoNamespace
+    ("namespace not found for current environment", internal/utils/utils.go) instead of looking
+    in no namespace."""
     monkeypatch.setenv(ENV_NAME, "etcd")
-    monkeypatch.delenv("POD_NAMESPACE", raising=False)
+    for variable in ("OPERATOR_NAMESPACE", "POD_NAMESPACE"):
+        monkeypatch.delenv(variable, raising=False)
     monkeypatch.setattr("cvo.operator.conditions.NAMESPACE_FILE", str(tmp_path / "no-such-file"))
-    with pytest.raises(Exception, match="namespace not found for current environment"):
+    with pytest.raises(NamespaceMissing) as err:
         OperatorConditions(SimCluster())
+    assert str(err.value).startswith("get operator condition namespace: namespace not found for current environment")
+    assert isinstance(err.value, ConditionNameMissing)  # what callers caught before
 
 
-def test_namespace_from_the_service_account_file(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_namespace_from_the_environment_or_the_service_account_file(monkeypatch: pytest.MonkeyPatch,
+                                                                      tmp_path: Path) -> None:
+    """operator-lib's ``GetOperatorNamespace`` (internal/utils/utils.go): ``OPERATOR_NAMESPACE``
+    first, then the service account's namespace file; cvo also reads ``POD_NAMESPACE`` between them."""
     monkeypatch.setenv(ENV_NAME, "etcd")
     monkeypatch.delenv("POD_NAMESPACE", raising=False)
+    monkeypatch.delenv("OPERATOR_NAMESPACE", raising=False)
     (tmp_path / "namespace").write_text(NS + "\n")
     monkeypatch.setattr("cvo.operator.conditions.NAMESPACE_FILE", str(tmp_path / "namespace"))
     assert OperatorConditions(SimCluster()).ref == OC_REF
+    monkeypatch.setenv("POD_NAMESPACE", "from-pod-namespace")
+    assert OperatorConditions(SimCluster()).namespace == "from-pod-namespace"
+    monkeypatch.setenv("OPERATOR_NAMESPACE", " from-operator-namespace ")
+    assert OperatorConditions(SimCluster()).namespace == "from-operator-namespace"
 
 
 def test_constructing_makes_no_api_call(operator_env: None) -> None:
@@ -148,7 +168,6 @@ def test_get_set_round_trip(operator_env: None) -> None:
     async def test(cluster: SimCluster, clock: Clock) -> None:
         await create_oc(cluster)
         conditions = OperatorConditions(cluster, clock=clock)
-        assert await conditions.get("Upgradeable") is None
         assert await conditions.set("Upgradeable", "False", reason="migration",
                                     message="The operator is performing a migration.")
         got = await conditions.get("Upgradeable")
@@ -169,6 +188,25 @@ def test_get_set_round_trip(operator_env: None) -> None:
     run(test)
 
 
+def test_get_of_a_condition_never_set_is_operator_libs_error(operator_env: None) -> None:
+    """operator-lib's ``condition.Get`` (operator-lib: conditions/conditions.go) returns
+    ``fmt.Errorf("conditionType %v not found", c.condType)`` when ``spec.conditions`` has no such
+    type, rather than a nil condition a caller could mistake for "not blocking"."""
+
+    async def test(cluster: SimCluster, clock: Clock) -> None:
+        await create_oc(cluster)
+        conditions = OperatorConditions(cluster, clock=clock)
+        with pytest.raises(ConditionNotFound) as err:
+            await conditions.get("Upgradeable")
+        assert str(err.value) == "conditionType Upgradeable not found"
+        await conditions.set("Foo", "True", reason="Fine")
+        with pytest.raises(ConditionNotFound):  # another type set does not count
+            await conditions.get("Upgradeable")
+        assert (await conditions.get("Foo")).status == "True"
+
+    run(test)
+
+
 def test_last_transition_time_moves_only_on_a_status_change(operator_env: None) -> None:
     async def test(cluster: SimCluster, clock: Clock) -> None:
         await create_oc(cluster)
@@ -177,12 +215,11 @@ def test_last_transition_time_moves_only_on_a_status_change(operator_env: None) 
         await asyncio.sleep(60)
         await conditions.set("Upgradeable", "False", reason="migration", message="migrating")
         got = await conditions.get("Upgradeable")
-        assert got is not None
         assert (got.reason, got.message, got.last_transition_time) == ("migration", "migrating", at(0))
         await asyncio.sleep(60)
         await conditions.set("Upgradeable", "True", reason="AsExpected")
         got = await conditions.get("Upgradeable")
-        assert got is not None and (got.status, got.last_transition_time) == ("True", at(120))
+        assert (got.status, got.last_transition_time) == ("True", at(120))
 
     run(test)
 
@@ -208,7 +245,7 @@ def test_set_retries_conflicts(operator_env: None) -> None:
         cluster.inject_failure(OC_REF, ApiErrorKind.CONFLICT, count=2, verbs=["update"])
         assert await conditions.set("Upgradeable", "False", reason="migration", message="m")
         assert cluster.stats.verbs["update"] == 3
-        assert (await conditions.get("Upgradeable")).status == "False"  # type: ignore[union-attr]
+        assert (await conditions.get("Upgradeable")).status == "False"
 
     run(test)
 
@@ -288,7 +325,8 @@ def test_api_not_served_is_a_no_op_with_one_log_line(operator_env: None, oc_api_
         assert not await cluster.serves("operators.coreos.com/v2", "OperatorCondition")
         conditions = OperatorConditions(cluster, clock=clock)
         assert await conditions.set("Upgradeable", "False", reason="migration") is False
-        assert await conditions.get("Upgradeable") is None
+        with pytest.raises(ConditionNotFound, match="conditionType Upgradeable not found"):
+            await conditions.get("Upgradeable")
         assert await conditions.set("Upgradeable", "True") is False
         assert cluster.stats.writes == 0
         assert cluster.stats.reads == 0
@@ -412,6 +450,12 @@ ROLE_REF = Ref("rbac.authorization.k8s.io", "Role", NS, "etcd")
 BINDING_REF = Ref("rbac.authorization.k8s.io", "RoleBinding", NS, "etcd")
 
 
+def owner_of(oc: dict[str, Any]) -> list[dict[str, Any]]:
+    """The ownerReferences OLM gives the Role and RoleBinding: ``ownerutil.AddOwner(obj, oc, false, true)``."""
+    return [{"apiVersion": "operators.coreos.com/v2", "kind": "OperatorCondition", "name": oc["metadata"]["name"],
+             "uid": oc["metadata"]["uid"], "controller": True, "blockOwnerDeletion": False}]
+
+
 def test_prepare_creates_the_operator_condition_role_and_binding_once(make_release: ReleaseFactory) -> None:
     release = etcd_release(make_release)
     deployment = manifest(release, "Deployment", "etcd-operator")
@@ -433,6 +477,7 @@ def test_prepare_creates_the_operator_condition_role_and_binding_once(make_relea
         assert binding is not None
         assert [s["name"] for s in binding["subjects"]] == ["etcd-operator"]
         assert binding["roleRef"]["name"] == "etcd"
+        assert role["metadata"]["ownerReferences"] == binding["metadata"]["ownerReferences"] == owner_of(oc)
         # The mutator injects OPERATOR_CONDITION_NAME into the Deployment about to be applied.
         injected = mutate(deployment.copy_obj())
         env = injected["spec"]["template"]["spec"]["containers"][0]["env"]
@@ -441,6 +486,113 @@ def test_prepare_creates_the_operator_condition_role_and_binding_once(make_relea
         writes = cluster.stats.writes
         assert await manager.prepare(deployment) is not None
         assert cluster.stats.writes == writes
+
+    run(test)
+
+
+def two_deployments_release(make_release: ReleaseFactory, version: str = "4.16.0") -> Release:
+    """A ClusterOperator whose component runs two operator Deployments, each with its own service account."""
+
+    def deployment(name: str, account: str) -> dict[str, Any]:
+        pod = {"serviceAccountName": account, "containers": [
+            {"name": "operator", "image": f"quay.io/{name}", "env": [{"name": "RELEASE_VERSION", "value": version}]}]}
+        return obj("Deployment", name, NS, api="apps/v1", spec={"template": {"spec": pod}})
+
+    files = {
+        "0000_20_etcd-operator_00_namespace.yaml": obj("Namespace", NS),
+        "0000_20_etcd-operator_04_deployment.yaml": deployment("etcd-operator", "etcd-operator"),
+        "0000_20_etcd-operator_05_deployment.yaml": deployment("etcd-backup-operator", "etcd-backup"),
+        "0000_20_etcd-operator_06_clusteroperator.yaml": cluster_operator("etcd", version),
+    }
+    return load_release(make_release(files, version=version, name=f"two-{version}"))
+
+
+def test_two_operator_deployments_share_one_operator_condition_written_once(make_release: ReleaseFactory) -> None:
+    """OLM's generator (operator-lifecycle-manager: pkg/controller/operators/operatorconditiongenerator_controller.go,
+    ``getDeploymentNames``/``getServiceAccountNames`` and ``ensureOperatorCondition``) lists every
+    deployment and service account of the operator in its one OperatorCondition, and writes it only
+    when they drift.  Built per Deployment, the second Deployment replaced the first one's lists
+    (whose service account then lost its RoleBinding) and every apply bumped the generation, which
+    makes the operator's last report "outdated" and blocks upgrades until the status copy catches up."""
+    release = two_deployments_release(make_release)
+    deployments = [manifest(release, "Deployment", n) for n in ("etcd-operator", "etcd-backup-operator")]
+
+    async def test(cluster: SimCluster, clock: Clock) -> None:
+        manager = OperatorConditionManager(cluster, release.manifests)
+        assert [manager.operator_for(d) for d in deployments] == ["etcd", "etcd"]
+        events: list[str] = []
+
+        async def follow() -> None:
+            async for event in cluster.watch(OC_GROUP, OC_KIND):
+                events.append(event.type)
+
+        follower = asyncio.create_task(follow())
+        await settle()
+        for _ in range(2):  # two sweeps, or a task retried: each Deployment is applied again
+            for d in deployments:
+                mutate = await manager.prepare(d)
+                assert mutate is not None
+                env = mutate(d.copy_obj())["spec"]["template"]["spec"]["containers"][0]["env"]
+                assert {"name": ENV_NAME, "value": "etcd"} in env
+        oc = await cluster.get(OC_REF)
+        assert oc["spec"] == {"deployments": ["etcd-operator", "etcd-backup-operator"],
+                              "serviceAccounts": ["etcd-operator", "etcd-backup"]}
+        assert oc["metadata"]["generation"] == 1
+        binding = await cluster.get(BINDING_REF)
+        assert [(s["name"], s["namespace"]) for s in binding["subjects"]] == [
+            ("etcd-operator", NS), ("etcd-backup", NS)]
+        await settle()
+        follower.cancel()
+        assert events == ["ADDED"]  # written once: no update, no second generation
+
+    run(test)
+
+
+def test_deleting_the_operator_condition_garbage_collects_its_role_and_binding(make_release: ReleaseFactory) -> None:
+    """The Role and RoleBinding are owned by the OperatorCondition (OLM: operatorcondition_controller.go,
+    ``ownerutil.AddOwner(role, operatorCondition, false, true)``), so the garbage collector deletes
+    them with it; the embedded cluster does what the collector does, at once.  The next sweep
+    creates all three again, the RBAC owned by the new object."""
+    release = etcd_release(make_release)
+    deployment = manifest(release, "Deployment", "etcd-operator")
+
+    async def test(cluster: SimCluster, clock: Clock) -> None:
+        manager = OperatorConditionManager(cluster, release.manifests)
+        await manager.prepare(deployment)
+        first = await cluster.get(OC_REF)
+        assert await cluster.delete(OC_REF)
+        assert await cluster.get(ROLE_REF) is None and await cluster.get(BINDING_REF) is None
+        await manager.prepare(deployment)
+        second = await cluster.get(OC_REF)
+        assert second["metadata"]["uid"] != first["metadata"]["uid"]
+        for ref in (ROLE_REF, BINDING_REF):
+            assert (await cluster.get(ref))["metadata"]["ownerReferences"] == owner_of(second)
+
+    run(test)
+
+
+def test_prepare_takes_over_rbac_it_does_not_own(make_release: ReleaseFactory) -> None:
+    """A Role without an owner (made by an older cvo, or by hand) or owned by an OperatorCondition
+    that is gone (a server without a garbage collector) gets the live one as its only owner, as OLM's
+    ``ensureOperatorConditionRole`` replaces ``OwnerReferences`` when ``IsOwnedBy`` is false."""
+    release = etcd_release(make_release)
+    deployment = manifest(release, "Deployment", "etcd-operator")
+
+    async def test(cluster: SimCluster, clock: Clock) -> None:
+        manager = OperatorConditionManager(cluster, release.manifests)
+        await manager.prepare(deployment)
+        oc = await cluster.get(OC_REF)
+        role = await cluster.get(ROLE_REF)
+        role["metadata"]["ownerReferences"] = []
+        await cluster.update(role)
+        binding = await cluster.get(BINDING_REF)
+        binding["metadata"]["ownerReferences"][0]["uid"] = "an-operatorcondition-that-is-gone"
+        await cluster.update(binding)
+        writes = cluster.stats.writes
+        await manager.prepare(deployment)
+        assert cluster.stats.writes == writes + 2
+        for ref in (ROLE_REF, BINDING_REF):
+            assert (await cluster.get(ref))["metadata"]["ownerReferences"] == owner_of(oc)
 
     run(test)
 
@@ -498,27 +650,31 @@ def test_prepare_keeps_conditions_and_overrides_and_repairs_drift(make_release: 
     run(test)
 
 
-def test_prepare_recreates_a_deleted_operator_condition(make_release: ReleaseFactory) -> None:
-    release = etcd_release(make_release)
-    deployment = manifest(release, "Deployment", "etcd-operator")
-
-    async def test(cluster: SimCluster, clock: Clock) -> None:
-        manager = OperatorConditionManager(cluster, release.manifests)
-        await manager.prepare(deployment)
-        await cluster.delete(OC_REF)
-        await manager.prepare(deployment)
-        assert await cluster.get(OC_REF) is not None
-
-    run(test)
-
-
 def test_prepare_tolerates_a_concurrent_create(make_release: ReleaseFactory) -> None:
     release = etcd_release(make_release)
     deployment = manifest(release, "Deployment", "etcd-operator")
 
     async def test(cluster: SimCluster, clock: Clock) -> None:
-        cluster.inject_failure(OC_REF, ApiErrorKind.ALREADY_EXISTS, count=1, verbs=["create"])
+        """Another writer creates the OperatorCondition between cvo's read and its create: cvo's
+        create gets AlreadyExists, and cvo takes the object that is there (its RBAC is owned by it)."""
+        real_get = cluster.get
+        reads = 0
+
+        async def get_before_the_other_create(ref: Ref) -> dict[str, Any] | None:
+            nonlocal reads
+            if ref == OC_REF:
+                reads += 1
+                if reads == 1:
+                    return None  # cvo's first read: not there yet
+            return await real_get(ref)
+
+        theirs = await create_oc(cluster, overrides=[{"type": "Upgradeable", "status": "True", "reason": "R",
+                                                      "message": "M", "lastTransitionTime": at(0)}])
+        cluster.get = get_before_the_other_create  # type: ignore[method-assign]
         assert await OperatorConditionManager(cluster, release.manifests).prepare(deployment) is not None
+        assert reads == 2
+        assert (await cluster.get(OC_REF))["spec"]["overrides"] == theirs["spec"]["overrides"]
+        assert (await cluster.get(ROLE_REF))["metadata"]["ownerReferences"] == owner_of(theirs)
 
     run(test)
 
@@ -651,3 +807,22 @@ def test_status_sync_outlives_an_api_error_and_syncs_again() -> None:
         await manager.stop_sync()
 
     run(test)
+
+
+def test_install_then_upgrade_keep_one_generation_of_a_shared_operator_condition(
+        make_release: ReleaseFactory, tmp_path: Path) -> None:
+    """The same through whole sweeps (an install, a patch upgrade): each sweep applies both
+    Deployments, and the OperatorCondition stays at generation 1 (OLM's ``ensureOperatorCondition``
+    writes only what drifted, operatorconditiongenerator_controller.go)."""
+    from conftest import state_kind
+
+    from cvo.cli.main import main
+
+    old, new = two_deployments_release(make_release), two_deployments_release(make_release, "4.16.1")
+    path = tmp_path / "state.db"
+    assert main(["install", str(old.directory), "--state", str(path)]) == 0
+    assert main(["upgrade", "--to", str(new.directory), "--state", str(path)]) == 0
+    (oc,) = state_kind(path, OC_KIND)
+    assert oc["spec"] == {"deployments": ["etcd-operator", "etcd-backup-operator"],
+                          "serviceAccounts": ["etcd-operator", "etcd-backup"]}
+    assert oc["metadata"]["generation"] == 1

@@ -1,11 +1,16 @@
 """An operator's own OperatorCondition, as operator-lib's ``conditions`` package gives Go operators.
 
 The OperatorCondition is found through ``OPERATOR_CONDITION_NAME`` (cvo injects it into the
-operator's Deployment, as OLM does) and the operator's namespace.  ``set`` writes
-``spec.conditions`` (the v2 API: the operator owns spec, cvo copies it into status with the
-generation it saw); ``lastTransitionTime`` changes only when the status changes.  When the cluster
-does not serve the OperatorCondition API, every call is a no-op and says so in one log line, so an
-operator runs unchanged where there is no OLM or cvo.
+operator's Deployment, as OLM does) and the operator's namespace (``OPERATOR_NAMESPACE``, as
+operator-lib reads it, ``POD_NAMESPACE``, or the service account's namespace file); either missing
+is operator-lib's error, with its ``get operator condition name: ``/``get operator condition
+namespace: `` prefix (operator-lib: conditions/factory.go).  ``set`` writes ``spec.conditions`` (the
+v2 API, the only channel: the operator owns spec, cvo copies it into status with the generation it
+saw); ``lastTransitionTime`` changes only when the status changes.  ``get`` of a condition that was
+never set raises :class:`ConditionNotFound` ("conditionType Upgradeable not found", operator-lib:
+conditions/conditions.go).  When the cluster does not serve the OperatorCondition API, ``set`` is a
+no-op that returns ``False``, ``get`` finds nothing (:class:`ConditionNotFound`), and one log line
+says so, so an operator runs unchanged where there is no OLM or cvo.
 
 Set your defaults before you report ready (seed 001): an operator that opts in should write
 ``Upgradeable`` once at start-up, before its readiness probe passes::
@@ -32,10 +37,21 @@ from cvo.olm import ENV_NAME, OC_API_VERSION, OC_GROUP, OC_KIND
 log = get_logger("cvo.operator")
 
 NAMESPACE_FILE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+NAMESPACE_ENV = ("OPERATOR_NAMESPACE", "POD_NAMESPACE")  # operator-lib's variable, then the usual downward API one
+MISSING_NAMESPACE = ("get operator condition namespace: namespace not found for current environment "
+                     "(set OPERATOR_NAMESPACE or POD_NAMESPACE, or pass namespace=)")
 
 
 class ConditionNameMissing(RuntimeError):
-    pass
+    """The OperatorCondition cannot be named: no ``OPERATOR_CONDITION_NAME``, or no namespace."""
+
+
+class NamespaceMissing(ConditionNameMissing):
+    """No namespace to look in: operator-lib's ``ErrNoNamespace``, with the factory's prefix."""
+
+
+class ConditionNotFound(LookupError):
+    """``get`` of a condition type the operator never set (operator-lib: ``conditionType %v not found``)."""
 
 
 @dataclass
@@ -48,8 +64,9 @@ class ConditionValue:
 
 
 def _namespace() -> str | None:
-    if env := os.environ.get("POD_NAMESPACE"):
-        return env
+    for variable in NAMESPACE_ENV:
+        if env := os.environ.get(variable, "").strip():
+            return env
     try:
         with open(NAMESPACE_FILE) as f:
             return f.read().strip() or None
@@ -70,8 +87,7 @@ class OperatorConditions:
                 f"get operator condition name: could not determine operator condition name: environment variable "
                 f"{ENV_NAME} not set")
         if not self.namespace:
-            raise ConditionNameMissing("namespace not found for current environment (set POD_NAMESPACE or pass "
-                                       "namespace=)")
+            raise NamespaceMissing(MISSING_NAMESPACE)
 
     @property
     def ref(self) -> Ref:
@@ -87,10 +103,14 @@ class OperatorConditions:
     def _now(self) -> datetime:
         return self.clock.now() if self.clock is not None else datetime.now(UTC)
 
-    async def get(self, type_: str) -> ConditionValue | None:
-        """The condition as the operator last set it (``spec.conditions``), or ``None``."""
+    async def get(self, type_: str) -> ConditionValue:
+        """The condition as the operator last set it (``spec.conditions``).
+
+        :class:`ConditionNotFound` when it was never set (or the API is not served), ``ApiError``
+        ``NOT_FOUND`` when the OperatorCondition itself does not exist.
+        """
         if not await self.available():
-            return None
+            raise ConditionNotFound(f"conditionType {type_} not found (the cluster does not serve OperatorConditions)")
         oc = await self.cluster.get(self.ref)
         if oc is None:
             raise ApiError(ApiErrorKind.NOT_FOUND, f'operatorconditions.{OC_GROUP} "{self.name}" not found', self.ref)
@@ -98,7 +118,7 @@ class OperatorConditions:
             if cond.get("type") == type_:
                 return ConditionValue(type_, string(cond.get("status")), string(cond.get("reason")),
                                       string(cond.get("message")), string(cond.get("lastTransitionTime")))
-        return None
+        raise ConditionNotFound(f"conditionType {type_} not found")
 
     async def set(self, type_: str, status: str, reason: str = "", message: str = "") -> bool:
         """Set a condition in ``spec.conditions``; ``False`` when the API is not there (a no-op)."""

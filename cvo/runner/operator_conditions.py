@@ -1,10 +1,15 @@
 """cvo doing OLM's part for the operators it deploys (reference olm-and-peers.md A2, A4).
 
-* Before an operator Deployment is applied: its OperatorCondition (named after the
-  ClusterOperator, in the Deployment's namespace), a Role that allows only get/update/patch of that
-  object, a RoleBinding to the Deployment's service account, and ``OPERATOR_CONDITION_NAME`` in the
-  Deployment.  An existing OperatorCondition keeps ``spec.conditions`` and ``spec.overrides``;
-  only ``spec.deployments`` and ``spec.serviceAccounts`` are put back when they drift.
+* Before an operator Deployment is applied: the OperatorCondition of its ClusterOperator in the
+  Deployment's namespace, listing *every* operator Deployment of that ClusterOperator there and
+  their service accounts (OLM's generator lists every deployment of the CSV), so that the first
+  Deployment applied writes it and the others find it as they want it: one write, one generation,
+  per sweep; a Role that allows only get/update/patch of that object and a RoleBinding to those
+  service accounts, both owned by the OperatorCondition (OLM's ``ensureOperatorConditionRole`` and
+  ``ensureOperatorConditionRoleBinding``: put back when their rules, subjects or owner drift); and
+  ``OPERATOR_CONDITION_NAME`` in the Deployment.  An existing OperatorCondition keeps
+  ``spec.conditions`` and ``spec.overrides``; only ``spec.deployments`` and
+  ``spec.serviceAccounts`` are put back when they drift.
 * While cvo runs: ``spec.conditions`` (what a v2 operator writes) are copied into
   ``status.conditions`` with ``observedGeneration``, as OLM's operatorcondition controller does.
 """
@@ -24,7 +29,9 @@ from cvo.olm import (
     OC_GROUP,
     OC_KIND,
     inject_env,
-    operator_condition_objects,
+    is_owned_by,
+    operator_condition,
+    rbac_objects,
     synced_status,
     upgradeable_verdict,
 )
@@ -44,9 +51,14 @@ class OperatorConditionManager:
     def __init__(self, cluster: Cluster, manifests: Sequence[Manifest]) -> None:
         self.cluster = cluster
         self.owner: dict[tuple[str, str], str] = {}  # (namespace, deployment) -> ClusterOperator name
+        # (namespace, ClusterOperator) -> its operator Deployments there, in payload order
+        self.deployments: dict[tuple[str, str], list[dict[str, Any]]] = {}
         for co, deployments in operator_deployments(manifests).items():
             for d in deployments:
-                self.owner.setdefault((d.namespace, d.name), co)
+                if (d.namespace, d.name) not in self.owner:  # a Deployment reports for one ClusterOperator
+                    self.owner[(d.namespace, d.name)] = co
+                    self.deployments.setdefault((d.namespace, co), []).append(d.obj)
+        self._locks: dict[tuple[str, str], asyncio.Lock] = {}  # one ensure at a time per OperatorCondition
         self._served: bool | None = None
         self._task: asyncio.Task[None] | None = None
         self._blocking: dict[tuple[str, str], dict[str, Any]] = {}  # (namespace, name) -> a blocking OC
@@ -69,30 +81,55 @@ class OperatorConditionManager:
         name = self.operator_for(m)
         if name is None or not await self.served():
             return None
-        for obj in operator_condition_objects(name, m.obj):
-            await self._ensure(obj)
+        key = (m.namespace, name)
+        async with self._locks.setdefault(key, asyncio.Lock()):
+            oc = await self._ensure_condition(operator_condition(name, m.namespace, self.deployments[key]))
+            for obj in rbac_objects(oc):
+                await self._ensure_owned(obj, oc)
         return lambda deployment: inject_env(deployment, name)
 
-    async def _ensure(self, obj: dict[str, Any]) -> None:
+    async def _ensure_condition(self, wanted: dict[str, Any]) -> dict[str, Any]:
+        """The live OperatorCondition, created or with the generator's fields put back (OLM's
+        ``ensureOperatorCondition``: ``spec.conditions`` and ``spec.overrides`` are never touched)."""
+        ref = Ref.of(wanted)
+        live = await self.cluster.get(ref)
+        if live is None:
+            try:
+                return await self.cluster.create(wanted)
+            except ApiError as err:
+                if err.kind is not ApiErrorKind.ALREADY_EXISTS:
+                    raise
+                live = await self.cluster.get(ref)  # created concurrently: take it as it is
+                if live is None:
+                    raise
+        spec = dict(mapping(live.get("spec")))
+        fields = {k: wanted["spec"][k] for k in ("deployments", "serviceAccounts")}
+        if all(spec.get(k) == v for k, v in fields.items()):
+            return live
+        return await self.cluster.update({**live, "spec": {**spec, **fields}})
+
+    async def _ensure_owned(self, obj: dict[str, Any], oc: dict[str, Any]) -> None:
+        """Create the Role or RoleBinding, or put back its rules, subjects, roleRef and owner."""
         ref = Ref.of(obj)
         live = await self.cluster.get(ref)
         if live is None:
             try:
                 await self.cluster.create(obj)
-            except ApiError as err:
-                if err.kind is not ApiErrorKind.ALREADY_EXISTS:  # a concurrent create is fine
-                    raise
-            return
-        if obj["kind"] == OC_KIND:
-            spec = dict(mapping(live.get("spec")))
-            wanted = {k: obj["spec"][k] for k in ("deployments", "serviceAccounts")}
-            if all(spec.get(k) == v for k, v in wanted.items()):
                 return
-            await self.cluster.update({**live, "spec": {**spec, **wanted}})
-            return
+            except ApiError as err:
+                if err.kind is not ApiErrorKind.ALREADY_EXISTS:
+                    raise
+                live = await self.cluster.get(ref)
+                if live is None:
+                    raise
         body = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind", "metadata")}
-        if any(live.get(k) != v for k, v in body.items()):
-            await self.cluster.update({**live, **body})
+        owned = is_owned_by(live, oc)
+        if owned and all(live.get(k) == v for k, v in body.items()):
+            return
+        meta = dict(mapping(live.get("metadata")))
+        if not owned:  # as OLM: the owner references are replaced, not merged
+            meta["ownerReferences"] = obj["metadata"]["ownerReferences"]
+        await self.cluster.update({**live, **body, "metadata": meta})
 
     # --- OLM's status copy -------------------------------------------------------------------------
 

@@ -9,7 +9,9 @@ rules the CVO depends on:
 * kinds with a status subresource drop ``status`` on create and keep the stored one on update;
   ``update_status`` changes only ``status``; a stale ``resourceVersion`` is a CONFLICT;
 * a namespaced object needs its Namespace; deleting a Namespace deletes its contents, deleting a
-  CRD stops serving its kind and deletes its instances;
+  CRD stops serving its kind and deletes its instances, deleting an object deletes the objects it
+  owns (``metadata.ownerReferences``) once none of their owners is left, as the garbage collector
+  does, at once;
 * only served kinds can be written (:mod:`cvo.sim.kinds`); a CRD's kind is served once the CRD is
   Established (at once, or after ``crd_establish_delay`` seconds of loop time);
 * watches, read hooks, injected failures and call statistics for the simulation and scenarios;

@@ -234,7 +234,9 @@ class SimCluster:
         self.stats.verbs["delete"] += 1
         self._check_injection("delete", ref)
         with self._writing(group=True):
-            result = self._delete(ref)
+            gone: list[str] = []
+            result = self._delete(ref, gone)
+            self._collect_garbage(gone)
         await self._committed()
         return result
 
@@ -609,12 +611,15 @@ class SimCluster:
         new = _compose(old, dict(old["metadata"]), obj.get("status"))
         return self._commit(ref, new, EventType.MODIFIED, old)
 
-    def _delete(self, ref: Ref) -> bool:
+    def _delete(self, ref: Ref, gone: list[str] | None = None) -> bool:
+        """Delete one object (a Namespace with its contents); its uid, and theirs, go to ``gone``."""
         entry = self._objects.get((ref.group, ref.kind), {}).pop(ref, None)
         if entry is None:
             return False
+        if gone is not None and isinstance(uid := entry.obj["metadata"].get("uid"), str):
+            gone.append(uid)
         if (ref.group, ref.kind) == NAMESPACE:
-            self._delete_all(lambda r: r.namespace == ref.name)
+            self._delete_all(lambda r: r.namespace == ref.name, gone)
         elif (ref.group, ref.kind) == CRD:
             self._stop_serving(ref.name)
         obj = entry.obj
@@ -625,9 +630,35 @@ class SimCluster:
         self._notify(ref, EventType.DELETED, orjson.dumps(obj))
         return True
 
-    def _delete_all(self, matches: Callable[[Ref], bool]) -> None:
+    def _delete_all(self, matches: Callable[[Ref], bool], gone: list[str] | None = None) -> None:
         for ref in [r for entries in self._objects.values() for r in entries if matches(r)]:
-            self._delete(ref)
+            self._delete(ref, gone)
+
+    def _collect_garbage(self, gone: list[str]) -> None:
+        """The garbage collector's background propagation, done at once: an object with an owner among
+        the deleted ones, and no owner left, is deleted too, and so on down to its own dependents.
+        (Unlike the real collector, an object that keeps another owner keeps the dangling reference.)"""
+        uids = set(gone)
+        while gone:
+            dependents = []
+            for entries in self._objects.values():
+                for ref, entry in entries.items():
+                    if b'"ownerReferences"' not in entry.raw:
+                        continue
+                    owners = [o for o in entry.obj["metadata"].get("ownerReferences") or [] if isinstance(o, dict)]
+                    if any(o.get("uid") in uids for o in owners) and not any(self._owner_exists(ref, o) for o in owners):
+                        dependents.append(ref)
+            gone = []
+            for ref in dependents:
+                self._delete(ref, gone)
+            uids.update(gone)
+
+    def _owner_exists(self, dependent: Ref, owner: Mapping[str, Any]) -> bool:
+        group = str(owner.get("apiVersion", "")).rpartition("/")[0]
+        info = self.kinds.describe(group, str(owner.get("kind", "")))
+        namespace = "" if info.namespaced is False or not dependent.namespace else dependent.namespace
+        entry = self._entry(Ref(group, str(owner.get("kind", "")), namespace, str(owner.get("name", ""))))
+        return entry is not None and entry.obj["metadata"].get("uid") == owner.get("uid")
 
     def _commit(self, ref: Ref, new: Object, event: EventType, old: Object | None = None) -> Object:
         """Store ``new`` (a composition that may share sub-objects with the request) and notify watchers."""
