@@ -44,6 +44,8 @@ OBJECTS = [
     "serviceaccount/cvo-sim-operators",
     "clusterrole.rbac.authorization.k8s.io/cvo-sim-operators",
     "clusterrolebinding.rbac.authorization.k8s.io/cvo-sim-operators",
+    "validatingadmissionpolicy.admissionregistration.k8s.io/operatorcondition-overrides.cvo.openshift.io",
+    "validatingadmissionpolicybinding.admissionregistration.k8s.io/operatorcondition-overrides.cvo.openshift.io",
 ]
 SIM_ROLE = Ref("rbac.authorization.k8s.io", "ClusterRole", "", "cvo-sim-operators")
 
@@ -84,7 +86,7 @@ def test_manifests_are_found_beside_the_package_and_load_as_a_plain_directory() 
     assert find_manifests() == MANIFESTS
     manifests = load_manifests(MANIFESTS)
     assert [f"{m.kind.lower()}/{m.name}" for m in manifests] == [o.replace(".apiextensions.k8s.io", "").replace(
-        ".rbac.authorization.k8s.io", "") for o in OBJECTS]
+        ".rbac.authorization.k8s.io", "").replace(".admissionregistration.k8s.io", "") for o in OBJECTS]
     assert all(m.annotations.get(k) == v for m in manifests for k, v in HA.items())
 
 
@@ -92,7 +94,7 @@ def test_manifests_lint_and_plan_clean(capsys: pytest.CaptureFixture[str]) -> No
     assert main(["lint", str(MANIFESTS), "--version", "1.0.0"]) == 0
     assert "0 errors, 0 warnings" in capsys.readouterr().out
     assert main(["plan", str(MANIFESTS), "--version", "0.0.0"]) == 0
-    assert "9 tasks" in capsys.readouterr().out
+    assert f"{len(OBJECTS)} tasks" in capsys.readouterr().out
 
 
 def test_manifests_directory_from_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -140,6 +142,8 @@ def test_rbac_binds_cvo_to_cluster_admin_and_sim_operators_to_what_they_use() ->
     assert objs[("ServiceAccount", "cluster-version-operator")]["metadata"]["namespace"] == "openshift-cluster-version"
     rules = {(g, r): sorted(rule["verbs"]) for rule in objs[("ClusterRole", "cvo-sim-operators")]["rules"]
              for g in rule["apiGroups"] for r in rule["resources"]}
+    names = {(g, r): rule.get("resourceNames") for rule in objs[("ClusterRole", "cvo-sim-operators")]["rules"]
+             for g in rule["apiGroups"] for r in rule["resources"]}
     assert rules == {
         ("apps", "deployments"): ["get", "list", "watch"],
         ("config.openshift.io", "clusterversions"): ["get", "list", "watch"],
@@ -149,6 +153,38 @@ def test_rbac_binds_cvo_to_cluster_admin_and_sim_operators_to_what_they_use() ->
         ("", "namespaces"): ["create", "get"],
     }
     assert all("*" not in v for verbs in rules.values() for v in verbs)
+    # The singleton ClusterVersion only (read and watched by name); any ClusterOperator, OperatorCondition,
+    # Deployment and Namespace: the payload names them.  What RBAC cannot narrow (spec.overrides of the
+    # OperatorConditions it updates) the admission policy does.
+    assert {k: v for k, v in names.items() if v} == {("config.openshift.io", "clusterversions"): ["version"]}
+
+
+def test_operatorcondition_overrides_policy_and_binding() -> None:
+    """Beyond OLM: its Role (operator-lifecycle-manager: pkg/controller/operators/operatorcondition_controller.go)
+    lets the operator update its whole OperatorCondition, overrides included, since RBAC cannot
+    restrict fields.  cvo ships a ValidatingAdmissionPolicy (CEL, admissionregistration.k8s.io/v1;
+    kubernetes: staging/src/k8s.io/api/admissionregistration/v1/types.go) bound with Deny for every
+    version of operatorconditions cvo serves, on create and update; tests/e2e/test_overrides_admission.py
+    checks what it lets through on a real API server."""
+    objs = {(m.kind, m.name): m.obj for m in load_manifests(MANIFESTS)}
+    name = "operatorcondition-overrides.cvo.openshift.io"
+    policy = objs[("ValidatingAdmissionPolicy", name)]["spec"]
+    oc_crd = crds()["operatorconditions.operators.coreos.com"]["spec"]
+    assert policy["matchConstraints"]["resourceRules"] == [{
+        "apiGroups": [oc_crd["group"]], "apiVersions": [v["name"] for v in oc_crd["versions"] if v["served"]],
+        "operations": ["CREATE", "UPDATE"], "resources": [oc_crd["names"]["plural"]]}]
+    assert policy["failurePolicy"] == "Fail"
+    assert [c["expression"] for c in policy["matchConditions"]] == [
+        "request.userInfo.username.startsWith('system:serviceaccount:')"]
+    cvo_account = objs[("ServiceAccount", "cluster-version-operator")]["metadata"]
+    variables = {v["name"]: v["expression"] for v in policy["variables"]}
+    assert variables["cvo"] == (f"request.userInfo.username == 'system:serviceaccount:{cvo_account['namespace']}:"
+                                f"{cvo_account['name']}'")
+    (validation,) = policy["validations"]
+    assert validation["expression"] == "(variables.cvo && !variables.operator) || variables.before == variables.after"
+    assert validation["reason"] == "Forbidden"
+    binding = objs[("ValidatingAdmissionPolicyBinding", name)]["spec"]
+    assert binding == {"policyName": name, "validationActions": ["Deny"]}
 
 
 # --- cvo bootstrap -----------------------------------------------------------------------------------------

@@ -11,8 +11,10 @@ for the payload's operators, and ``cvo install`` / ``upgrade`` / ``status`` / ``
 foreground, all on the real clock.  Every wait is bounded: subprocesses by their timeouts, polls by
 deadlines.
 
-1. the demo release installed, with the ClusterOperators, OperatorConditions and their RBAC;
-2. a minor upgrade blocked by an operator's ``Upgradeable=False`` and let through by an admin override;
+1. the demo release installed, with the ClusterOperators, OperatorConditions and their RBAC (owned by
+   the OperatorCondition);
+2. a minor upgrade blocked by an operator's ``Upgradeable=False`` and let through by an admin override,
+   with ``cvo sim-operators`` running as its own service account;
 3. the API server killed (``kill -9``) and restarted in the middle of an install;
 4. ``cvo install`` killed (SIGKILL) mid-way and rerun: it resumes the ClusterVersion it wrote;
 5. the 5.0 corpus swept into the server: the kinds only OpenShift's aggregated API servers serve
@@ -44,6 +46,7 @@ from cvo.payload.operators import operator_deployments
 
 from .conftest import run_with
 from .controlplane import ControlPlane
+from .identities import service_account_kubeconfig
 
 T = TypeVar("T")
 
@@ -182,9 +185,9 @@ class E2E:
         self.steps: list[tuple[str, float]] = []  # each cvo command run to completion, with its wall time
         self.runs = 0
 
-    def command(self, *args: str, log_json: bool = False) -> list[str]:
+    def command(self, *args: str, log_json: bool = False, kubeconfig: str | None = None) -> list[str]:
         flags = ["--log-format", "json", "-vv"] if log_json else []  # -vv: task.retry is a debug event
-        return [sys.executable, "-m", "cvo", *flags, *args, "--kubeconfig", self.kubeconfig]
+        return [sys.executable, "-m", "cvo", *flags, *args, "--kubeconfig", kubeconfig or self.kubeconfig]
 
     def cvo(self, *args: str, timeout: float = 120.0, log_json: bool = False) -> subprocess.CompletedProcess[str]:
         """Run ``cvo ARGS --kubeconfig K`` to completion (at most ``timeout`` seconds)."""
@@ -202,17 +205,21 @@ class E2E:
         self.steps.append((f"cvo {label}", time.monotonic() - started))
         return res
 
-    def start(self, name: str, *args: str, log_json: bool = False) -> Proc:
-        proc = Proc(name, self.command(*args, log_json=log_json), self.workdir)
+    def start(self, name: str, *args: str, log_json: bool = False, kubeconfig: str | None = None) -> Proc:
+        proc = Proc(name, self.command(*args, log_json=log_json, kubeconfig=kubeconfig), self.workdir)
         self.procs.append(proc)
         return proc
 
-    def sim_operators(self, behaviours: dict[str, Any], *releases: Path, wait: float = 90.0) -> Proc:
-        """``cvo sim-operators`` in the background, once it simulates the operators of ``releases``."""
+    def sim_operators(self, behaviours: dict[str, Any], *releases: Path, wait: float = 90.0,
+                      own_identity: bool = False) -> Proc:
+        """``cvo sim-operators`` in the background, once it simulates the operators of ``releases``;
+        ``own_identity``: with a token of its service account (docs/kind.md), not the admin's."""
         path = self.workdir / "operators.yaml"
         path.write_text(yaml.safe_dump(behaviours))
         flags = [arg for release in releases for arg in ("--release", str(release))]
-        proc = self.start("sim-operators", "sim-operators", *flags, "--operators", str(path))
+        kubeconfig = str(service_account_kubeconfig(self.cp, "openshift-cluster-version", "cvo-sim-operators",
+                                                    self.workdir / "sim.kubeconfig")) if own_identity else None
+        proc = self.start("sim-operators", "sim-operators", *flags, "--operators", str(path), kubeconfig=kubeconfig)
         wait_until("sim-operators to start simulating", lambda: " operators of " in proc.stderr, wait, alive=proc.popen)
         return proc
 
@@ -319,6 +326,9 @@ def assert_release_installed(env: E2E, release: Release, history_states: list[tu
         assert role is not None and binding is not None, f"Role/RoleBinding {namespace}/{co}"
         assert role["rules"] == [{"verbs": ["get", "update", "patch"], "apiGroups": [OC_GROUP],
                                   "resources": ["operatorconditions"], "resourceNames": [co]}]
+        owner = [{"apiVersion": "operators.coreos.com/v2", "kind": OC_KIND, "name": co, "uid": oc["metadata"]["uid"],
+                  "controller": True, "blockOwnerDeletion": False}]  # as OLM's ownerutil.AddOwner(…, false, true)
+        assert role["metadata"]["ownerReferences"] == binding["metadata"]["ownerReferences"] == owner
         accounts = oc["spec"]["serviceAccounts"]
         assert [(s["kind"], s["name"], s["namespace"]) for s in binding["subjects"]] == [
             ("ServiceAccount", a, namespace) for a in accounts]
@@ -374,9 +384,12 @@ def test_install_demo_release_with_sim_operators(e2e: E2E) -> None:
 
 
 def test_upgradeable_false_blocks_a_minor_upgrade_until_an_admin_override(e2e: E2E) -> None:
+    """The simulated operators run as their own service account (the narrow ClusterRole of
+    manifests/0000_00_cvo_02_rbac.yaml, and the admission policy that keeps spec.overrides for admins):
+    they still report ClusterOperators and etcd's OperatorCondition."""
     behaviours = {"default": {"delay": "1s"},
                   "etcd": {"upgradeable": {"after": "0s"}, "use-operator-condition": True}}
-    e2e.sim_operators(behaviours, *DEMO.values())
+    sim = e2e.sim_operators(behaviours, *DEMO.values(), own_identity=True)
 
     res = e2e.cvo("install", str(DEMO["4.16.0"]), "-o", "json", "--timeout", "2m", timeout=150)
     assert res.returncode == 0, tail(res.stderr)
@@ -430,6 +443,9 @@ def test_upgradeable_false_blocks_a_minor_upgrade_until_an_admin_override(e2e: E
     assert_release_installed(e2e, release, [("4.17.0", "Completed"), ("4.16.3", "Completed"),
                                             ("4.16.0", "Completed")])
     assert conditions(e2e.status()["clusterVersion"])["ReleaseAccepted"]["status"] == "True"
+    output = sim.stdout + sim.stderr  # nothing it reads or writes is refused: no retries after a 403
+    assert "report failed" not in output and "forbidden" not in output.lower(), tail(output)
+    assert "operatorcondition openshift-etcd-operator/etcd: Upgradeable=False" in sim.stdout
 
     # On a quiet cluster no task of the two upgrades needs a second call; in particular cvo's own
     # ClusterVersion status writes (parallel nodes starting their ClusterOperator waits) must not
