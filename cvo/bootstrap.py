@@ -2,7 +2,9 @@
 
 The manifests/ directory of this project holds the CustomResourceDefinitions of ClusterVersion and
 ClusterOperator (OpenShift's own, unchanged) and of OperatorCondition (OLM's v1 and v2), the
-namespace ``openshift-cluster-version`` and the RBAC cvo and its simulated operators run with.
+namespace ``openshift-cluster-version``, the RBAC cvo and its simulated operators run with, and the
+ValidatingAdmissionPolicy (and its binding) that lets no service account but cvo's change an
+OperatorCondition's ``spec.overrides`` (docs/gates.md).
 :func:`bootstrap` applies them through the :class:`~cvo.cluster.api.Cluster` interface, one at a
 time in file order, like ``kubectl apply``: create what is missing, update what differs, leave the
 rest alone, so a second run changes nothing.  Then it waits (with a watch, and a timeout) until

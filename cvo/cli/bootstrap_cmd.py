@@ -13,10 +13,12 @@ from cvo.cluster.api import ApiError
 from cvo.payload.loader import LoadError
 from cvo.sim.behaviour import parse_duration
 
-HELP = "install the ClusterVersion, ClusterOperator and OperatorCondition CRDs and cvo's RBAC (idempotent)"
+HELP = ("install the ClusterVersion, ClusterOperator and OperatorCondition CRDs, cvo's RBAC and its admission "
+        "policy (idempotent)")
 DESCRIPTION = (
     "Apply cvo's own manifests (the namespace openshift-cluster-version, the CustomResourceDefinitions of "
-    "ClusterVersion, ClusterOperator and OperatorCondition, and the RBAC cvo runs with) in file order: create "
+    "ClusterVersion, ClusterOperator and OperatorCondition, the RBAC cvo runs with, and the "
+    "ValidatingAdmissionPolicy that keeps OperatorConditions' spec.overrides for admins) in file order: create "
     "what is missing, update what differs, leave the rest; then wait until every CRD is Established. "
     "Prints one line per object, like kubectl apply. Running it again changes nothing."
 )
