@@ -409,3 +409,15 @@ def test_the_library_reports_a_refused_override_as_forbidden(server: Server, hel
             await cluster.close()
 
     run_real(as_operator)
+
+
+def test_cvo_override_as_another_service_account_is_refused_and_says_why(
+        server: Server, held: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    """``cvo override`` run with the token of a service account that is not cvo's (here one bound to
+    cluster-admin, so RBAC lets it list and update) fails with the policy's message, exit 1."""
+    kubeconfig = service_account_kubeconfig(server.cp, NS, OTHER, server.workdir / "other.kubeconfig")
+    assert main(["override", "etcd", "Upgradeable=True", "--reason", "R", "--message", "M",
+                 "--kubeconfig", str(kubeconfig)]) == 1
+    err = capsys.readouterr().err
+    assert f"{DENIED}: {username(NS, OTHER)} may change spec.conditions" in err, err
+    assert live_oc(server.cp)["spec"]["overrides"] == [HOLD]
