@@ -8,6 +8,7 @@ sub-directories are ignored.  ``manifests/`` is rendered as a Go template first.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -91,6 +92,13 @@ class Release:
     @property
     def semver(self) -> semver.Version:
         return semver.parse(self.version)
+
+    @functools.cached_property
+    def manifest_hash(self) -> str:
+        """The CVO's ``ManifestHash`` (ClusterVersion ``status.versionHash``) over :attr:`manifests`."""
+        from cvo.payload.manifesthash import manifest_hash
+
+        return manifest_hash(m.raw for m in self.manifests)
 
 
 @dataclass
