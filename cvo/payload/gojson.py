@@ -10,37 +10,27 @@
   plain notation from 1e-6 to below 1e21 (``1e20`` is ``100000000000000000000``, ``-0.0`` is ``-0``),
   otherwise with an exponent (``1e+21``, ``1.5e-7``); NaN and infinities are an error.
 
-orjson writes the same text apart from the HTML and line-separator escapes and floats, so the usual
-document is orjson's output with those escapes added; a document with a float, or from a file that may
-hold a YAML NaN or infinity, is written by the exact encoder below.
+orjson writes the same text apart from the HTML and line-separator escapes and floats (orjson writes
+``1e+20``, ``123.0``, and ``null`` for a NaN), so a document without floats is orjson's output with
+those escapes added, and a document with a float (the YAML decoder says which) is written by the exact
+encoder below.
 """
 
 from __future__ import annotations
 
 import math
-import re
 from typing import Any
 
 import orjson
 
-__all__ = ["UnsupportedValue", "go_float", "go_json", "may_hold_non_finite"]
+__all__ = ["UnsupportedValue", "go_float", "go_json"]
 
 _ESCAPES = ((b"<", b"\\u003c"), (b">", b"\\u003e"), (b"&", b"\\u0026"),
             ("\u2028".encode(), b"\\u2028"), ("\u2029".encode(), b"\\u2029"))
-# A number token orjson wrote for a float: digits with a fraction or an exponent, between JSON
-# punctuation.  A match inside a string only sends the document to the exact encoder.
-_FLOAT_TOKEN = re.compile(rb"(?:^|[\[:,])-?[0-9]+(?:\.[0-9]+(?:e[-+]?[0-9]+)?|e[-+]?[0-9]+)(?:[,\]}]|$)")
-# The YAML spellings of NaN and the infinities (go-yaml v2's resolve table), which orjson writes as null.
-_NON_FINITE = re.compile(rb"\.(?:nan|NaN|NAN|inf|Inf|INF)")
 
 
 class UnsupportedValue(ValueError):
     """A value ``json.Marshal`` refuses: its message is Go's (``json: unsupported value: NaN``)."""
-
-
-def may_hold_non_finite(data: bytes) -> bool:
-    """Whether YAML text may decode to a NaN or an infinity (then :func:`go_json` must be exact)."""
-    return _NON_FINITE.search(data) is not None
 
 
 def _shortest(value: float) -> tuple[str, int]:
@@ -116,19 +106,18 @@ def _exact(value: Any, out: list[bytes]) -> None:
         raise TypeError(f"not a decoded YAML value: {type(value).__name__}")
 
 
-def go_json(value: Any, exact: bool = False) -> bytes:
-    """``json.Marshal(value)`` for a decoded YAML value; ``exact`` when it may hold a NaN or an infinity.
+def go_json(value: Any, exact: bool) -> bytes:
+    """``json.Marshal(value)`` for a decoded YAML value; ``exact`` unless it is known to hold no float.
 
-    Raises :class:`UnsupportedValue` for a NaN or an infinity (found only when ``exact``) and
-    ``orjson.JSONEncodeError`` for a string that is not valid Unicode.
+    Raises :class:`UnsupportedValue` for a NaN or an infinity and ``orjson.JSONEncodeError`` for a
+    string that is not valid Unicode.
     """
     if not exact:
         out = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
-        if _FLOAT_TOKEN.search(out) is None:
-            for plain, escaped in _ESCAPES:
-                if plain in out:
-                    out = out.replace(plain, escaped)
-            return out
+        for plain, escaped in _ESCAPES:
+            if plain in out:
+                out = out.replace(plain, escaped)
+        return out
     parts: list[bytes] = []
     _exact(value, parts)
     return b"".join(parts)

@@ -107,8 +107,8 @@ def unmarshal_problem(doc: Any) -> str | None:
     return None
 
 
-def _header(doc: dict[str, Any], raw: bytes | None, exact: bool, path: str, number: int) -> Header:
-    """The header of an accepted document; ``raw`` is a JSON document's own bytes, else the Go JSON is made."""
+def _header(doc: dict[str, Any], raw: bytes | None, floats: bool, path: str, number: int) -> Header:
+    """The header of an accepted document; ``raw`` is a JSON document's own bytes, else Go's JSON is made."""
     metadata = doc["metadata"]
     api_version = doc.get("apiVersion", "")
     if not isinstance(api_version, str):
@@ -126,7 +126,7 @@ def _header(doc: dict[str, Any], raw: bytes | None, exact: bool, path: str, numb
         from cvo.payload.gojson import UnsupportedValue, go_json
 
         try:
-            raw = go_json(doc, exact)
+            raw = go_json(doc, exact=floats)
         except (orjson.JSONEncodeError, UnsupportedValue) as err:  # a string that is not valid Unicode, a NaN
             raise ManifestError(path, f"cannot be converted to JSON: {err}", number) from None
     if len(raw) > MAX_DOCUMENT_BYTES and (size := len(orjson.dumps(doc))) > MAX_DOCUMENT_BYTES:
@@ -144,7 +144,6 @@ def parse_headers(data: bytes, path: str) -> list[Header]:
     with the file, the document number and the problem.
     """
     # only on a cache miss
-    from cvo.payload.gojson import may_hold_non_finite
     from cvo.payload.yamlorjson import DocumentError, LimitExceeded, Rejected, decode
 
     try:
@@ -157,15 +156,14 @@ def parse_headers(data: bytes, path: str) -> list[Header]:
         raise ManifestError(path, f"invalid YAML/JSON{where}: {err}", err.document) from None
     except UnicodeDecodeError as err:
         raise ManifestError(path, f"not UTF-8 text: {err.reason}") from None
-    exact = may_hold_non_finite(data)
     headers: list[Header] = []
     seen: dict[tuple[str, str, str, str], int] = {}
-    for number, (doc, raw) in enumerate(documents, start=1):
+    for number, (doc, raw, floats) in enumerate(documents, start=1):
         if doc is None:
             continue
         if problem := unmarshal_problem(doc):
             raise ManifestError(path, problem, number)
-        header = _header(doc, raw, exact, path, number)
+        header = _header(doc, raw, floats, path, number)
         group = header[1].rpartition("/")[0] if "/" in header[1] else ""
         key = (group, header[2], header[4], header[3])
         if key in seen:

@@ -35,8 +35,8 @@ from cvo.payload.yamlparse import BOM, DocumentError, LimitExceeded, load_yaml_s
 
 __all__ = ["Accept", "Decoded", "Rejected", "decode"]
 
-# (value, the JSON document's own bytes, or None for a YAML document)
-Decoded = tuple[Any, bytes | None]
+# (value, the JSON document's own bytes or None for a YAML document, whether a YAML document holds a float)
+Decoded = tuple[Any, bytes | None, bool]
 # Why a decoded document would fail library-go's Manifest.UnmarshalJSON, or None if it would not.
 Accept = Callable[[Any], str | None]
 
@@ -124,10 +124,12 @@ def _with_final_newline(data: bytes) -> bytes:
     return data if not data or data.endswith(b"\n") else data + b"\n"
 
 
-def _yaml(data: bytes, start: int, documents_before: int) -> list[Any]:
+def _yaml(data: bytes, start: int, documents_before: int) -> list[Decoded]:
     """The YAML documents of ``data[start:]``, errors numbered and placed in the whole stream."""
+    floats: list[bool] = []
     try:
-        return load_yaml_stream(_with_final_newline(data[start:] if start else data))
+        values = load_yaml_stream(_with_final_newline(data[start:] if start else data), floats)
+        return list(zip(values, [None] * len(values), floats, strict=True))
     except DocumentError as err:
         if err.document is not None:
             err.document += documents_before
@@ -165,7 +167,7 @@ def _json_then_yaml(data: bytes, accept: Accept | None) -> list[Decoded]:
     else:
         _check_depth(value, data.count(b"[") + data.count(b"{"), 1)
         if accept is None or accept(value) is None:
-            return [(value, data.strip(_JSON_SPACE.encode()))]
+            return [(value, data.strip(_JSON_SPACE.encode()), False)]
     text = data.decode("utf-8")  # a file that is not UTF-8 is refused as such (docs/loading.md)
     decoder = json.JSONDecoder()
     documents: list[Decoded] = []
@@ -194,7 +196,7 @@ def _json_then_yaml(data: bytes, accept: Accept | None) -> list[Decoded]:
             _check_depth(value, chunk.count("[") + chunk.count("{"), number)
             reason = accept(value) if accept is not None else None
             if reason is None:
-                documents.append((value, chunk.encode()))
+                documents.append((value, chunk.encode(), False))
                 pos = end
                 continue
             problem = Rejected(reason, number, text.count("\n", 0, start) + 1)
@@ -217,19 +219,18 @@ def _yaml_after_json(data: bytes, pos: int, count: int, accept: Accept | None,
         return []
     begin, end, rest = first
     try:
-        values = _yaml(data[:end], begin, count)
+        documents = _yaml(data[:end], begin, count)
     except LimitExceeded:
         raise
     except DocumentError:
         raise problem from None
-    if values and accept is not None and accept(values[0]) is not None:
+    if documents and accept is not None and accept(documents[0][0]) is not None:
         raise problem
-    values += _yaml(data, rest, count + len(values)) if rest < len(data) else []
-    return [(value, None) for value in values]
+    return documents + (_yaml(data, rest, count + len(documents)) if rest < len(data) else [])
 
 
 def decode(data: bytes, accept: Accept | None = None) -> list[Decoded]:
-    """Every document of a YAML or JSON stream, ``None`` for empty and ``null`` ones, with JSON documents' bytes.
+    """Every document of a YAML or JSON stream (``None`` for empty and ``null`` ones), with JSON documents' bytes.
 
     ``accept`` says why a document would fail library-go's ``Manifest.UnmarshalJSON``; such a failure
     counts as a decoding failure for the JSON-or-YAML rule.  Raises :class:`DocumentError` (``Rejected``
@@ -237,7 +238,7 @@ def decode(data: bytes, accept: Accept | None = None) -> list[Decoded]:
     JSON stream that is not UTF-8.
     """
     if data.startswith(BOM):  # not white space to GuessJSONStream: YAML, and go-yaml skips the mark
-        return [(value, None) for value in _yaml(data, len(BOM), 0)]
+        return _yaml(data, len(BOM), 0)
     if looks_like_json(data):
         return _json_then_yaml(data, accept)
-    return [(value, None) for value in _yaml(data, 0, 0)]
+    return _yaml(data, 0, 0)

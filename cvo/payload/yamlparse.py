@@ -232,13 +232,14 @@ def _merge_into(target: dict[str, Any], source: Any) -> None:
 class _Budget:
     """What one file's aliases have used: go-yaml v2 counts per document, the byte budget per file."""
 
-    __slots__ = ("alias_bytes", "aliased", "checked", "decoded", "sizes")
+    __slots__ = ("alias_bytes", "aliased", "checked", "decoded", "floats", "sizes")
 
     def __init__(self) -> None:
         self.alias_bytes = 0
         self.new_document()
 
     def new_document(self) -> None:
+        self.floats = False  # whether the document holds a float (Go writes floats its own way: gojson.py)
         self.decoded = 1  # go-yaml counts the document node too
         self.aliased = 0
         self.checked = 1  # ``decoded`` when the ratio was last checked
@@ -314,10 +315,15 @@ def _build(get_event: Any, first: Any, anchors: dict[str, Any], budget: _Budget)
             style = event.style
             if event.tag is not None:
                 value = event.value if event.tag == "!" else _tagged(event.tag, event.value, not style)
+                if type(value) is float:
+                    budget.floats = True
             elif style is None or style == "":
                 value = resolve_plain(event.value)
-                if type(value) in (int, float) and stack and stack[-1][2] and stack[-1][1] is _NO_KEY:
-                    value = _float_key(event.value) or value  # a float key is written as a float32
+                if type(value) in _NUMBERS:
+                    if stack and stack[-1][2] and stack[-1][1] is _NO_KEY:
+                        value = _float_key(event.value) or value  # a float key is written as a float32
+                    elif type(value) is float:
+                        budget.floats = True
             else:
                 value = event.value
             if value is _MERGE:
@@ -393,11 +399,12 @@ def _build(get_event: Any, first: Any, anchors: dict[str, Any], budget: _Budget)
                         err.line = _line(event)
                         raise
                 else:
-                    try:
-                        key = _key_string(key)
-                    except DocumentError as err:
-                        err.line = _line(event)
-                        raise
+                    if type(key) is not str:
+                        try:
+                            key = _key_string(key)
+                        except DocumentError as err:
+                            err.line = _line(event)
+                            raise
                     frame[0][key] = value  # duplicate keys: the last one wins, as in go-yaml v2
         else:
             frame[0].append(value)
@@ -405,6 +412,7 @@ def _build(get_event: Any, first: Any, anchors: dict[str, Any], budget: _Budget)
 
 
 _NO_KEY = object()
+_NUMBERS = (int, float)
 
 
 def _line(event: Any) -> int | None:
@@ -417,8 +425,11 @@ def too_many_documents() -> DocumentError:
     return LimitExceeded(f"more than {n:,} documents in one file (cvo's limit; see docs/loading.md)", n + 1)
 
 
-def load_yaml_stream(data: bytes) -> list[Any]:
-    """Every document of a YAML stream (libyaml's events, go-yaml v2's values), ``None`` for empty ones."""
+def load_yaml_stream(data: bytes, floats: list[bool] | None = None) -> list[Any]:
+    """Every document of a YAML stream (libyaml's events, go-yaml v2's values), ``None`` for empty ones.
+
+    ``floats`` gets, for each document, whether it holds a float.
+    """
     parser = CParser(data)
     documents: list[Any] = []
     budget = _Budget()
@@ -443,6 +454,8 @@ def load_yaml_stream(data: bytes) -> list[Any]:
             if type(end) is not DocumentEndEvent:  # pragma: no cover - libyaml invariant
                 raise DocumentError("malformed YAML stream", len(documents) + 1)
             documents.append(root)
+            if floats is not None:
+                floats.append(budget.floats)
     except MarkedYAMLError as err:
         mark = err.problem_mark or err.context_mark
         line = mark.line + 1 if mark is not None else None
@@ -475,4 +488,4 @@ def load_documents(data: bytes) -> list[Any]:
     """
     from cvo.payload.yamlorjson import decode
 
-    return [value for value, _ in decode(data)]
+    return [value for value, _, _ in decode(data)]
