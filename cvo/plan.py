@@ -95,6 +95,7 @@ def plan_json(plan: Plan) -> dict[str, Any]:
     return {
         "version": release.version,
         "image": release.image,
+        "versionHash": release.manifest_hash,
         "mode": str(plan.mode),
         "profile": plan.profile,
         "featureSet": plan.feature_set or "Default",

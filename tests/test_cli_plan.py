@@ -16,6 +16,7 @@ import yaml
 from conftest import HA, REPO, ReleaseFactory, cluster_operator, obj
 
 from cvo.cli.main import main
+from cvo.payload.loader import load_release
 
 VERSION = "4.16.0"
 TP = {**HA, "release.openshift.io/feature-set": "TechPreviewNoUpgrade"}
@@ -90,6 +91,8 @@ def before(graph: nx.DiGraph, doc: dict[str, Any], first: str, then: str) -> boo
 def test_json_plan_shape(release: Path, capsys: pytest.CaptureFixture[str]) -> None:
     doc = plan_doc(capsys, str(release))
     assert doc["version"] == VERSION
+    assert doc["versionHash"] == load_release(release, use_cache=False).manifest_hash  # ClusterVersion's name
+    assert re.fullmatch(r"[A-Za-z0-9_-]{11}=", doc["versionHash"])
     assert doc["mode"] == "update"
     assert doc["total"] == len(KEPT)
     assert [t["name"] for t in tasks_of(doc)] == KEPT

@@ -145,6 +145,34 @@ def test_lint_findings_are_the_known_ones(releases: dict[str, Release]) -> None:
     assert unparsed == ["release-manifests/0000_90_openshift-cluster-image-policy.yaml"]
 
 
+# The CVO's ManifestHash of the corpus with the default profile, feature set and capabilities, with the
+# release image cvo uses by default for the corpus at its usual place: {{.ReleaseImage}} is rendered into
+# the CVO's Deployment in manifests/, so the hash depends on it.
+CORPUS_IMAGE = "file:///work/shared/corpus/ocp-5.0-nightly"
+CORPUS_HASH = "tudjWbJrtB0="
+
+
+def test_manifest_hash_is_the_cvos(corpus: Path, tmp_path: Path) -> None:
+    """pkg/payload/payload.go ``LoadUpdate``: FNV-1 64 over the kept manifests' ``Raw``, base64url.
+
+    The real CVO computes ``tudjWbJrtB0=`` for the corpus.  Before library-go's ``Raw`` was kept (JSON
+    documents' own bytes, YAML in Go's JSON, a final newline for a block scalar at the end of a file)
+    cvo's bytes gave another value.
+    """
+    cold = load_release(corpus, release_image=CORPUS_IMAGE, use_cache=False)
+    assert cold.manifest_hash == CORPUS_HASH
+    cache = tmp_path / "cache"
+    load_release(corpus, release_image=CORPUS_IMAGE, cache_dir=cache)
+    assert load_release(corpus, release_image=CORPUS_IMAGE, cache_dir=cache).manifest_hash == CORPUS_HASH
+    other = load_release(corpus, release_image="quay.io/example/release:5.0", use_cache=False)
+    assert other.manifest_hash != CORPUS_HASH  # the image is rendered into the CVO's Deployment
+
+
+def test_plan_json_reports_the_version_hash(corpus: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", str(corpus), "-o", "json", "--release-image", CORPUS_IMAGE]) == 0
+    assert json.loads(capsys.readouterr().out)["versionHash"] == CORPUS_HASH
+
+
 def test_parallel_and_serial_parsing_agree_on_the_corpus(corpus: Path) -> None:
     serial = load_release(corpus, use_cache=False, jobs=1)
     parallel = load_release(corpus, use_cache=False, jobs=2)

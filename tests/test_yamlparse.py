@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 import orjson
@@ -90,8 +91,31 @@ def test_block_scalars_are_strings() -> None:
 
 
 def test_non_string_keys_become_strings_as_sigs_yaml_writes_them() -> None:
-    (doc,) = load_documents(b"1: a\ntrue: b\ny: c\n1.5: d\n0x10: e\n~: f\n")
-    assert doc == {"1": "a", "true": "c", "1.5": "d", "16": "e", "null": "f"}
+    (doc,) = load_documents(b"1: a\ntrue: b\ny: c\n1.5: d\n0x10: e\n")
+    assert doc == {"1": "a", "true": "c", "1.5": "d", "16": "e"}
+
+
+def test_float_keys_are_written_as_float32() -> None:
+    """sigs.k8s.io/yaml yaml.go ``convertToJSONableObject``: ``strconv.FormatFloat(key, 'g', -1, 32)``.
+
+    Expected: ``YAMLToJSON`` of sigs.k8s.io/yaml v1.6.0 on the same text.
+    """
+    text = (b"1e6: a\n1.5: b\n3.14159265358979: c\n.inf: d\n-.inf: e\n.nan: f\n0.1: g\n1e-5: h\n100000: i\n"
+            b"1e3: j\n-0.0: k\n1.5e300: l\n")
+    (doc,) = load_documents(text)
+    assert doc == {"1e+06": "a", "1.5": "b", "3.1415927": "c", ".inf": "l", "-.inf": "e", ".nan": "f", "0.1": "g",
+                   "1e-05": "h", "100000": "i", "1000": "j", "-0": "k"}
+
+
+@pytest.mark.parametrize(("text", "key"), [
+    (b"~: f\n", "null"), (b"null: f\n", "null"), (b"18446744073709551615: a\n", "18446744073709551615 (a uint64)"),
+])
+def test_keys_sigs_yaml_cannot_convert_are_errors(text: bytes, key: str) -> None:
+    """sigs.k8s.io/yaml yaml.go: ``unsupported map key of type`` for a nil or uint64 key (int64 keys are fine)."""
+    with pytest.raises(DocumentError, match=re.escape(f"mapping key {key} cannot be converted to JSON")) as info:
+        load_documents(text)
+    assert (info.value.document, info.value.line) == (1, 1)
+    assert load_documents(b"9223372036854775807: a\n") == [{"9223372036854775807": "a"}]
 
 
 # --- documents ------------------------------------------------------------------------------
@@ -221,7 +245,7 @@ def test_unreadable_bytes_are_a_document_error_not_a_crash(data: bytes, reason: 
     assert "\n" not in str(info.value)
 
 
-@pytest.mark.parametrize("data", [b'{"a": 1', b'{"a": 1} trailing', b'{"a": 1}\n{"b": }'])
+@pytest.mark.parametrize("data", [b'{"a": 1', b'{"a": 1}{"b": 2} trailing', b'{"a": ['])
 def test_invalid_json_is_a_document_error(data: bytes) -> None:
     with pytest.raises(DocumentError, match="invalid JSON"):
         load_documents(data)

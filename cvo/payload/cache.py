@@ -19,7 +19,7 @@ from pathlib import Path
 from cvo.payload.manifest import Header
 
 # Bump when the parser's output changes, so old packs are ignored.
-FORMAT = b"cvo-parse-cache-4\n"
+FORMAT = b"cvo-parse-cache-5\n"
 
 
 def default_cache_dir() -> Path:

@@ -8,6 +8,7 @@ sub-directories are ignored.  ``manifests/`` is rendered as a Go template first.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -91,6 +92,13 @@ class Release:
     @property
     def semver(self) -> semver.Version:
         return semver.parse(self.version)
+
+    @functools.cached_property
+    def manifest_hash(self) -> str:
+        """The CVO's ``ManifestHash`` (ClusterVersion ``status.versionHash``) over :attr:`manifests`."""
+        from cvo.payload.manifesthash import manifest_hash
+
+        return manifest_hash(m.raw for m in self.manifests)
 
 
 @dataclass
@@ -206,6 +214,18 @@ def _parse_chunk(indexes: list[int]) -> list[tuple[int, list[Header] | None, str
     return out
 
 
+def _worker_signals() -> None:
+    """A parser process ends on SIGTERM (``Pool.terminate``) and leaves Ctrl-C to the command.
+
+    It is forked while the command's SIGTERM handler (``cvo.cli.signals``) is installed; inherited, that
+    handler raised ``Interrupted`` in workers as the pool shut down.
+    """
+    import signal
+
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def _parse_all(sources: list[_Source], jobs: int, on_progress: ProgressCallback | None = None,
                ) -> list[tuple[int, list[Header] | None, str | None]]:
     global _PENDING
@@ -239,7 +259,7 @@ def _parse_all(sources: list[_Source], jobs: int, on_progress: ProgressCallback 
     results: list[tuple[int, list[Header] | None, str | None]] = []
     try:
         ctx = multiprocessing.get_context("fork")
-        with ctx.Pool(workers) as pool:
+        with ctx.Pool(workers, initializer=_worker_signals) as pool:
             for chunk in pool.imap_unordered(_parse_chunk, bins, chunksize=1):
                 results += chunk
                 if on_progress is not None:

@@ -30,8 +30,10 @@ class ManifestError(InputError):
 class Manifest:
     """One object of the payload.
 
-    ``raw`` is the object as compact JSON, like the CVO's ``Manifest.Raw``; the full object is
-    decoded from it only when somebody asks for :attr:`obj` (planning needs just the header).
+    ``raw`` is the object's JSON exactly as the CVO holds it in ``Manifest.Raw``: a JSON document's own
+    bytes, a YAML document in Go's JSON (keys sorted, compact); the payload's manifest hash is taken over
+    it.  The full object is decoded from it only when somebody asks for :attr:`obj` (planning needs just
+    the header).
     """
 
     file: str  # the file's base name: run level and component come from it
@@ -87,13 +89,27 @@ class Manifest:
 Header = tuple[int, str, str, str, str, dict[str, str], bytes]
 
 
-def _header(doc: dict[str, Any], path: str, number: int) -> Header:
+def unmarshal_problem(doc: Any) -> str | None:
+    """Why library-go's ``Manifest.UnmarshalJSON`` would refuse a decoded document, or ``None``.
+
+    It keeps ``null``; anything else must be an object with a ``kind`` and a name (``validateResourceId``).
+    """
+    if doc is None:
+        return None
+    if not isinstance(doc, dict):
+        return f"document is a {type(doc).__name__}, not an object"
     kind = doc.get("kind")
     metadata = doc.get("metadata")
     name = metadata.get("name") if isinstance(metadata, dict) else None
-    if not isinstance(kind, str) or not kind or not isinstance(name, str) or not name:
-        missing = [f for f, v in (("kind", kind), ("metadata.name", name)) if not isinstance(v, str) or not v]
-        raise ManifestError(path, f"must contain kubernetes required fields kind and name (missing {', '.join(missing)})", number)
+    missing = [f for f, v in (("kind", kind), ("metadata.name", name)) if not isinstance(v, str) or not v]
+    if missing:
+        return f"must contain kubernetes required fields kind and name (missing {', '.join(missing)})"
+    return None
+
+
+def _header(doc: dict[str, Any], raw: bytes | None, floats: bool, path: str, number: int) -> Header:
+    """The header of an accepted document; ``raw`` is a JSON document's own bytes, else Go's JSON is made."""
+    metadata = doc["metadata"]
     api_version = doc.get("apiVersion", "")
     if not isinstance(api_version, str):
         raise ManifestError(path, "apiVersion must be a string", number)
@@ -106,27 +122,34 @@ def _header(doc: dict[str, Any], path: str, number: int) -> Header:
     bad = [k for k, v in annotations.items() if not isinstance(v, str)]
     if bad:
         raise ManifestError(path, f"annotation {bad[0]!r} must be a string (quote the value)", number)
-    try:
-        raw = orjson.dumps(doc)
-    except orjson.JSONEncodeError as err:  # e.g. a string that is not valid Unicode
-        raise ManifestError(path, f"cannot be converted to JSON: {err}", number) from None
-    if len(raw) > MAX_DOCUMENT_BYTES:
-        raise ManifestError(path, f"document is {size_text(len(raw))} as JSON, over cvo's limit of "
+    if raw is None:
+        from cvo.payload.gojson import UnsupportedValue, go_json
+
+        try:
+            raw = go_json(doc, exact=floats)
+        except (orjson.JSONEncodeError, UnsupportedValue) as err:  # a string that is not valid Unicode, a NaN
+            raise ManifestError(path, f"cannot be converted to JSON: {err}", number) from None
+    if len(raw) > MAX_DOCUMENT_BYTES and (size := len(orjson.dumps(doc))) > MAX_DOCUMENT_BYTES:
+        raise ManifestError(path, f"document is {size_text(size)} as JSON, over cvo's limit of "
                                   f"{size_text(MAX_DOCUMENT_BYTES)} (see docs/loading.md)", number)
-    return (number, api_version, kind, name, namespace, annotations, raw)
+    return (number, api_version, doc["kind"], metadata["name"], namespace, annotations, raw)
 
 
 def parse_headers(data: bytes, path: str) -> list[Header]:
-    """Decode a file's documents, drop empty ones, check required fields and in-file duplicates.
+    """Decode a file's documents as library-go's ``ParseManifests`` does, with cvo's checks.
 
-    Raises :class:`ManifestError` with the file, the document number and the problem.
+    Empty and ``null`` documents are dropped; every other document needs ``kind`` and a name, and the
+    same resource twice in one file is an error.  Each header keeps the document's bytes as
+    library-go's ``Manifest.Raw`` (:mod:`cvo.payload.yamlorjson`).  Raises :class:`ManifestError`
+    with the file, the document number and the problem.
     """
-    from cvo.payload.yamlparse import DocumentError, LimitExceeded, load_documents  # only on a cache miss
+    # only on a cache miss
+    from cvo.payload.yamlorjson import DocumentError, LimitExceeded, Rejected, decode
 
     try:
-        documents = load_documents(data)
-    except LimitExceeded as err:
-        where = f"line {err.line}: " if err.line else ""
+        documents = decode(data, unmarshal_problem)
+    except (LimitExceeded, Rejected) as err:
+        where = f"line {err.line}: " if err.line and isinstance(err, LimitExceeded) else ""
         raise ManifestError(path, f"{where}{err}", err.document) from None
     except DocumentError as err:
         where = f", line {err.line}" if err.line else ""
@@ -135,12 +158,12 @@ def parse_headers(data: bytes, path: str) -> list[Header]:
         raise ManifestError(path, f"not UTF-8 text: {err.reason}") from None
     headers: list[Header] = []
     seen: dict[tuple[str, str, str, str], int] = {}
-    for number, doc in enumerate(documents, start=1):
+    for number, (doc, raw, floats) in enumerate(documents, start=1):
         if doc is None:
             continue
-        if not isinstance(doc, dict):
-            raise ManifestError(path, f"document is a {type(doc).__name__}, not an object", number)
-        header = _header(doc, path, number)
+        if problem := unmarshal_problem(doc):
+            raise ManifestError(path, problem, number)
+        header = _header(doc, raw, floats, path, number)
         group = header[1].rpartition("/")[0] if "/" in header[1] else ""
         key = (group, header[2], header[4], header[3])
         if key in seen:

@@ -1,8 +1,8 @@
-"""YAML and JSON documents decoded the way the CVO's Go loader decodes them.
+"""YAML documents decoded the way the CVO's Go loader decodes them.
 
-The CVO reads manifests with ``k8s.io/apimachinery``'s ``YAMLOrJSONDecoder``: a stream that starts
-with ``{`` is JSON, anything else is YAML split into documents, and every YAML document is turned
-into JSON by ``sigs.k8s.io/yaml`` on top of ``go-yaml`` v2.  This module reproduces those results:
+The CVO reads manifests with ``k8s.io/apimachinery``'s ``YAMLOrJSONDecoder`` (JSON first, then YAML:
+:mod:`cvo.payload.yamlorjson`), and every YAML document is turned into JSON by ``sigs.k8s.io/yaml``
+on top of ``go-yaml`` v2.  This module reproduces go-yaml's values:
 
 * go-yaml v2 scalar resolution (YAML 1.1 booleans including ``y``/``n``, ``0x``/``0o``/``0b`` and
   leading-zero octal integers, underscores in numbers, floats such as ``1e3``); timestamps stay
@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import math
 import re
+import struct
 from typing import Any
 
-import orjson
 from yaml import MarkedYAMLError, YAMLError
 from yaml._yaml import CParser  # the libyaml-backed parser; required (checked at import)
 from yaml.events import (
@@ -42,7 +42,7 @@ from yaml.events import (
 
 from cvo.payload import limits
 
-__all__ = ["DocumentError", "LimitExceeded", "load_documents"]
+__all__ = ["DocumentError", "LimitExceeded", "load_documents", "load_yaml_stream"]
 
 BOM = b"\xef\xbb\xbf"
 
@@ -142,7 +142,8 @@ def _float(text: str) -> float | int:
     value = float(text)
     # sigs.k8s.io/yaml writes integral floats as JSON integers (1e3 -> 1000), so the API server and
     # every Go client see an integer; keep that, so the JSON we send is the JSON the CVO would send.
-    if value.is_integer() and abs(value) < 2**63:
+    # Negative zero stays a float: Go writes it as -0.
+    if value.is_integer() and abs(value) < 2**63 and (value or math.copysign(1.0, value) > 0):
         return int(value)
     return value
 
@@ -158,21 +159,62 @@ def _tagged(tag: str, text: str, plain: bool) -> Any:
     return resolve_plain(text) if plain else text
 
 
+def _float32_g(value: float) -> str:
+    """``strconv.FormatFloat(value, 'g', -1, 32)``, with sigs.k8s.io/yaml's names for NaN and the infinities."""
+    if math.isnan(value):
+        return ".nan"
+    try:
+        single = struct.unpack("f", struct.pack("f", value))[0]
+    except OverflowError:  # beyond float32: Go's conversion gives an infinity
+        single = math.copysign(math.inf, value)
+    if math.isinf(single):
+        return ".inf" if single > 0 else "-.inf"
+    if single == 0:
+        return "-0" if math.copysign(1.0, single) < 0 else "0"
+    sign, size = ("-" if single < 0 else ""), abs(single)
+    for precision in range(9):  # the shortest digits that read back as the same float32
+        text = f"{size:.{precision}e}"
+        if struct.unpack("f", struct.pack("f", float(text)))[0] == size:
+            break
+    mantissa, _, exponent_text = text.partition("e")
+    digits = mantissa.replace(".", "").rstrip("0") or "0"
+    exponent = int(exponent_text)
+    if exponent < -4 or exponent >= 6:  # %e: the shortest digits, two exponent digits at least
+        body = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
+        return f"{sign}{body}e{'-' if exponent < 0 else '+'}{abs(exponent):02d}"
+    point = exponent + 1
+    if point <= 0:
+        return f"{sign}0.{'0' * -point}{digits}"
+    if point >= len(digits):
+        return sign + digits + "0" * (point - len(digits))
+    return f"{sign}{digits[:point]}.{digits[point:]}"
+
+
+def _float_key(text: str) -> str | None:
+    """sigs.k8s.io/yaml's string for a plain key that go-yaml v2 resolves to a float, else ``None``."""
+    special = _SPECIAL_FLOAT.get(text)
+    if special is not None:
+        return _float32_g(special)
+    plain = text.replace("_", "") if "_" in text else text
+    if _go_parse_int(plain) is None and _YAML_STYLE_FLOAT.match(plain):
+        return _float32_g(float(plain))
+    return None
+
+
 def _key_string(key: Any) -> str:
-    """``sigs.k8s.io/yaml`` turns non-string keys into strings."""
+    """``sigs.k8s.io/yaml`` turns int, float and bool keys into strings and refuses the others."""
     if isinstance(key, str):
         return key
     if key is True:
         return "true"
     if key is False:
         return "false"
-    if key is None:
-        return "null"
     if isinstance(key, float):
-        return repr(key)
-    if isinstance(key, int):
+        return _float32_g(key)
+    if isinstance(key, int) and key <= _INT64_MAX:
         return str(key)
-    raise TypeError(f"unsupported mapping key {key!r}")
+    what = "null" if key is None else f"{key} (a uint64)" if isinstance(key, int) else repr(key)
+    raise DocumentError(f"mapping key {what} cannot be converted to JSON (sigs.k8s.io/yaml: unsupported map key)")
 
 
 def _merge_into(target: dict[str, Any], source: Any) -> None:
@@ -190,13 +232,14 @@ def _merge_into(target: dict[str, Any], source: Any) -> None:
 class _Budget:
     """What one file's aliases have used: go-yaml v2 counts per document, the byte budget per file."""
 
-    __slots__ = ("alias_bytes", "aliased", "checked", "decoded", "sizes")
+    __slots__ = ("alias_bytes", "aliased", "checked", "decoded", "floats", "sizes")
 
     def __init__(self) -> None:
         self.alias_bytes = 0
         self.new_document()
 
     def new_document(self) -> None:
+        self.floats = False  # whether the document holds a float (Go writes floats its own way: gojson.py)
         self.decoded = 1  # go-yaml counts the document node too
         self.aliased = 0
         self.checked = 1  # ``decoded`` when the ratio was last checked
@@ -272,8 +315,15 @@ def _build(get_event: Any, first: Any, anchors: dict[str, Any], budget: _Budget)
             style = event.style
             if event.tag is not None:
                 value = event.value if event.tag == "!" else _tagged(event.tag, event.value, not style)
+                if type(value) is float:
+                    budget.floats = True
             elif style is None or style == "":
                 value = resolve_plain(event.value)
+                if type(value) in _NUMBERS:
+                    if stack and stack[-1][2] and stack[-1][1] is _NO_KEY:
+                        value = _float_key(event.value) or value  # a float key is written as a float32
+                    elif type(value) is float:
+                        budget.floats = True
             else:
                 value = event.value
             if value is _MERGE:
@@ -349,13 +399,20 @@ def _build(get_event: Any, first: Any, anchors: dict[str, Any], budget: _Budget)
                         err.line = _line(event)
                         raise
                 else:
-                    frame[0][_key_string(key)] = value  # duplicate keys: the last one wins, as in go-yaml v2
+                    if type(key) is not str:
+                        try:
+                            key = _key_string(key)
+                        except DocumentError as err:
+                            err.line = _line(event)
+                            raise
+                    frame[0][key] = value  # duplicate keys: the last one wins, as in go-yaml v2
         else:
             frame[0].append(value)
         event = get_event()
 
 
 _NO_KEY = object()
+_NUMBERS = (int, float)
 
 
 def _line(event: Any) -> int | None:
@@ -363,12 +420,16 @@ def _line(event: Any) -> int | None:
     return mark.line + 1 if mark is not None else None
 
 
-def _too_many_documents() -> DocumentError:
+def too_many_documents() -> DocumentError:
     n = limits.MAX_DOCUMENTS_PER_FILE
     return LimitExceeded(f"more than {n:,} documents in one file (cvo's limit; see docs/loading.md)", n + 1)
 
 
-def _load_yaml(data: bytes) -> list[Any]:
+def load_yaml_stream(data: bytes, floats: list[bool] | None = None) -> list[Any]:
+    """Every document of a YAML stream (libyaml's events, go-yaml v2's values), ``None`` for empty ones.
+
+    ``floats`` gets, for each document, whether it holds a float.
+    """
     parser = CParser(data)
     documents: list[Any] = []
     budget = _Budget()
@@ -382,7 +443,7 @@ def _load_yaml(data: bytes) -> list[Any]:
             if type(event) is not DocumentStartEvent:  # pragma: no cover - libyaml invariant
                 raise DocumentError("malformed YAML stream")
             if len(documents) >= limits.MAX_DOCUMENTS_PER_FILE:
-                raise _too_many_documents()
+                raise too_many_documents()
             budget.new_document()
             try:
                 root = _build(get_event, get_event(), {}, budget)
@@ -393,6 +454,8 @@ def _load_yaml(data: bytes) -> list[Any]:
             if type(end) is not DocumentEndEvent:  # pragma: no cover - libyaml invariant
                 raise DocumentError("malformed YAML stream", len(documents) + 1)
             documents.append(root)
+            if floats is not None:
+                floats.append(budget.floats)
     except MarkedYAMLError as err:
         mark = err.problem_mark or err.context_mark
         line = mark.line + 1 if mark is not None else None
@@ -417,67 +480,12 @@ def _load_yaml(data: bytes) -> list[Any]:
     return documents
 
 
-def _too_deep(value: Any, limit: int) -> bool:
-    """Whether a decoded JSON value nests more than ``limit`` mappings and sequences."""
-    stack = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        children = item.values() if isinstance(item, dict) else item
-        for child in children:
-            if isinstance(child, dict | list):
-                if depth + 1 > limit:
-                    return True
-                stack.append((child, depth + 1))
-    return False
-
-
-def _check_json_depth(documents: list[Any], text: bytes) -> list[Any]:
-    limit = limits.MAX_DEPTH
-    if text.count(b"[") + text.count(b"{") > limit:  # fewer brackets than that cannot nest deeper
-        for number, doc in enumerate(documents, start=1):
-            if isinstance(doc, dict | list) and _too_deep(doc, limit):
-                raise LimitExceeded(f"nested deeper than {limit} levels (cvo's limit; see docs/loading.md)", number)
-    return documents
-
-
-def _load_json_stream(text: bytes) -> list[Any]:
-    try:
-        return _check_json_depth([orjson.loads(text)], text)
-    except orjson.JSONDecodeError:
-        pass
-    # Several JSON values one after another, as YAMLOrJSONDecoder accepts.
-    import json
-
-    decoder = json.JSONDecoder()
-    source = text.decode("utf-8")
-    pos, documents = 0, []
-    while True:
-        while pos < len(source) and source[pos] in " \t\r\n":
-            pos += 1
-        if pos >= len(source):
-            return _check_json_depth(documents, text)
-        if len(documents) >= limits.MAX_DOCUMENTS_PER_FILE:
-            raise _too_many_documents()
-        start = pos
-        try:
-            _, pos = decoder.raw_decode(source, pos)  # only to find where the value ends
-            value = orjson.loads(source[start:pos])  # orjson's rules for every value, as for a single one
-        except json.JSONDecodeError as err:
-            raise DocumentError(f"invalid JSON: {err.msg}", len(documents) + 1, err.lineno) from None
-        except orjson.JSONDecodeError as err:
-            raise DocumentError(f"invalid JSON: {err.msg}", len(documents) + 1,
-                                source.count("\n", 0, start) + err.lineno) from None
-        except RecursionError:
-            raise LimitExceeded(f"nested deeper than {limits.MAX_DEPTH} levels (cvo's limit; see docs/loading.md)",
-                                len(documents) + 1) from None
-        documents.append(value)
-
-
 def load_documents(data: bytes) -> list[Any]:
-    """Every document of a YAML or JSON stream, ``None`` for empty and ``null`` documents."""
-    if data.startswith(BOM):
-        data = data[len(BOM):]
-    stripped = data.lstrip(b" \t\r\n")
-    if stripped.startswith(b"{"):
-        return _load_json_stream(stripped)
-    return _load_yaml(data)
+    """Every document of a YAML or JSON stream, ``None`` for empty and ``null`` documents.
+
+    JSON followed by YAML is read as apimachinery's ``YAMLOrJSONDecoder`` reads it
+    (:mod:`cvo.payload.yamlorjson`, which imports this module).
+    """
+    from cvo.payload.yamlorjson import decode
+
+    return [value for value, _, _ in decode(data)]
