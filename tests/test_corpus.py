@@ -173,6 +173,20 @@ def test_plan_json_reports_the_version_hash(corpus: Path, capsys: pytest.Capture
     assert json.loads(capsys.readouterr().out)["versionHash"] == CORPUS_HASH
 
 
+def test_an_install_records_the_version_hash(corpus: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The ClusterVersion's status.versionHash is the payload's manifest hash (pkg/cvo/status.go syncStatus:
+    ``config.Status.VersionHash = status.VersionHash``), the real CVO's value for the corpus."""
+    from cvo.log import configure
+
+    try:
+        code = main(["install", str(corpus), "--release-image", CORPUS_IMAGE, "--state", "none", "-o", "json"])
+    finally:
+        configure("text", 0)
+    assert code == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["clusterVersion"]["status"]["versionHash"] == CORPUS_HASH
+
+
 def test_parallel_and_serial_parsing_agree_on_the_corpus(corpus: Path) -> None:
     serial = load_release(corpus, use_cache=False, jobs=1)
     parallel = load_release(corpus, use_cache=False, jobs=2)

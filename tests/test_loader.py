@@ -555,3 +555,25 @@ def test_parallel_parser_reports_the_same_errors_in_the_same_order(make_release:
     assert parallel == serial
     assert [e.split(" ")[0] for e in serial] == ["release-manifests/f0.yaml", "release-manifests/f2.yaml",
                                                  "release-manifests/f5.yaml"]
+
+
+def test_no_parser_processes_are_forked_while_other_threads_run(corpus: Path, monkeypatch: pytest.MonkeyPatch,
+                                                               tmp_path: Path) -> None:
+    """fork() copies only the calling thread, so a lock another thread holds stays locked in the child: a
+    test run once hung in a forked parser.  With another thread alive the loader parses in its own process."""
+    import multiprocessing
+    import threading
+
+    def no_fork(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a parser process was started while another thread ran")
+
+    monkeypatch.setattr(multiprocessing, "get_context", no_fork)
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait, daemon=True)
+    other.start()
+    try:
+        release = load_release(corpus, use_cache=False, jobs=2)
+    finally:
+        stop.set()
+        other.join()
+    assert len(release.manifests) == 1002

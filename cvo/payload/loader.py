@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import os
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -231,7 +232,9 @@ def _parse_all(sources: list[_Source], jobs: int, on_progress: ProgressCallback 
     global _PENDING
     total = sum(len(s.data) for s in sources)
     workers = min(jobs, len(sources))
-    if workers <= 1 or total < PARALLEL_THRESHOLD:
+    # fork() copies only the calling thread: a lock another thread held at that moment (a watch, the
+    # store's poller, the logging lock) stays locked in the child for ever.  Parse in this process then.
+    if workers <= 1 or total < PARALLEL_THRESHOLD or threading.active_count() > 1:
         _PENDING = sources
         try:
             if on_progress is None:

@@ -63,6 +63,7 @@ class StatusWriter:
         self.upgradeable: Callable[[dict[str, Any]], Awaitable[list[Blocker]]] | None = None
         self.accepted_risks = ""
         self.capabilities: Capabilities | None = None  # what the sweep applies with, for status.capabilities
+        self.version_hash = ""  # the payload's manifest hash, for status.versionHash
 
     async def current(self) -> dict[str, Any]:
         """The ClusterVersion now; the last one read when the server does not answer (and one was read)."""
@@ -149,7 +150,7 @@ class StatusWriter:
             failure=failure, errors=list(errors or ([] if failure is None else [failure])), initial=initial,
             co_start_times=dict(co_start_times),
             release_accepted=self._release_accepted, accepted_risks=self.accepted_risks,
-            capabilities=self.capabilities,
+            capabilities=self.capabilities, version_hash=self.version_hash,
             generation=(cv.get("metadata") or {}).get("generation"),
         )
         new_status = update_cluster_version_status(old_status, sync, self.clock.now())

@@ -245,6 +245,7 @@ class Worker:
                                  self.options.release_accepted or self.release_accepted())
         self.capabilities = await self._capabilities()
         self.status.capabilities = self.capabilities
+        self.status.version_hash = self.release.manifest_hash  # SyncWorkerStatus.VersionHash
         await self.co_notifier.start()
         await self.crd_notifier.start()
         if self.mode is Mode.INSTALL:
