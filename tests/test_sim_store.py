@@ -553,3 +553,25 @@ def test_a_clock_out_of_range_is_one_error_line(tmp_path: Path, clock: object) -
     conn.close()
     with pytest.raises(StateError, match="corrupt state database: clock is"):
         SimCluster(Clock(EPOCH), path=path)
+
+
+def test_a_cluster_dropped_without_close_stops_its_poller(tmp_path: Path) -> None:
+    """Its poller thread holds it weakly and is stopped when it is collected: no thread outlives it (a
+    leftover thread once made a later fork() in the same process hang)."""
+    import gc
+    import threading
+
+    async def main() -> threading.Thread:
+        c = SimCluster(Clock(EPOCH), path=tmp_path / "cluster.db")
+        stream = c.watch("", "ConfigMap")
+        await asyncio.sleep(0)
+        poller = c._poller
+        assert poller is not None and poller._thread.is_alive()
+        del stream, c
+        gc.collect()
+        return poller._thread
+
+    thread = run_virtual(main)
+    gc.collect()
+    thread.join(timeout=5)
+    assert not thread.is_alive()

@@ -564,6 +564,7 @@ class SimCluster:
             return
         self._poller = StorePoller(self._store.path, asyncio.get_running_loop(), self._sync)
         self._poller.start()
+        weakref.finalize(self, self._poller.stop)  # a cluster dropped without close() stops its thread too
 
     # ----------------------------------------------------------------------------------- writes
 

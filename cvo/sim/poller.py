@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import sqlite3
 import threading
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 
@@ -25,7 +26,8 @@ class StorePoller:
                  interval: float = POLL_INTERVAL) -> None:
         self.path = path
         self.loop = loop
-        self.on_change = on_change
+        # Weakly: a cluster dropped without close() must not be kept alive by its own poller.
+        self._on_change = weakref.WeakMethod(on_change) if hasattr(on_change, "__self__") else (lambda: on_change)
         self.interval = interval
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"cvo-store-poller {path.name}", daemon=True)
@@ -48,14 +50,19 @@ class StorePoller:
         try:
             last = conn.execute("PRAGMA data_version").fetchone()[0]
             # A commit between the loop's last look and this baseline would go unnoticed: look once now.
-            with contextlib.suppress(RuntimeError):
-                self.loop.call_soon_threadsafe(self.on_change)
-            while not self._stop.wait(self.interval):
-                version = conn.execute("PRAGMA data_version").fetchone()[0]
-                if version != last:
-                    last = version
+            changed = True
+            while True:
+                if changed:
+                    callback = self._on_change()
+                    if callback is None:
+                        return  # the cluster is gone
                     with contextlib.suppress(RuntimeError):  # the loop has closed
-                        self.loop.call_soon_threadsafe(self.on_change)
+                        self.loop.call_soon_threadsafe(callback)
+                    del callback
+                if self._stop.wait(self.interval):
+                    return
+                version = conn.execute("PRAGMA data_version").fetchone()[0]
+                changed, last = version != last, version
         except sqlite3.Error:
             return
         finally:
