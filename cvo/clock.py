@@ -4,6 +4,12 @@ With :func:`run_virtual` the loop's clock is virtual: whenever every task is wai
 the next scheduled timer instead of sleeping, so a sweep that takes two simulated hours finishes
 in milliseconds, deterministically.  :class:`Clock` turns loop time into wall-clock datetimes for
 condition and history timestamps.
+
+A real cluster uses :class:`WallClock`: every timestamp is the system clock at the moment it is
+taken.  :class:`Clock` anchors wall time once (its ``epoch`` when made, its origin at first use),
+which is what virtual time needs; on a real cluster that anchor would be wrong by whatever happened
+between the two (loading the payload, connecting through retries: 11 s in one measured run).
+Waits, timeouts and back-offs still use the loop's monotonic clock either way.
 """
 
 from __future__ import annotations
@@ -43,6 +49,22 @@ class Clock:
 
     async def sleep(self, seconds: float) -> None:
         await asyncio.sleep(max(0.0, seconds))
+
+
+class WallClock(Clock):
+    """``now()`` is ``datetime.now(UTC)`` at the call; ``monotonic()`` the running loop's time."""
+
+    def __init__(self) -> None:
+        super().__init__()
+
+    def now(self) -> datetime:
+        return datetime.now(UTC)
+
+    def monotonic(self) -> float:
+        try:
+            return asyncio.get_running_loop().time()
+        except RuntimeError:
+            return time.monotonic()
 
 
 def to_rfc3339(when: datetime) -> str:

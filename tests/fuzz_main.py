@@ -135,7 +135,7 @@ def state_seeds() -> list[bytes]:
     import tempfile
 
     from cvo.clock import Clock, run_virtual
-    from cvo.sim.cluster import SimCluster
+    from cvo.cluster.embedded.server import SimCluster
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "seed.db"

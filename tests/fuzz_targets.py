@@ -207,11 +207,11 @@ def cli_payload_target(spec: dict[str, Any]) -> None:
 
 
 def loader_target(spec: dict[str, Any]) -> None:
-    from cvo.lint import lint
     from cvo.payload.graph import Mode
     from cvo.payload.loader import LoadError, load_release
-    from cvo.plan import make_plan
-    from cvo.plan_output import plan_json
+    from cvo.plan.build import make_plan
+    from cvo.plan.lint import lint
+    from cvo.plan.output import plan_json
 
     with release_dir(spec) as root:
         try:
@@ -239,7 +239,7 @@ def sweep_flags_target(flags: list[str]) -> None:
 
 
 def behaviours_target(data: bytes) -> None:
-    from cvo.sim.behaviour import read_behaviours
+    from cvo.operators.behaviour import read_behaviours
 
     with tempfile.NamedTemporaryFile(suffix=".yaml") as f:
         f.write(data)
@@ -270,11 +270,11 @@ def scenario_target(data: bytes) -> None:
 
 def objects_target(obj: Any, kind: tuple[str, str]) -> None:
     """Every reader of live and payload objects: never an exception, whatever the shape."""
-    from cvo.olm import synced_status, unsupported_conditions, upgradeable_verdict
+    from cvo.cluster.embedded.kinds import accepted_names, crd_kind, crd_problem
+    from cvo.gates.olm import synced_status, unsupported_conditions, upgradeable_verdict
     from cvo.payload.graph import Mode
     from cvo.payload.shapes import object_problem
     from cvo.runner.health import check_crd, check_deployment, check_job, check_operator_health
-    from cvo.sim.kinds import accepted_names, crd_kind, crd_problem
 
     if not isinstance(obj, dict):
         obj = {"status": obj, "spec": obj, "metadata": obj}
@@ -296,8 +296,8 @@ def state_target(data: bytes) -> None:
     """The embedded cluster's state file, whatever its bytes: a usable cluster or one ``error: FILE: …`` line."""
     from cvo.clock import Clock, run_virtual
     from cvo.cluster.api import ApiError
-    from cvo.sim.cluster import SimCluster
-    from cvo.sim.store import StateError
+    from cvo.cluster.embedded.server import SimCluster
+    from cvo.cluster.embedded.store import StateError
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "state.db"

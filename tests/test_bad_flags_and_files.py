@@ -10,8 +10,8 @@ import pytest
 from conftest import PAYLOADS
 
 from cvo.cli.main import main
+from cvo.operators.behaviour import MAX_DURATION, Behaviours, parse_duration, read_behaviours
 from cvo.scenario.model import ScenarioError, load_scenario
-from cvo.sim.behaviour import MAX_DURATION, Behaviours, parse_duration, read_behaviours
 
 OLD = str(PAYLOADS / "demo-4.16.0")
 

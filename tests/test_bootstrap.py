@@ -16,7 +16,11 @@ import pytest
 import yaml
 from conftest import HA, PAYLOADS, REPO, state_objects, state_resource_version
 
-from cvo.bootstrap import (
+from cvo.cli.main import main
+from cvo.clock import Clock, run_virtual
+from cvo.cluster.api import ApiErrorKind, Ref
+from cvo.cluster.embedded.server import SimCluster
+from cvo.runner.bootstrap import (
     HASH_ANNOTATION,
     BootstrapResult,
     bootstrap,
@@ -24,10 +28,6 @@ from cvo.bootstrap import (
     load_manifests,
     schema_problems,
 )
-from cvo.cli.main import main
-from cvo.clock import Clock, run_virtual
-from cvo.cluster.api import ApiErrorKind, Ref
-from cvo.sim.cluster import SimCluster
 
 EPOCH = datetime(2025, 7, 1, tzinfo=UTC)
 MANIFESTS = REPO / "manifests"

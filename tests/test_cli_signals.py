@@ -18,8 +18,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from cvo.clock import Clock
-from cvo.wallclock import WallClock
+from cvo.clock import Clock, WallClock
 
 REPO = Path(__file__).resolve().parents[1]
 DEMO = REPO / "payloads" / "demo-4.16.0"

@@ -13,11 +13,11 @@ import pytest
 import yaml
 
 from cvo.cli.main import main
-from cvo.lint import Severity, lint
 from cvo.payload.filters import LoadFilter
 from cvo.payload.graph import Mode
 from cvo.payload.loader import Release, load_release
-from cvo.plan import make_plan, plan_json
+from cvo.plan.build import make_plan, plan_json
+from cvo.plan.lint import Severity, lint
 
 VERSION = "5.0.0-0.nightly-2026-08-22-120000"
 TOTAL_DOCUMENTS = 1274

@@ -11,7 +11,16 @@ import pytest
 from freezegun import freeze_time
 
 from cvo.clock import to_rfc3339
-from cvo.cvstatus import (
+from cvo.payload.errors import (
+    Effect,
+    UpdateError,
+    cluster_operator_degraded,
+    cluster_operator_not_available,
+    cluster_operator_updating,
+    summarize,
+)
+from cvo.runner.reasons import wrap_apply_error
+from cvo.status.clusterversion import (
     MAX_HISTORY,
     SyncStatus,
     cluster_version_object,
@@ -22,15 +31,6 @@ from cvo.cvstatus import (
     prune,
     set_condition,
     update_cluster_version_status,
-)
-from cvo.errors import (
-    Effect,
-    UpdateError,
-    cluster_operator_degraded,
-    cluster_operator_not_available,
-    cluster_operator_updating,
-    summarize,
-    wrap_apply_error,
 )
 
 T0 = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)

@@ -19,7 +19,7 @@ from cvo.payload.filters import (
 from cvo.payload.graph import Mode
 from cvo.payload.loader import load_release
 from cvo.payload.manifest import Manifest
-from cvo.plan import make_plan, plan_json
+from cvo.plan.build import make_plan, plan_json
 
 HA = "include.release.openshift.io/self-managed-high-availability"
 FEATURE_SET = "release.openshift.io/feature-set"

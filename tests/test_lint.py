@@ -12,9 +12,9 @@ import pytest
 from conftest import HA, ReleaseFactory, cluster_operator, obj
 
 from cvo.cli.main import main
-from cvo.lint import RULES, Finding, Severity, lint
 from cvo.payload.filters import LoadFilter
 from cvo.payload.loader import load_release
+from cvo.plan.lint import RULES, Finding, Severity, lint
 
 HA_KEY = next(iter(HA))
 VERSION = "4.16.0"

@@ -9,12 +9,12 @@ import pytest
 from conftest import ReleaseFactory, obj
 
 from cvo.cli.main import main
+from cvo.cluster.embedded.kinds import crd_problem
 from cvo.payload.graph import Mode
 from cvo.payload.loader import load_release
 from cvo.payload.schema import required_zero_values
 from cvo.payload.shapes import object_problem
 from cvo.runner.health import check_crd, check_deployment, check_job, check_operator_health
-from cvo.sim.kinds import crd_problem
 
 CRD = ("apiextensions.k8s.io", "CustomResourceDefinition")
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from cvo.olm import (
+from cvo.gates.olm import (
     ENV_NAME,
     OC_API_VERSION,
     OC_GROUP,

@@ -1,9 +1,9 @@
 """The libraries an operator uses, and cvo's OLM part, against the embedded simulated cluster.
 
-* :class:`cvo.operator.conditions.OperatorConditions` — operator-lib's ``conditions`` package
+* :class:`cvo.operators.library.conditions.OperatorConditions` — operator-lib's ``conditions`` package
   (reference A5): the name from ``OPERATOR_CONDITION_NAME``, ``spec.conditions`` read and written,
   ``lastTransitionTime`` moving only on a status change, a no-op where the API is not served.
-* :func:`cvo.operator.clusteroperator.report_status` — atomic ClusterOperator status (seed 004).
+* :func:`cvo.operators.library.clusteroperator.report_status` — atomic ClusterOperator status (seed 004).
 * :class:`cvo.runner.operator_conditions.OperatorConditionManager` — the generator (A4) and the
   status sync (A2).
 
@@ -23,10 +23,12 @@ from conftest import ReleaseFactory, cluster_operator, obj
 
 from cvo.clock import Clock, run_virtual, to_rfc3339
 from cvo.cluster.api import CLUSTER_OPERATOR, OPERATOR_CONDITION, ApiError, ApiErrorKind, Ref, co_ref
+from cvo.cluster.embedded import kinds
+from cvo.cluster.embedded.server import DEFAULT_NAMESPACES, SimCluster
+from cvo.gates.olm import ENV_NAME, OC_GROUP, OC_KIND, upgradeable_verdict
 from cvo.log import configure
-from cvo.olm import ENV_NAME, OC_GROUP, OC_KIND, upgradeable_verdict
-from cvo.operator.clusteroperator import Condition, report_status
-from cvo.operator.conditions import (
+from cvo.operators.library.clusteroperator import Condition, report_status
+from cvo.operators.library.conditions import (
     ConditionNameMissing,
     ConditionNotFound,
     ConditionValue,
@@ -36,8 +38,6 @@ from cvo.operator.conditions import (
 from cvo.payload.loader import Release, load_release
 from cvo.payload.manifest import Manifest
 from cvo.runner.operator_conditions import OperatorConditionManager
-from cvo.sim import kinds
-from cvo.sim.cluster import DEFAULT_NAMESPACES, SimCluster
 
 EPOCH = datetime(2025, 7, 1, 12, 0, tzinfo=UTC)
 NS = "openshift-etcd-operator"
@@ -132,7 +132,7 @@ def test_missing_namespace_is_operator_libs_error(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setenv(ENV_NAME, "etcd")
     for variable in ("OPERATOR_NAMESPACE", "POD_NAMESPACE"):
         monkeypatch.delenv(variable, raising=False)
-    monkeypatch.setattr("cvo.operator.conditions.NAMESPACE_FILE", str(tmp_path / "no-such-file"))
+    monkeypatch.setattr("cvo.operators.library.conditions.NAMESPACE_FILE", str(tmp_path / "no-such-file"))
     with pytest.raises(NamespaceMissing) as err:
         OperatorConditions(SimCluster())
     assert str(err.value).startswith("get operator condition namespace: namespace not found for current environment")
@@ -147,7 +147,7 @@ def test_namespace_from_the_environment_or_the_service_account_file(monkeypatch:
     monkeypatch.delenv("POD_NAMESPACE", raising=False)
     monkeypatch.delenv("OPERATOR_NAMESPACE", raising=False)
     (tmp_path / "namespace").write_text(NS + "\n")
-    monkeypatch.setattr("cvo.operator.conditions.NAMESPACE_FILE", str(tmp_path / "namespace"))
+    monkeypatch.setattr("cvo.operators.library.conditions.NAMESPACE_FILE", str(tmp_path / "namespace"))
     assert OperatorConditions(SimCluster()).ref == OC_REF
     monkeypatch.setenv("POD_NAMESPACE", "from-pod-namespace")
     assert OperatorConditions(SimCluster()).namespace == "from-pod-namespace"

@@ -17,11 +17,11 @@ import pytest
 
 from cvo.clock import Clock, run_virtual
 from cvo.cluster.api import ApiError, ApiErrorKind, Object, Ref, cv_ref
+from cvo.cluster.embedded.server import SimCluster
 from cvo.cluster.landed import intent_landed
 from cvo.cluster.persist import Budget, GaveUp, PersistentCluster, persist, reread_on_conflict, steady
-from cvo.cvstatus import cluster_version_object
 from cvo.runner.status_writer import StatusWriter
-from cvo.sim.cluster import SimCluster
+from cvo.status.clusterversion import cluster_version_object
 
 EPOCH = datetime(2025, 1, 2, 3, 4, 5, tzinfo=UTC)
 CM = Ref("", "ConfigMap", "default", "cm")

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from cvo.cli.gates import update_kind
-from cvo.preconditions import (
+from cvo.gates.preconditions import (
     PreconditionError,
     Verdict,
     check_giant_hop,

@@ -12,11 +12,11 @@ from conftest import ReleaseFactory, cluster_operator, obj
 
 from cvo.clock import Clock, run_virtual
 from cvo.cluster.api import ApiError, ApiErrorKind, Ref, co_ref
-from cvo.errors import UpdateError
+from cvo.cluster.embedded.server import SimCluster
+from cvo.payload.errors import UpdateError
 from cvo.payload.graph import Mode, Task, make_tasks
 from cvo.payload.loader import load_release
 from cvo.runner.apply import DeleteTracker, apply_task, precreate_cluster_operator
-from cvo.sim.cluster import SimCluster
 
 EPOCH = datetime(2025, 3, 4, 5, 6, 7, tzinfo=UTC)
 DELETE = "release.openshift.io/delete"

@@ -16,12 +16,12 @@ from conftest import ReleaseFactory, obj
 
 from cvo.clock import Clock, run_virtual
 from cvo.cluster.api import ApiError, ApiErrorKind, Object, Ref, cv_ref
+from cvo.cluster.embedded.server import DEFAULT_NAMESPACES, SimCluster
 from cvo.cluster.persist import Budget
 from cvo.payload.graph import Mode
 from cvo.payload.loader import load_release
 from cvo.runner.events import Recorder
 from cvo.runner.worker import SweepOptions, SweepResult, Worker
-from cvo.sim.cluster import DEFAULT_NAMESPACES, SimCluster
 
 EPOCH = datetime(2025, 6, 1, tzinfo=UTC)
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from cvo.errors import Effect
+from cvo.payload.errors import Effect
 from cvo.payload.graph import Mode
 from cvo.runner.health import check_crd, check_deployment, check_job, check_operator_health
 

@@ -13,11 +13,11 @@ from test_runner_worker import EPOCH, first, named, release_of, secs, virtual
 
 from cvo.clock import Clock
 from cvo.cluster.api import ApiErrorKind, Ref
+from cvo.cluster.embedded.server import DEFAULT_NAMESPACES, SimCluster
 from cvo.payload.graph import Mode
 from cvo.payload.loader import Release
 from cvo.runner.events import Recorder
 from cvo.runner.worker import SweepOptions, SweepResult, Worker
-from cvo.sim.cluster import DEFAULT_NAMESPACES, SimCluster
 
 CRD_NAME = "widgets.example.com"
 CRD_REF = Ref("apiextensions.k8s.io", "CustomResourceDefinition", "", CRD_NAME)

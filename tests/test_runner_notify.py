@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 
 from cvo.clock import Clock, run_virtual
 from cvo.cluster.api import Ref
+from cvo.cluster.embedded.server import DEFAULT_NAMESPACES, SimCluster
 from cvo.runner.notify import Notifier
-from cvo.sim.cluster import DEFAULT_NAMESPACES, SimCluster
 
 EPOCH = datetime(2025, 6, 1, tzinfo=UTC)
 

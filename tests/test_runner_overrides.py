@@ -11,9 +11,9 @@ import pytest
 
 from cvo.clock import Clock, run_virtual
 from cvo.cluster.api import Ref
-from cvo.olm import OC_API_VERSION
+from cvo.cluster.embedded.server import DEFAULT_NAMESPACES, SimCluster
+from cvo.gates.olm import OC_API_VERSION
 from cvo.runner.overrides import CONFLICT_RETRIES, Override, OverrideFailed, set_override
-from cvo.sim.cluster import DEFAULT_NAMESPACES, SimCluster
 
 EPOCH = datetime(2025, 1, 2, 3, 4, 5, tzinfo=UTC)
 NS = "openshift-etcd-operator"

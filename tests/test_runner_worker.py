@@ -18,7 +18,10 @@ from conftest import PAYLOADS, ReleaseFactory, cluster_operator, obj
 
 from cvo.clock import Clock, run_virtual
 from cvo.cluster.api import CLUSTER_OPERATOR, ApiErrorKind, Ref, co_ref, cv_ref
-from cvo.operator.clusteroperator import Condition, report_status
+from cvo.cluster.embedded.server import DEFAULT_NAMESPACES, SimCluster
+from cvo.operators.behaviour import Behaviour, Behaviours, Window
+from cvo.operators.library.clusteroperator import Condition, report_status
+from cvo.operators.simulated import OperatorSimulator
 from cvo.payload.filters import ApplyFilter
 from cvo.payload.graph import Mode
 from cvo.payload.loader import Release, load_release
@@ -32,9 +35,6 @@ from cvo.runner.worker import (
     Worker,
     WrongRelease,
 )
-from cvo.sim.behaviour import Behaviour, Behaviours, Window
-from cvo.sim.cluster import DEFAULT_NAMESPACES, SimCluster
-from cvo.sim.operators import OperatorSimulator
 
 EPOCH = datetime(2025, 6, 1, 0, 0, 0, tzinfo=UTC)
 CM = Ref("", "ConfigMap", "ns", "cm")

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cvo import semver
+from cvo.payload import semver
 
 # blang/semver v4 semver.go Parse: each failure and its message.
 ERRORS = [

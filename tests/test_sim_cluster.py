@@ -13,9 +13,9 @@ import pytest
 
 from cvo.clock import Clock, run_virtual
 from cvo.cluster.api import ApiError, ApiErrorKind, EventType, Ref, WatchEvent, co_ref
+from cvo.cluster.embedded.server import SimCluster
+from cvo.cluster.embedded.store import StateError
 from cvo.payload.loader import load_release
-from cvo.sim.cluster import SimCluster
-from cvo.sim.store import StateError
 
 EPOCH = datetime(2025, 1, 2, 3, 4, 5, tzinfo=UTC)
 CM = Ref("", "ConfigMap", "default", "cm")

@@ -18,14 +18,14 @@ from conftest import ReleaseFactory, cluster_operator, obj
 
 from cvo.clock import Clock, run_virtual, to_rfc3339
 from cvo.cluster.api import CLUSTER_OPERATOR, Ref, co_ref
-from cvo.operator.clusteroperator import Condition, merge_conditions, report_status
+from cvo.cluster.embedded.server import DEFAULT_NAMESPACES, SimCluster
+from cvo.operators.behaviour import Behaviour, Behaviours, Window
+from cvo.operators.library.clusteroperator import Condition, merge_conditions, report_status
+from cvo.operators.simulated import OperatorSimulator
 from cvo.payload.graph import Mode
 from cvo.payload.loader import Release, load_release
 from cvo.runner.events import Recorder
 from cvo.runner.worker import SweepOptions, Worker
-from cvo.sim.behaviour import Behaviour, Behaviours, Window
-from cvo.sim.cluster import DEFAULT_NAMESPACES, SimCluster
-from cvo.sim.operators import OperatorSimulator
 
 EPOCH = datetime(2025, 7, 1, tzinfo=UTC)
 OLD, NEW = "4.16.0", "4.17.0"

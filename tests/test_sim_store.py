@@ -22,9 +22,9 @@ from hypothesis import strategies as st
 
 from cvo.clock import Clock, run_real, run_virtual
 from cvo.cluster.api import ApiError, ApiErrorKind, EventType, Ref, WatchEvent
-from cvo.sim import store as store_module
-from cvo.sim.cluster import SimCluster
-from cvo.sim.store import FORMAT, StateError, Store
+from cvo.cluster.embedded import store as store_module
+from cvo.cluster.embedded.server import SimCluster
+from cvo.cluster.embedded.store import FORMAT, StateError, Store
 
 EPOCH = datetime(2025, 1, 2, 3, 4, 5, tzinfo=UTC)
 CM = Ref("", "ConfigMap", "default", "cm")

@@ -22,9 +22,9 @@ from cvo.cli.main import main
 from cvo.cli.simop_cmd import SimOperators, describe_report, release_images
 from cvo.clock import Clock, run_virtual, to_rfc3339
 from cvo.cluster.api import Ref, co_ref, cv_ref
+from cvo.cluster.embedded.server import DEFAULT_NAMESPACES, SimCluster
+from cvo.operators.behaviour import Behaviour, Behaviours
 from cvo.payload.loader import load_release
-from cvo.sim.behaviour import Behaviour, Behaviours
-from cvo.sim.cluster import DEFAULT_NAMESPACES, SimCluster
 
 EPOCH = datetime(2025, 7, 1, tzinfo=UTC)
 OLD, NEW = "4.16.0", "4.16.3"
@@ -368,7 +368,7 @@ def _service_account_kubeconfig(cp: Any, target: Path) -> None:
 def test_on_a_real_api_server_bootstrap_then_sim_operators_under_their_own_service_account(
         real_cluster: Any, make_release: ReleaseFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from cvo.cluster.api import ApiError, ApiErrorKind
-    from cvo.kube import KubeCluster
+    from cvo.cluster.kube import KubeCluster
 
     admin = real_cluster.kubeconfig_path
     assert main(["bootstrap", "--kubeconfig", admin]) == 0

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from cvo.clock import to_rfc3339
-from cvo.cvstatus import SyncStatus, cluster_version_object, update_cluster_version_status
-from cvo.status_output import (
+from cvo.status.clusterversion import SyncStatus, cluster_version_object, update_cluster_version_status
+from cvo.status.text import (
     clusteroperators_table,
     clusterversion_table,
     format_age,

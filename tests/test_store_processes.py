@@ -109,7 +109,7 @@ WRITER = textwrap.dedent("""
     import asyncio, sys, time
     from cvo.clock import Clock, run_virtual
     from cvo.cluster.api import ApiError, ApiErrorKind, Ref
-    from cvo.sim.cluster import SimCluster
+    from cvo.cluster.embedded.server import SimCluster
 
     path, me, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
     COUNTER = Ref("", "ConfigMap", "default", "counter")

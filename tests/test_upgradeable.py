@@ -16,7 +16,7 @@ from freezegun import freeze_time
 
 from cvo.clock import to_rfc3339
 from cvo.cluster.api import Ref
-from cvo.upgradeable import (
+from cvo.gates.upgradeable import (
     CONDITIONS_TYPE,
     DELETES_TYPE,
     OPERATORS_TYPE,

@@ -4,7 +4,7 @@ The default is the embedded simulated cluster, persisted to a state file so that
 ``cvo upgrade`` and ``cvo status`` see one cluster, with simulated operators running beside the
 sweep on a virtual clock.
 
-``--kubeconfig PATH`` or ``--context NAME`` chooses a real cluster instead (:mod:`cvo.kube`): the
+``--kubeconfig PATH`` or ``--context NAME`` chooses a real cluster instead (:mod:`cvo.cluster.kube`): the
 kubeconfig is PATH, else ``$KUBECONFIG``, else ``~/.kube/config``, and the context NAME, else the
 file's current context.  ``$KUBECONFIG`` alone does not switch backends: a user's kubeconfig must
 not turn ``cvo install`` on the embedded cluster into an install on whatever cluster it points at.
@@ -36,8 +36,8 @@ from cvo.cli.common import CommandFailed, UsageError
 from cvo.clock import Clock, parse_rfc3339, run_real, run_virtual
 from cvo.cluster.api import ApiError, ApiErrorKind, Cluster
 from cvo.cluster.persist import Budget, GaveUp, persist, steady
+from cvo.operators.behaviour import Behaviours, read_behaviours
 from cvo.payload.loader import Release
-from cvo.sim.behaviour import Behaviours, read_behaviours
 
 T = TypeVar("T")
 DEFAULT_BUDGET = 30.0  # seconds: how long commands without --timeout (status, override, …) ride out an outage
@@ -82,7 +82,7 @@ def backend_clock(args: argparse.Namespace) -> tuple[Clock, Callable[[Callable[[
     clock that continues its state file's timeline, run by :func:`cvo.clock.run_virtual` at ``--speed``.
     """
     if uses_real_clock(args):
-        from cvo.wallclock import WallClock
+        from cvo.clock import WallClock
 
         return WallClock(), run_real
     speed = getattr(args, "speed", None)
@@ -107,7 +107,7 @@ def saved_time(path: Path | None) -> datetime | None:
     """The embedded cluster's clock as its store last recorded it: the next command continues from it."""
     if path is None or not path.is_file():
         return None
-    from cvo.sim.store import peek_clock
+    from cvo.cluster.embedded.store import peek_clock
 
     clock = peek_clock(path)
     if clock is not None:
@@ -162,7 +162,7 @@ async def open_backend(args: argparse.Namespace, clock: Clock, behaviours: Behav
     ``create=False``: a command that only reads (or only amends what is there) does not create an
     embedded cluster; :class:`NoCluster` when there is none.  ``sweep``: what the command is about to
     run (``install 4.16.0``); on the embedded cluster only one sweep runs at a time
-    (:mod:`cvo.sim.sweep_lock`), and a second one is refused with who holds it.  ``budget`` (default
+    (:mod:`cvo.cluster.embedded.sweep_lock`), and a second one is refused with who holds it.  ``budget`` (default
     :data:`DEFAULT_BUDGET` from now) bounds the retries of a real cluster's transient errors.
     """
     if budget is None:
@@ -171,10 +171,10 @@ async def open_backend(args: argparse.Namespace, clock: Clock, behaviours: Behav
         async with _open_kube(args, clock, simulate_operators, budget) as backend:
             yield backend
         return
-    from cvo.sim.cluster import SimCluster
-    from cvo.sim.operators import OperatorSimulator
-    from cvo.sim.store import StateError
-    from cvo.sim.sweep_lock import SweepLock, SweepLockHeld
+    from cvo.cluster.embedded.server import SimCluster
+    from cvo.cluster.embedded.store import StateError
+    from cvo.cluster.embedded.sweep_lock import SweepLock, SweepLockHeld
+    from cvo.operators.simulated import OperatorSimulator
 
     path = state_path(args)
     if path is not None and not create and (not path.exists() or (path.is_file() and path.stat().st_size == 0)):
@@ -231,7 +231,7 @@ async def _open_kube(args: argparse.Namespace, clock: Clock, simulate_operators:
     (:class:`~cvo.cluster.persist.GaveUp`: exit 1); credentials it rejects, or TLS it cannot
     agree on, are the kubeconfig's problem: a usage error at once.
     """
-    from cvo.kube import KubeCluster, KubeconfigError
+    from cvo.cluster.kube import KubeCluster, KubeconfigError
 
     _refuse_simulator_flags(args, simulate_operators)
     try:

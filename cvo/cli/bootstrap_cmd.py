@@ -6,12 +6,19 @@ import argparse
 import sys
 from pathlib import Path
 
-from cvo.bootstrap import DEFAULT_TIMEOUT, Applied, BootstrapResult, bootstrap, find_manifests, load_manifests
 from cvo.cli.backend import add_backend_flags, backend_clock, open_backend
 from cvo.cli.common import EXIT_FAILED, EXIT_OK, UsageError, print_error
 from cvo.cluster.api import ApiError
+from cvo.operators.behaviour import parse_duration
 from cvo.payload.loader import LoadError
-from cvo.sim.behaviour import parse_duration
+from cvo.runner.bootstrap import (
+    DEFAULT_TIMEOUT,
+    Applied,
+    BootstrapResult,
+    bootstrap,
+    find_manifests,
+    load_manifests,
+)
 
 HELP = ("install the ClusterVersion, ClusterOperator and OperatorCondition CRDs, cvo's RBAC and its admission "
         "policy (idempotent)")

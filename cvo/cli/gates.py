@@ -5,10 +5,10 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
-from cvo import semver
+from cvo.gates.upgradeable import CONDITIONS_TYPE, DELETES_TYPE, OPERATORS_TYPE, OVERRIDES_TYPE
+from cvo.payload import semver
 from cvo.payload.loader import Release
 from cvo.runner.upgrade import Preflight
-from cvo.upgradeable import CONDITIONS_TYPE, DELETES_TYPE, OPERATORS_TYPE, OVERRIDES_TYPE
 
 CHECKS = ("ClusterVersionRollback", "ClusterVersionGiantHop", "ClusterVersionUpgradeable",
           "ClusterVersionRecommendedUpdate")

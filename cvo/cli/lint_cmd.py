@@ -9,7 +9,7 @@ from collections import Counter
 import orjson
 
 from cvo.cli.common import EXIT_FAILED, EXIT_OK, add_payload_flags, load, payload_options
-from cvo.lint import Severity, lint
+from cvo.plan.lint import Severity, lint
 
 HELP = "check RELEASE_DIR for problems a sweep would trip over (exit 1 on errors)"
 

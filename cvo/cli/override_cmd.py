@@ -14,7 +14,7 @@ from typing import Any
 from cvo.cli.backend import add_backend_flags, backend_clock, open_backend
 from cvo.cli.common import EXIT_OK, CommandFailed, UsageError
 from cvo.cluster.api import Ref
-from cvo.olm import OC_API_VERSION, OC_GROUP, OC_KIND, SUPPORTED_TYPES
+from cvo.gates.olm import OC_API_VERSION, OC_GROUP, OC_KIND, SUPPORTED_TYPES
 from cvo.runner.overrides import Override, OverrideFailed, set_override
 
 HELP = "set (or --clear) an admin override of an operator's Upgradeable OperatorCondition"

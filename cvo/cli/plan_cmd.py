@@ -7,8 +7,8 @@ import sys
 
 from cvo.cli.common import EXIT_OK, UsageError, add_payload_flags, load, payload_options
 from cvo.payload.graph import GraphCycleError, Mode
-from cvo.plan import make_plan
-from cvo.plan_output import write_dot, write_json, write_mermaid, write_text
+from cvo.plan.build import make_plan
+from cvo.plan.output import write_dot, write_json, write_mermaid, write_text
 
 HELP = "print the task graph a sweep of RELEASE_DIR would run (dry run)"
 

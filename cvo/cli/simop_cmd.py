@@ -3,9 +3,9 @@
 The embedded cluster runs simulated operators inside ``cvo install`` and ``cvo upgrade``; a real
 cluster (kind, say) has no operators behind the payload's ClusterOperators, so nothing would ever
 report them Available.  This command runs the same behaviour models
-(:class:`~cvo.sim.operators.OperatorSimulator`, configured by ``--operators``) beside any cluster:
+(:class:`~cvo.operators.simulated.OperatorSimulator`, configured by ``--operators``) beside any cluster:
 it watches Deployments and reports ClusterOperator status and OperatorCondition conditions through
-the API with the :mod:`cvo.operator` library, printing one line per report.
+the API with the :mod:`cvo.operators.library` library, printing one line per report.
 
 Which operators: those of the releases given with ``--release``, and of the release the
 ClusterVersion's ``status.desired.image`` names when it is a ``file://`` release directory (the
@@ -19,7 +19,7 @@ against a real cluster it runs on the real clock until interrupted (SIGINT: exit
 
 API errors never end it: transient ones (an API server restarting, 429, 5xx) are retried for as
 long as it runs (:class:`~cvo.cluster.persist.PersistentCluster` with no deadline, or
-``--duration``'s), others by the operators' own reconcile loops (:mod:`cvo.sim.operators`), and
+``--duration``'s), others by the operators' own reconcile loops (:mod:`cvo.operators.simulated`), and
 the ClusterVersion is watched again after any error.
 """
 
@@ -54,10 +54,10 @@ from cvo.cluster.api import (
     cv_ref,
 )
 from cvo.cluster.persist import Budget
-from cvo.olm import OC_GROUP, OC_KIND
+from cvo.gates.olm import OC_GROUP, OC_KIND
+from cvo.operators.behaviour import Behaviours, parse_duration
+from cvo.operators.simulated import OperatorSimulator
 from cvo.payload.loader import LoadError, Release, load_release
-from cvo.sim.behaviour import Behaviours, parse_duration
-from cvo.sim.operators import OperatorSimulator
 
 HELP = "run the simulated operators of a release against a cluster (kind, or the embedded cluster's state)"
 DESCRIPTION = (

@@ -11,7 +11,7 @@ import orjson
 from cvo.cli.backend import add_backend_flags, backend_clock, open_backend
 from cvo.cli.common import EXIT_OK, CommandFailed
 from cvo.cluster.api import CLUSTER_OPERATOR, cv_ref
-from cvo.olm import OC_API_VERSION, OC_GROUP, OC_KIND
+from cvo.gates.olm import OC_API_VERSION, OC_GROUP, OC_KIND
 
 HELP = "show the ClusterVersion and every ClusterOperator"
 
@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
                "operatorConditions": found["ocs"]}
         sys.stdout.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n")
     else:
-        from cvo.status_output import write_status_text
+        from cvo.status.text import write_status_text
 
         write_status_text(found["cv"], found["cos"], found["now"], sys.stdout, found["ocs"])
     return EXIT_OK

@@ -40,14 +40,14 @@ from cvo.cli.signals import cancelled_by_signals
 from cvo.clock import Clock, to_rfc3339
 from cvo.cluster.api import ApiError, cv_ref
 from cvo.cluster.persist import Budget
-from cvo.cvstatus import current_version
 from cvo.log import configure, get_logger
+from cvo.operators.behaviour import parse_duration
+from cvo.payload.conditions import current_version
 from cvo.payload.graph import Mode
 from cvo.payload.loader import LoadError, Release, load_release
 from cvo.runner.events import Fanout, Progress, Reporter
 from cvo.runner.upgrade import UpgradeController
 from cvo.runner.worker import SweepOptions, SweepResult, Worker
-from cvo.sim.behaviour import parse_duration
 
 
 def _add_sweep_flags(parser: argparse.ArgumentParser) -> None:
@@ -208,7 +208,7 @@ def _sweep(args: argparse.Namespace, prepare: Callable[[Backend], Awaitable[tupl
 
 def _report(args: argparse.Namespace, result: SweepResult, cos: list[dict[str, Any]], wall: float,
             clock: Clock) -> None:
-    from cvo.status_output import write_status_text
+    from cvo.status.text import write_status_text
 
     simulated = result.finished - result.started
     if args.output == "json":

@@ -11,7 +11,7 @@ Those retry with a capped exponential back-off (0.5 s doubling to 5 s, 20 % jitt
 
 Transient: TIMEOUT (503/504, connection refused or reset, timeouts), SERVER_TIMEOUT (429,
 ServerTimeout) and INTERNAL (500).  The Kubernetes backend already retries each request for about
-6 s (:class:`cvo.kube.RetryPolicy`); this layer sits above it, for longer outages.
+6 s (:class:`cvo.cluster.kube.RetryPolicy`); this layer sits above it, for longer outages.
 
 A ``Conflict`` is not transient: the same write with the same resourceVersion cannot succeed.
 :func:`reread_on_conflict` retries a write that reads the object again, re-applies its intent and

@@ -15,9 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cvo import semver
 from cvo.log import get_logger
-from cvo.payload import limits
+from cvo.payload import limits, semver
 from cvo.payload.cache import ParseCache, default_cache_dir, digest
 from cvo.payload.filters import LoadFilter, load_exclusion
 from cvo.payload.limits import (

@@ -7,7 +7,7 @@ from typing import Any
 
 import orjson
 
-from cvo import semver
+from cvo.payload import semver
 from cvo.payload.manifest import ManifestError
 
 CINCINNATI_KIND = "cincinnati-metadata-v0"

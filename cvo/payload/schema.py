@@ -15,7 +15,7 @@ import base64
 from collections.abc import Sequence
 from typing import Any
 
-from cvo.fields import entries, mapping
+from cvo.payload.fields import entries, mapping
 from cvo.payload.manifest import Manifest
 
 _ZERO: dict[str, Any] = {"boolean": False, "integer": 0, "number": 0, "string": "", "object": {}, "array": []}

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cvo.fields import type_name
+from cvo.payload.fields import type_name
 from cvo.payload.manifest import Manifest
 
 _STR, _BOOL, _INT, _MAP, _LIST = "a string", "a boolean", "an integer", "an object", "a list"

@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cvo.cluster.api import ApiError, ApiErrorKind, Cluster, Ref
-from cvo.errors import UpdateError
-from cvo.fields import entries, mapping
+from cvo.payload.errors import UpdateError
+from cvo.payload.fields import entries, mapping
 from cvo.payload.graph import Mode, Task
 from cvo.payload.schema import secret_string_data
 from cvo.payload.shapes import shape_problem

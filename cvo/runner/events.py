@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
-from cvo.errors import UpdateError
+from cvo.payload.errors import UpdateError
 
 
 @dataclass(frozen=True)

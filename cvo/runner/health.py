@@ -1,6 +1,6 @@
 """When a task is done: the CVO's health checks on live objects (reference §3).
 
-Live objects are read through :mod:`cvo.fields`: a field of the wrong type counts as absent, and a
+Live objects are read through :mod:`cvo.payload.fields`: a field of the wrong type counts as absent, and a
 ClusterOperator whose status is not an object is reported as such (the CVO's typed client would
 fail to decode it), never with a Python exception.
 """
@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from cvo.errors import (
+from cvo.payload.errors import (
     UpdateError,
     cluster_operator_degraded,
     cluster_operator_no_versions,
     cluster_operator_not_available,
     cluster_operator_updating,
 )
-from cvo.fields import dig, entries, mapping, string, type_name
+from cvo.payload.fields import dig, entries, mapping, string, type_name
 from cvo.payload.graph import Mode
 
 

@@ -22,9 +22,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from cvo.cluster.api import ApiError, ApiErrorKind, Cluster, Ref
-from cvo.fields import mapping, string
-from cvo.log import get_logger
-from cvo.olm import (
+from cvo.gates.olm import (
     OC_API_VERSION,
     OC_GROUP,
     OC_KIND,
@@ -35,10 +33,12 @@ from cvo.olm import (
     synced_status,
     upgradeable_verdict,
 )
+from cvo.log import get_logger
+from cvo.payload.fields import mapping, string
 from cvo.payload.manifest import Manifest
 from cvo.payload.operators import operator_deployments
 
-log = get_logger("cvo.olm")
+log = get_logger("cvo.gates.olm")
 RESYNC_DELAY = 2.0  # seconds before the status copy starts again after an API error
 
 

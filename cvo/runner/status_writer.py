@@ -27,12 +27,12 @@ from typing import Any
 from cvo.clock import Clock
 from cvo.cluster.api import ApiError, ApiErrorKind, Cluster, cv_ref
 from cvo.cluster.persist import Budget, is_transient, persist, reread_on_conflict, steady
-from cvo.cvstatus import SyncStatus, cluster_version_object, update_cluster_version_status
-from cvo.errors import UpdateError
+from cvo.gates.upgradeable import Blocker, apply_upgradeable
 from cvo.log import get_logger
 from cvo.payload.capabilities import Capabilities
+from cvo.payload.errors import UpdateError
 from cvo.runner.events import Event, Reporter
-from cvo.upgradeable import Blocker, apply_upgradeable
+from cvo.status.clusterversion import SyncStatus, cluster_version_object, update_cluster_version_status
 
 log = get_logger("cvo.status")
 

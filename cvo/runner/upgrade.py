@@ -24,20 +24,20 @@ from cvo.clock import Clock
 from cvo.cluster.api import CLUSTER_OPERATOR, CLUSTER_VERSION, Cluster, cv_ref
 from cvo.cluster.landed import contains
 from cvo.cluster.persist import reread_on_conflict, steady
-from cvo.cvstatus import set_condition
-from cvo.fields import dig, entries
-from cvo.olm import OC_API_VERSION, OC_GROUP, OC_KIND
+from cvo.gates.olm import OC_API_VERSION, OC_GROUP, OC_KIND
+from cvo.gates.preconditions import Verdict, run_checks
+from cvo.gates.upgradeable import Blocker, apply_upgradeable, blockers
 from cvo.payload.capabilities import implicitly_enabled_by_update, still_enabled
+from cvo.payload.conditions import set_condition
+from cvo.payload.fields import dig, entries
 from cvo.payload.filters import ApplyFilter, Override
 from cvo.payload.graph import Mode
 from cvo.payload.loader import Release
-from cvo.preconditions import Verdict, run_checks
 from cvo.runner.events import Event, Reporter
 from cvo.runner.notify import Notifier
 from cvo.runner.operator_conditions import OperatorConditionManager
 from cvo.runner.report_filter import ReportFilter
 from cvo.runner.worker import SweepOptions, SweepResult, Worker
-from cvo.upgradeable import Blocker, apply_upgradeable, blockers
 
 
 @dataclass

@@ -23,11 +23,13 @@ import networkx as nx
 from cvo.clock import Clock
 from cvo.cluster.api import CLUSTER_OPERATOR, ApiError, ApiErrorKind, Cluster, Ref
 from cvo.cluster.persist import Budget, is_transient, steady
-from cvo.cvstatus import find_condition
-from cvo.errors import Effect, UpdateError, summarize, wrap_apply_error
-from cvo.fields import dig
+from cvo.gates.upgradeable import UPGRADEABLE, Blocker
+from cvo.gates.upgradeable import blockers as upgradeable_blockers
 from cvo.payload.arch import go_arch
 from cvo.payload.capabilities import Capabilities, still_enabled
+from cvo.payload.conditions import find_condition
+from cvo.payload.errors import Effect, UpdateError, summarize
+from cvo.payload.fields import dig
 from cvo.payload.filters import ApplyFilter, Override
 from cvo.payload.graph import Mode, Task, build_graph, make_tasks, max_workers, operator_versions
 from cvo.payload.loader import Release
@@ -40,10 +42,9 @@ from cvo.runner.graph_runner import run_graph
 from cvo.runner.health import check_crd, check_deployment, check_job, check_operator_health, no_versions_error
 from cvo.runner.notify import Notifier, established_key, operator_health_key
 from cvo.runner.operator_conditions import OperatorConditionManager
+from cvo.runner.reasons import wrap_apply_error
 from cvo.runner.report_filter import Report, ReportFilter
 from cvo.runner.status_writer import StatusWriter
-from cvo.upgradeable import UPGRADEABLE, Blocker
-from cvo.upgradeable import blockers as upgradeable_blockers
 
 
 @dataclass(frozen=True)

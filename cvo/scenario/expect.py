@@ -9,13 +9,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from cvo.cvstatus import find_condition
-from cvo.olm import OC_GROUP, OC_KIND
+from cvo.gates.olm import OC_GROUP, OC_KIND
+from cvo.operators.behaviour import parse_duration
+from cvo.payload.conditions import find_condition
 from cvo.runner.events import Event
 from cvo.scenario.model import EXPECTATIONS, ScenarioError
 from cvo.scenario.replay import ReplayOutcome
-from cvo.sim.behaviour import parse_duration
-from cvo.status_output import write_status_text
+from cvo.status.text import write_status_text
 
 
 @dataclass

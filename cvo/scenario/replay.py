@@ -11,8 +11,11 @@ from typing import Any
 
 from cvo.clock import Clock, run_virtual, to_rfc3339
 from cvo.cluster.api import ApiErrorKind, Ref, cv_ref
-from cvo.olm import OC_GROUP, OC_KIND
-from cvo.operator.clusteroperator import Condition, report_status
+from cvo.cluster.embedded.server import SimCluster
+from cvo.gates.olm import OC_GROUP, OC_KIND
+from cvo.operators.behaviour import Behaviour, Behaviours
+from cvo.operators.library.clusteroperator import Condition, report_status
+from cvo.operators.simulated import OperatorSimulator
 from cvo.payload.filters import KNOWN_CAPABILITIES, ApplyFilter
 from cvo.payload.graph import Mode
 from cvo.payload.loader import LoadError, Release, load_release
@@ -20,9 +23,6 @@ from cvo.runner.events import Event, Recorder
 from cvo.runner.upgrade import UpgradeController
 from cvo.runner.worker import SweepOptions, SweepResult, Worker
 from cvo.scenario.model import Action, Scenario, ScenarioError
-from cvo.sim.behaviour import Behaviour, Behaviours
-from cvo.sim.cluster import SimCluster
-from cvo.sim.operators import OperatorSimulator
 
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC)  # every replay starts here: timestamps are reproducible
 

@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 
 from cvo.cluster.api import Ref
-from cvo.kube import KubeCluster
+from cvo.cluster.kube import KubeCluster
 
 
 async def measure(cluster: KubeCluster, objects: int, workers: int) -> dict[str, float]:

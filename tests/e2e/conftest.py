@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 import freezegun
 import pytest
 
-from cvo.kube import KubeCluster
+from cvo.cluster.kube import KubeCluster
 
 from .controlplane import ControlPlane, ensure_binaries
 

@@ -23,7 +23,7 @@ from typing import Any
 
 import yaml
 
-from cvo.kube import KubeCluster
+from cvo.cluster.kube import KubeCluster
 
 from .controlplane import ControlPlane
 

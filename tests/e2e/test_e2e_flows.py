@@ -38,8 +38,8 @@ import pytest
 import yaml
 
 from cvo.cluster.api import CLUSTER_OPERATOR, Ref, cv_ref
-from cvo.kube import KubeCluster
-from cvo.olm import ENV_NAME, OC_GROUP, OC_KIND
+from cvo.cluster.kube import KubeCluster
+from cvo.gates.olm import ENV_NAME, OC_GROUP, OC_KIND
 from cvo.payload.graph import Mode, build_graph, make_tasks
 from cvo.payload.loader import Release, load_release
 from cvo.payload.operators import operator_deployments

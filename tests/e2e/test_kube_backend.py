@@ -21,11 +21,11 @@ import pytest
 from conftest import ReleaseFactory, obj
 
 from cvo.cluster.api import ApiError, ApiErrorKind, EventType, Ref, WatchEvent
-from cvo.errors import wrap_apply_error
-from cvo.kube import KubeCluster
+from cvo.cluster.kube import KubeCluster
 from cvo.payload.graph import Mode, Task, make_tasks
 from cvo.payload.loader import load_release
 from cvo.runner.apply import DeleteTracker, apply_task
+from cvo.runner.reasons import wrap_apply_error
 
 from .conftest import kube_threads, make_namespace, run_with
 from .controlplane import ControlPlane
@@ -498,7 +498,7 @@ def test_requests_ride_out_an_api_server_restart(control_plane: ControlPlane, na
 
 
 def test_a_dead_server_is_cluster_down_after_the_retries(control_plane: ControlPlane) -> None:
-    from cvo.kube import RetryPolicy
+    from cvo.cluster.kube import RetryPolicy
 
     async def body(cluster: KubeCluster) -> None:
         config = copy.deepcopy(cluster.configuration)

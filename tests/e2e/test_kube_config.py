@@ -11,7 +11,7 @@ import yaml
 from cvo.cli.backend import backend_clock, state_path, uses_real_clock
 from cvo.cli.main import main as cvo_main
 from cvo.clock import run_real
-from cvo.kube import KubeconfigError, load_kubeconfig
+from cvo.cluster.kube import KubeconfigError, load_kubeconfig
 
 
 def kubeconfig(path: Path, contexts: dict[str, str], current: str | None = None) -> Path:

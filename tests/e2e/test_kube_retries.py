@@ -19,8 +19,8 @@ import pytest
 from kubernetes import client
 
 from cvo.cluster.api import ApiError, ApiErrorKind, Ref
-from cvo.errors import wrap_apply_error
-from cvo.kube import KubeCluster, RetryPolicy
+from cvo.cluster.kube import KubeCluster, RetryPolicy
+from cvo.runner.reasons import wrap_apply_error
 
 TOKEN = "secret-token-0123456789"
 CM = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm", "namespace": "ns"}, "data": {}}
@@ -333,7 +333,7 @@ def test_a_tls_connection_cut_mid_way_is_transient_an_untrusted_certificate_is_n
 
     import urllib3
 
-    from cvo.kube import errors
+    from cvo.cluster.kube import errors
 
     cut = urllib3.exceptions.SSLError(ssl.SSLEOFError(8, "EOF occurred in violation of protocol"))
     assert errors.from_exception(cut, None, "get x", "https://h").kind is ApiErrorKind.TIMEOUT

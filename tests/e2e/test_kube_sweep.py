@@ -23,9 +23,9 @@ from conftest import HA, REPO, ReleaseFactory, cluster_operator, obj
 from cvo.cli.main import main as cvo_main
 from cvo.clock import Clock
 from cvo.cluster.api import CLUSTER_OPERATOR, ApiError, EventType, Ref, cv_ref
-from cvo.kube import KubeCluster
-from cvo.olm import OC_GROUP, OC_KIND
-from cvo.operator.clusteroperator import Condition, report_status
+from cvo.cluster.kube import KubeCluster
+from cvo.gates.olm import OC_GROUP, OC_KIND
+from cvo.operators.library.clusteroperator import Condition, report_status
 from cvo.payload.graph import Mode, make_tasks
 from cvo.payload.loader import load_release
 from cvo.runner.apply import DeleteTracker, apply_task

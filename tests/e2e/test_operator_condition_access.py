@@ -11,7 +11,7 @@ plane's token.
 * the OperatorCondition lists both Deployments and both service accounts; its Role and
   RoleBinding are owned by it as OLM owns them (the control plane runs no garbage collector, so
   the references are checked, not the collection);
-* each operator service account reports through ``spec.conditions`` with :mod:`cvo.operator.conditions`,
+* each operator service account reports through ``spec.conditions`` with :mod:`cvo.operators.library.conditions`,
   and cannot write the status subresource;
 * no service account, the operator's own, ``cvo sim-operators``' or one bound to cluster-admin,
   can add, remove or change ``spec.overrides`` (the issue's ``kubectl --as=…:etcd-operator patch …
@@ -35,9 +35,9 @@ import yaml
 from cvo.cli.main import main
 from cvo.clock import run_real
 from cvo.cluster.api import ApiError, ApiErrorKind, Ref
-from cvo.kube import KubeCluster
-from cvo.olm import OC_GROUP, OC_KIND
-from cvo.operator.conditions import OperatorConditions
+from cvo.cluster.kube import KubeCluster
+from cvo.gates.olm import OC_GROUP, OC_KIND
+from cvo.operators.library.conditions import OperatorConditions
 from cvo.payload.loader import Release, load_release
 from cvo.runner.operator_conditions import OperatorConditionManager
 

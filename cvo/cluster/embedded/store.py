@@ -18,7 +18,7 @@ same way):
 * readers never block writers (WAL), and :meth:`Store.changes` tells a process, cheaply
   (``PRAGMA data_version``), whether another one has committed since it last looked.
 
-The store knows nothing about Kubernetes semantics: :class:`cvo.sim.cluster.SimCluster` keeps the
+The store knows nothing about Kubernetes semantics: :class:`cvo.cluster.embedded.server.SimCluster` keeps the
 objects decoded in memory, checks every request against them, and records its writes here.
 """
 
@@ -34,7 +34,7 @@ from pathlib import Path
 from cvo.cluster.api import Ref
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
-FORMAT = 2  # 1 was the JSON state file of cvo 0.1 (migrated by cvo.sim.legacy_state)
+FORMAT = 2  # 1 was the JSON state file of cvo 0.1 (migrated by cvo.cluster.embedded.legacy_state)
 MAX_CLOCK = 253402300800.0  # 10000-01-01T00:00:00Z: past it, datetime cannot hold the cluster's clock
 BUSY_TIMEOUT = 60.0  # seconds a writer waits for another process's transaction before giving up
 # Tombstones older than this many revisions are dropped when a store is opened; a process whose view
@@ -153,7 +153,7 @@ class Store:
             except OSError as err:
                 raise StateError(f"{path}: cannot read: {err.strerror}") from None
             if head and not is_sqlite(head):
-                from cvo.sim.legacy_state import migrate
+                from cvo.cluster.embedded.legacy_state import migrate
 
                 migrate(path, cls._create_schema, initial_clock)
             elif not head:

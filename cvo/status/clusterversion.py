@@ -21,15 +21,20 @@ from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
 from cvo.clock import to_rfc3339
-from cvo.errors import Effect, UpdateError, condense_cluster_operators, summarize, summary_for_reason
 from cvo.payload.capabilities import Capabilities
+from cvo.payload.conditions import (  # noqa: F401 - re-exported: status readers take them from here
+    COMPLETED,
+    Condition,
+    HistoryEntry,
+    current_version,
+    find_condition,
+    set_condition,
+    set_optional,
+)
+from cvo.payload.errors import Effect, UpdateError, condense_cluster_operators, summarize, summary_for_reason
 from cvo.payload.filters import API_CAPABILITIES
 
-Condition = dict[str, Any]
-HistoryEntry = dict[str, Any]
-
 MAX_HISTORY = 100
-COMPLETED = "Completed"
 PARTIAL = "Partial"
 MACHINE_CONFIG = "machine-config"
 MULTIPLE_ERRORS = "MultipleErrors"
@@ -40,7 +45,7 @@ SLOW_REASON = "SlowClusterOperator"
 class SyncStatus:
     """What the sweep runner reports after (or during) an apply: the CVO's ``SyncWorkerStatus``.
 
-    ``failure`` is the error already summarised by :func:`cvo.errors.summarize`.  When it is a
+    ``failure`` is the error already summarised by :func:`cvo.payload.errors.summarize`.  When it is a
     ``MultipleErrors`` error, ``errors`` must hold the task errors it was summarised from: the CVO
     keeps them nested inside the error and re-summarises them without the ``None``-effect ones for
     the Failing condition (without them the MultipleErrors failure is used unfiltered).
@@ -98,44 +103,7 @@ class _Progress:
 # --- conditions (SetOperatorStatusCondition) -------------------------------------------------------
 
 
-def find_condition(conditions: Sequence[Condition], type_: str) -> Condition | None:
-    return next((c for c in conditions if c.get("type") == type_), None)
-
-
-def set_condition(conditions: list[Condition], type_: str, status: str, reason: str, message: str,
-                  now: datetime) -> None:
-    """Set a condition in place; ``lastTransitionTime`` moves only when the status changes.
-
-    A new condition is appended, an existing one keeps its place, so the order is stable.
-    Empty reasons and messages are omitted, as in the API's JSON.
-    """
-    existing = find_condition(conditions, type_)
-    if existing is None:
-        existing = {"type": type_, "status": status, "lastTransitionTime": to_rfc3339(now)}
-        conditions.append(existing)
-    elif existing.get("status") != status:
-        existing["status"] = status
-        existing["lastTransitionTime"] = to_rfc3339(now)
-    _set_optional(existing, "reason", reason)
-    _set_optional(existing, "message", message)
-
-
-def _set_optional(obj: dict[str, Any], key: str, value: str) -> None:
-    if value:
-        obj[key] = value
-    else:
-        obj.pop(key, None)
-
-
 # --- history (mergeOperatorHistory, prune) ---------------------------------------------------------
-
-
-def current_version(history: Sequence[HistoryEntry]) -> str:
-    """``GetCurrentVersion``: the first Completed entry's version, else the oldest entry's."""
-    for entry in history:
-        if entry.get("state") == COMPLETED:
-            return entry.get("version", "")
-    return history[-1].get("version", "") if history else ""
 
 
 def merge_history(history: Sequence[HistoryEntry], version: str, image: str, completed: bool, now: datetime,
@@ -159,7 +127,7 @@ def merge_history(history: Sequence[HistoryEntry], version: str, image: str, com
             if last.get("completionTime") is None:
                 last["completionTime"] = stamp
         if not local:
-            _set_optional(last, "acceptedRisks", accepted_risks)
+            set_optional(last, "acceptedRisks", accepted_risks)
     else:
         if last.get("completionTime") is None:
             last["completionTime"] = stamp  # the old head keeps its state: an abandoned Partial stays Partial
@@ -180,7 +148,7 @@ def _new_entry(version: str, image: str, state: str, stamp: str, accepted_risks:
         "image": image,
         "verified": False,
     }
-    _set_optional(entry, "acceptedRisks", accepted_risks)
+    set_optional(entry, "acceptedRisks", accepted_risks)
     return entry
 
 

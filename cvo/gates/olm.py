@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from cvo.fields import dig, entries, mapping, string
+from cvo.payload.fields import dig, entries, mapping, string
 
 OC_GROUP = "operators.coreos.com"
 OC_KIND = "OperatorCondition"

@@ -8,7 +8,7 @@ from typing import TextIO
 import orjson
 
 from cvo.payload.graph import Task
-from cvo.plan import Plan, plan_json
+from cvo.plan.build import Plan, plan_json
 
 
 def _node_label(plan: Plan, node: int) -> str:

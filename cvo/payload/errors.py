@@ -6,8 +6,6 @@ import enum
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from cvo.cluster.api import ApiError, ApiErrorKind
-
 
 class Effect(enum.IntEnum):
     """How an error affects progress; higher wins when errors are condensed."""
@@ -35,34 +33,6 @@ class UpdateError(Exception):
 
     def __str__(self) -> str:
         return self.message
-
-
-# Reason table for API errors (reasonForPayloadSyncError) with the cause text the CVO appends.
-_API_REASONS: dict[ApiErrorKind, tuple[str, str]] = {
-    ApiErrorKind.NOT_FOUND: ("UpdatePayloadResourceNotFound", "resource may have been deleted"),
-    ApiErrorKind.ALREADY_EXISTS: ("UpdatePayloadResourceNotFound", "resource may have been deleted"),
-    ApiErrorKind.CONFLICT: ("UpdatePayloadResourceConflict", ""),
-    ApiErrorKind.TIMEOUT: ("UpdatePayloadClusterDown", ""),
-    ApiErrorKind.INTERNAL: ("UpdatePayloadClusterError", ""),
-    ApiErrorKind.INVALID: ("UpdatePayloadResourceInvalid", ""),
-    ApiErrorKind.UNAUTHORIZED: ("UpdatePayloadClusterUnauthorized", ""),
-    ApiErrorKind.FORBIDDEN: ("UpdatePayloadResourceForbidden", "the server has forbidden updates to this resource"),
-    ApiErrorKind.SERVER_TIMEOUT: ("UpdatePayloadClusterOverloaded", ""),
-    ApiErrorKind.NO_KIND_MATCH: (
-        "UpdatePayloadResourceTypeMissing", "the server does not recognize this resource, check extension API servers"),
-}
-
-
-def wrap_apply_error(err: Exception, task: str, manifest: str = "") -> UpdateError:
-    """An error left after the task's retries, as the CVO reports it: ``Could not update <task>: <cause>``."""
-    if isinstance(err, UpdateError):
-        return err
-    reason, cause = "UpdatePayloadFailed", ""
-    if isinstance(err, ApiError):
-        reason, cause = _API_REASONS.get(err.kind, ("UpdatePayloadFailed", ""))
-    message = f"Could not update {task}" + (f": {cause}" if cause else "")
-    nested = str(err) + (f" ({manifest})" if manifest else "")
-    return UpdateError(reason, message, Effect.FAIL, nested=nested, task=task)
 
 
 _SUMMARIES = {

@@ -10,7 +10,7 @@ ClusterOperator.  An operator whose Deployment sorts after its ClusterOperator n
 the sweep waits on it: the seed's trap.
 
 All timing runs on the event loop's clock, so virtual time makes hours pass in milliseconds.
-Status is written with :mod:`cvo.operator.clusteroperator`, the library real operators use.
+Status is written with :mod:`cvo.operators.library.clusteroperator`, the library real operators use.
 
 Like real operators, the simulated ones outlive API errors: a report that fails is written again
 after a back-off (1 s doubling to 10 s) until it lands, so a rollout never stops half-way with its
@@ -41,18 +41,18 @@ from cvo.cluster.api import (
     co_ref,
     cv_ref,
 )
-from cvo.fields import dig, entries, mapping
+from cvo.gates.olm import ENV_NAME
 from cvo.log import get_logger
-from cvo.olm import ENV_NAME
-from cvo.operator.clusteroperator import Condition, report_status
-from cvo.operator.conditions import OperatorConditions
+from cvo.operators.behaviour import Behaviour, Behaviours
+from cvo.operators.library.clusteroperator import Condition, report_status
+from cvo.operators.library.conditions import OperatorConditions
+from cvo.payload.fields import dig, entries, mapping
 from cvo.payload.graph import operator_versions
 from cvo.payload.loader import Release
 from cvo.payload.manifest import Manifest
 from cvo.payload.operators import is_cluster_operator, operator_deployments
-from cvo.sim.behaviour import Behaviour, Behaviours
 
-log = get_logger("cvo.sim")
+log = get_logger("cvo.cluster.embedded")
 T = TypeVar("T")
 RETRY_INITIAL = 1.0  # seconds before an operator tries again after an API error; doubles up to RETRY_CAP
 RETRY_CAP = 10.0

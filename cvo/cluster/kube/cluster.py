@@ -1,8 +1,8 @@
 """The Kubernetes backend: the :class:`~cvo.cluster.api.Cluster` protocol over a real API server.
 
 Built on the official ``kubernetes`` client: its ``Configuration`` (from a kubeconfig, see
-:mod:`cvo.kube.config`) and its ``ApiClient`` do authentication, TLS, proxies and the HTTP
-connection pool; :mod:`cvo.kube.discovery` maps kinds to REST resources; :mod:`cvo.kube.watch`
+:mod:`cvo.cluster.kube.config`) and its ``ApiClient`` do authentication, TLS, proxies and the HTTP
+connection pool; :mod:`cvo.cluster.kube.discovery` maps kinds to REST resources; :mod:`cvo.cluster.kube.watch`
 runs the client's ``Watch`` in threads.  Objects stay plain JSON dicts, as everywhere in cvo.
 
 * Blocking client calls run in one bounded thread pool (``workers``, 32 by default: the update
@@ -41,14 +41,14 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from cvo.cluster.api import ApiError, ApiErrorKind, Object, Ref, WatchEvent
+from cvo.cluster.kube import errors
+from cvo.cluster.kube.config import Kubeconfig, load_kubeconfig
+from cvo.cluster.kube.discovery import Discovery, Resource
 from cvo.cluster.landed import intent_landed
 from cvo.cluster.persist import retry_deadline
-from cvo.kube import errors
-from cvo.kube.config import Kubeconfig, load_kubeconfig
-from cvo.kube.discovery import Discovery, Resource
 from cvo.log import get_logger
 
-log = get_logger("cvo.kube")
+log = get_logger("cvo.cluster.kube")
 T = TypeVar("T")
 
 CRD_GROUP = "apiextensions.k8s.io"
@@ -257,13 +257,13 @@ class KubeCluster:
 
     def watch(self, group: str, kind: str, namespace: str | None = None, name: str | None = None,
               ) -> AsyncIterator[WatchEvent]:
-        """Changes from now on, fed by a thread running the client's ``Watch``; see :mod:`cvo.kube.watch`.
+        """Changes from now on, fed by a thread running the client's ``Watch``; see :mod:`cvo.cluster.kube.watch`.
 
         The thread starts at once (as the simulated cluster subscribes at once) and resumes from the
         newest resourceVersion this client has seen, so a change made after any earlier response
         (such as the read a waiter made before it started waiting) is never missed.
         """
-        from cvo.kube.watch import WatchThread, events
+        from cvo.cluster.kube.watch import WatchThread, events
 
         if self._closed:
             raise RuntimeError("KubeCluster is closed")

@@ -43,14 +43,14 @@ from kubernetes import watch as k8s_watch
 from kubernetes.client.exceptions import ApiException
 
 from cvo.cluster.api import ApiError, EventType, Object, WatchEvent
-from cvo.kube import errors
-from cvo.kube.discovery import Resource
+from cvo.cluster.kube import errors
+from cvo.cluster.kube.discovery import Resource
 from cvo.log import get_logger
 
 if TYPE_CHECKING:
-    from cvo.kube.cluster import KubeCluster
+    from cvo.cluster.kube.cluster import KubeCluster
 
-log = get_logger("cvo.kube.watch")
+log = get_logger("cvo.cluster.kube.watch")
 _END = object()
 MIN_TIMEOUT = 240  # seconds; each watch request asks for a random timeout in [MIN, 1.5·MIN]
 BACKOFF_INITIAL = 0.25

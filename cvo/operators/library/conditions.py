@@ -30,11 +30,11 @@ from typing import Any
 
 from cvo.clock import to_rfc3339
 from cvo.cluster.api import ApiError, ApiErrorKind, Cluster, Ref
-from cvo.fields import dig, entries, mapping, string
+from cvo.gates.olm import ENV_NAME, OC_API_VERSION, OC_GROUP, OC_KIND
 from cvo.log import get_logger
-from cvo.olm import ENV_NAME, OC_API_VERSION, OC_GROUP, OC_KIND
+from cvo.payload.fields import dig, entries, mapping, string
 
-log = get_logger("cvo.operator")
+log = get_logger("cvo.operators.library")
 
 NAMESPACE_FILE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 NAMESPACE_ENV = ("OPERATOR_NAMESPACE", "POD_NAMESPACE")  # operator-lib's variable, then the usual downward API one

@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from cvo import semver
-from cvo.cvstatus import current_version, find_condition
+from cvo.payload import semver
+from cvo.payload.conditions import current_version, find_condition
 
 # The ClusterVersion's UpgradeableClusterVersionOverrides message, which the patch-update warning quotes
 # (pkg/payload/precondition/clusterversion/upgradeable.go, OTA-1860).

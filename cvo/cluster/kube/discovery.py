@@ -10,7 +10,7 @@ group-version (``/apis/<group>/<version>``), and a negative answer is remembered
 :meth:`Discovery.forget_misses` drops the negative answers of a group at once (cvo calls it when it
 writes a CRD or sees one Established).
 
-All methods that may fetch block; :class:`cvo.kube.cluster.KubeCluster` calls them in threads.
+All methods that may fetch block; :class:`cvo.cluster.kube.cluster.KubeCluster` calls them in threads.
 The ``lookup*`` methods only read the cache and never block, so a hit costs no thread hop.
 """
 

@@ -1,6 +1,6 @@
 """The embedded simulated cluster: an in-memory Kubernetes API server (the default backend).
 
-:class:`~cvo.sim.cluster.SimCluster` implements :class:`cvo.cluster.api.Cluster` with the server-side
+:class:`~cvo.cluster.embedded.server.SimCluster` implements :class:`cvo.cluster.api.Cluster` with the server-side
 rules the CVO depends on:
 
 * every write bumps one global ``metadata.resourceVersion``; ``metadata.generation`` starts at 1 and
@@ -12,13 +12,13 @@ rules the CVO depends on:
   CRD stops serving its kind and deletes its instances, deleting an object deletes the objects it
   owns (``metadata.ownerReferences``) once none of their owners is left, as the garbage collector
   does, at once;
-* only served kinds can be written (:mod:`cvo.sim.kinds`); a CRD's kind is served once the CRD is
+* only served kinds can be written (:mod:`cvo.cluster.embedded.kinds`); a CRD's kind is served once the CRD is
   Established (at once, or after ``crd_establish_delay`` seconds of loop time);
 * watches, read hooks, injected failures and call statistics for the simulation and scenarios;
 * the whole state persists in one JSON file between commands.
 """
 
-from cvo.sim.cluster import DEFAULT_NAMESPACES, SimCluster, SimStats
-from cvo.sim.kinds import ServedKinds
+from cvo.cluster.embedded.kinds import ServedKinds
+from cvo.cluster.embedded.server import DEFAULT_NAMESPACES, SimCluster, SimStats
 
 __all__ = ["DEFAULT_NAMESPACES", "ServedKinds", "SimCluster", "SimStats"]

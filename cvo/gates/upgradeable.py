@@ -1,6 +1,6 @@
 """The ClusterVersion ``Upgradeable`` condition, aggregated from everything that can block (reference §4.3).
 
-cvo follows the classic aggregation (``pkg/cvo/upgradeable.go`` up to release-4.22): each source
+cvo follows the classic aggregation (``pkg/cvo/gates/upgradeable.go`` up to release-4.22): each source
 that blocks becomes a sub-condition; one blocker sets ``Upgradeable=False`` with its reason and
 message; several keep their sub-conditions and set ``MultipleReasons``.  Sources, in order:
 ClusterVersion overrides, ClusterOperators, resource deletions in progress, and — cvo's addition,
@@ -15,9 +15,9 @@ from datetime import datetime
 from typing import Any
 
 from cvo.cluster.api import Ref
-from cvo.cvstatus import find_condition, set_condition
-from cvo.olm import synced_status, upgradeable_verdict
-from cvo.preconditions import OVERRIDES_MESSAGE
+from cvo.gates.olm import synced_status, upgradeable_verdict
+from cvo.gates.preconditions import OVERRIDES_MESSAGE
+from cvo.payload.conditions import find_condition, set_condition
 
 
 def effective(oc: dict[str, Any]) -> dict[str, Any]:

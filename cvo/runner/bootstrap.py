@@ -66,7 +66,7 @@ def manifest_dirs() -> list[Path]:
     install); ``<prefix>/share/cvo/manifests`` (data files of a wheel, installed into a virtualenv or
     system-wide, or with ``pip install --user``).
     """
-    package = Path(__file__).resolve().parent
+    package = Path(__file__).resolve().parent.parent  # cvo/, from cvo/runner/bootstrap.py
     shared = Path("share") / "cvo" / "manifests"
     candidates = [package / "manifests", package.parent / "manifests", Path(sys.prefix) / shared,
                   Path(site.getuserbase()) / shared]

@@ -15,7 +15,7 @@ from typing import Any
 
 from cvo.clock import to_rfc3339
 from cvo.cluster.api import ApiError, ApiErrorKind, Cluster, co_ref
-from cvo.fields import entries, mapping
+from cvo.payload.fields import entries, mapping
 
 
 @dataclass(frozen=True)

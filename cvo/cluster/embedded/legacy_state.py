@@ -22,7 +22,7 @@ import orjson
 
 from cvo.clock import parse_rfc3339
 from cvo.cluster.api import Ref
-from cvo.sim.store import Meta, StateError, is_sqlite, write_rows
+from cvo.cluster.embedded.store import Meta, StateError, is_sqlite, write_rows
 
 LEGACY_FORMAT = 1
 

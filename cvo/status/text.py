@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 from typing import Any, TextIO
 
 from cvo.clock import parse_rfc3339
-from cvo.cvstatus import current_version, find_condition
+from cvo.payload.conditions import current_version, find_condition
 
 _PADDING = 3
 _MIN_WIDTH = 6
@@ -149,7 +149,7 @@ def clusteroperators_table(cos: Sequence[Mapping[str, Any]], now: datetime) -> s
 def upgradeable_text(cv: Mapping[str, Any], cos: Sequence[Mapping[str, Any]],
                      ocs: Sequence[Mapping[str, Any]] = ()) -> str:
     """The cluster's Upgradeable condition, then every operator's: ClusterOperators and OperatorConditions."""
-    from cvo.olm import unsupported_conditions, upgradeable_verdict
+    from cvo.gates.olm import unsupported_conditions, upgradeable_verdict
 
     cond = next((c for c in _conditions(cv) if c.get("type") == "Upgradeable"), None)
     if cond is None:

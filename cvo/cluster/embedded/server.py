@@ -5,7 +5,7 @@ fresh copy made with one ``orjson.loads``; measured on the corpus this is 2â€“3Ã
 ``deepcopy``.  Writes are synchronous inside their coroutine: the server never yields, so a write and
 the watch events it queues happen atomically and in order.
 
-With a state file the objects also live in a :class:`cvo.sim.store.Store` (SQLite) that any number of
+With a state file the objects also live in a :class:`cvo.cluster.embedded.store.Store` (SQLite) that any number of
 cvo processes share: every write is committed there before it returns, checked inside the store's
 lock against what every process has written, and each process takes in the others' writes before
 each request and, while anything watches, within :data:`POLL_INTERVAL` of real time.
@@ -29,8 +29,7 @@ import orjson
 
 from cvo.clock import Clock, to_rfc3339
 from cvo.cluster.api import ApiError, ApiErrorKind, EventType, Object, Ref, WatchEvent
-from cvo.payload.schema import secret_string_data
-from cvo.sim.kinds import (
+from cvo.cluster.embedded.kinds import (
     CRD,
     NAMESPACE,
     GroupKind,
@@ -40,9 +39,10 @@ from cvo.sim.kinds import (
     crd_kind,
     crd_problem,
 )
-from cvo.sim.poller import POLL_INTERVAL as POLL_INTERVAL
-from cvo.sim.poller import StorePoller
-from cvo.sim.store import DB_ERRORS, Row, StateError, Store
+from cvo.cluster.embedded.poller import POLL_INTERVAL as POLL_INTERVAL
+from cvo.cluster.embedded.poller import StorePoller
+from cvo.cluster.embedded.store import DB_ERRORS, Row, StateError, Store
+from cvo.payload.schema import secret_string_data
 
 DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease", "openshift-config",
                       "openshift-config-managed")
@@ -145,7 +145,7 @@ def _new_future() -> asyncio.Future[ApiError | None]:
 
 
 class SimCluster:
-    """The simulated API server.  See the module docstring of :mod:`cvo.sim` for the rules it enforces."""
+    """The simulated API server.  See the module docstring of :mod:`cvo.cluster.embedded` for the rules it enforces."""
 
     def __init__(self, clock: Clock | None = None, *, path: str | os.PathLike[str] | None = None,
                  enforce_namespaces: bool = True, openshift_apis: bool = True,
@@ -316,7 +316,7 @@ class SimCluster:
     def load(cls, path: str | os.PathLike[str], clock: Clock | None = None, **options: Any) -> SimCluster:
         """The cluster stored at ``path`` (a fresh one if there is none yet); ``clock`` continues its timeline.
 
-        :class:`cvo.sim.store.StateError` when the file is not a usable state file.
+        :class:`cvo.cluster.embedded.store.StateError` when the file is not a usable state file.
         """
         return cls(clock, path=path, **options)
 

@@ -1,8 +1,8 @@
 """The Kubernetes backend: :class:`KubeCluster` implements :class:`cvo.cluster.api.Cluster` on a real API server."""
 
-from cvo.kube.cluster import KubeCluster, KubeStats, RetryPolicy
-from cvo.kube.config import Kubeconfig, KubeconfigError, default_kubeconfig_path, load_kubeconfig
-from cvo.kube.discovery import Discovery, Resource
+from cvo.cluster.kube.cluster import KubeCluster, KubeStats, RetryPolicy
+from cvo.cluster.kube.config import Kubeconfig, KubeconfigError, default_kubeconfig_path, load_kubeconfig
+from cvo.cluster.kube.discovery import Discovery, Resource
 
 __all__ = [
     "Discovery",
