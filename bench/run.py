@@ -78,7 +78,7 @@ def bench_parsers(repeats: int) -> dict[str, float]:
     """In-process parse of every corpus file: PyYAML's C loader vs cvo's go-yaml-compatible builder."""
     import yaml
 
-    from cvo.payload.yamlparse import load_documents
+    from cvo.payload.yamlorjson import load_documents
 
     files = sorted(p for d in ("manifests", "release-manifests") for p in (CORPUS / d).iterdir()
                    if p.suffix in (".yaml", ".yml", ".json"))

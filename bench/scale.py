@@ -9,7 +9,7 @@ from pathlib import Path
 import yaml
 
 from cvo.payload.graph import RUNLEVEL_PATTERN
-from cvo.payload.yamlparse import load_documents
+from cvo.payload.yamlorjson import load_documents
 
 MARK = "-cvobenchcopy"
 GROUP_MARK = "cvobenchgroup"

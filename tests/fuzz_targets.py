@@ -24,7 +24,8 @@ from hypothesis import strategies as st
 from cvo.payload.limits import InputError
 from cvo.payload.manifest import ManifestError, parse_headers
 from cvo.payload.template import RenderTooLarge, TemplateContext, TemplateError, render
-from cvo.payload.yamlparse import DocumentError, load_documents
+from cvo.payload.yamlorjson import load_documents
+from cvo.payload.yamlparse import DocumentError
 
 REPO = Path(__file__).resolve().parent.parent
 CORPUS = REPO.parent / "shared" / "corpus" / "ocp-5.0-nightly"

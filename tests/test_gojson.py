@@ -20,8 +20,7 @@ from hypothesis import strategies as st
 
 from cvo.payload.gojson import UnsupportedValue, go_float, go_json
 from cvo.payload.manifest import ManifestError, parse_headers
-from cvo.payload.yamlorjson import decode
-from cvo.payload.yamlparse import load_documents
+from cvo.payload.yamlorjson import decode, load_documents
 
 
 def yaml_to_json(text: bytes) -> bytes:

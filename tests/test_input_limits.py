@@ -15,7 +15,8 @@ from conftest import ReleaseFactory, obj
 from cvo.payload import limits
 from cvo.payload.limits import InputError, read_input
 from cvo.payload.loader import LoadError, load_release
-from cvo.payload.yamlparse import LimitExceeded, _Budget, load_documents
+from cvo.payload.yamlorjson import load_documents
+from cvo.payload.yamlparse import LimitExceeded, _Budget
 
 CM = obj("ConfigMap", "x", "ns")
 

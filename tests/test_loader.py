@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import multiprocessing
 import os
 from pathlib import Path
 from typing import Any, ClassVar
@@ -507,19 +506,17 @@ def test_errors_are_not_cached(make_release: ReleaseFactory, cache_dir: Path) ->
 # --- parallel parsing -----------------------------------------------------------------------
 
 
-@pytest.fixture
-def forced_parallel(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Parse in worker processes whatever the size; records that a pool was started."""
-    started: list[str] = []
-    real = multiprocessing.get_context
-
-    def get_context(method: str | None = None) -> Any:
-        started.append(str(method))
-        return real(method)
-
-    monkeypatch.setattr(loader, "PARALLEL_THRESHOLD", 0)
-    monkeypatch.setattr(multiprocessing, "get_context", get_context)
-    return started
+def probe(root: Path) -> dict[str, Any]:
+    """Serial and forked-parallel loads of root, in a fresh interpreter with no other thread (see the probe)."""
+    import subprocess
+    import sys
+    here = Path(__file__).parent
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(here.parent), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, str(here / "parallel_load_probe.py"), str(root)],
+                          capture_output=True, text=True, env=env, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    result: dict[str, Any] = json.loads(done.stdout)
+    return result
 
 
 def parallel_release(make_release: ReleaseFactory) -> Path:
@@ -530,31 +527,27 @@ def parallel_release(make_release: ReleaseFactory) -> Path:
     return make_release(files, cvo_files={"0000_00_cvo_x.json": json.dumps(cm("cvo"))})
 
 
-def test_parallel_parser_gives_exactly_the_serial_result(make_release: ReleaseFactory,
-                                                         forced_parallel: list[str]) -> None:
-    root = parallel_release(make_release)
-    serial = load_release(root, use_cache=False, jobs=1)
-    assert forced_parallel == []
-    parallel = load_release(root, use_cache=False, jobs=2)
-    assert forced_parallel == ["fork"]
-    assert len(serial.all_manifests) == 32
-    assert snapshot(parallel) == snapshot(serial)
-    assert [m.annotations for m in parallel.manifests] == [m.annotations for m in serial.manifests]
+def test_parallel_parser_gives_exactly_the_serial_result(make_release: ReleaseFactory) -> None:
+    result = probe(parallel_release(make_release))
+    serial, parallel = result["serial"], result["parallel"]
+    assert serial["pools"] == []
+    assert parallel["pools"] == ["fork"]
+    assert len(serial["manifests"]) == 32
+    assert parallel["manifests"] == serial["manifests"]
+    assert parallel["annotations"] == serial["annotations"]
 
 
-def test_parallel_parser_reports_the_same_errors_in_the_same_order(make_release: ReleaseFactory,
-                                                                   forced_parallel: list[str]) -> None:
+def test_parallel_parser_reports_the_same_errors_in_the_same_order(make_release: ReleaseFactory) -> None:
     files: dict[str, object] = {f"f{i}.yaml": cm(f"c{i}") for i in range(6)}
     files["f5.yaml"] = "x" * 5000 + ": [\n"  # the biggest file: the first worker parses it first
     files["f0.yaml"] = "kind: [\n"
     files["f2.yaml"] = [cm("d"), cm("d")]
-    root = make_release(files)
-    serial = load_error(root, use_cache=False, jobs=1)
-    parallel = load_error(root, use_cache=False, jobs=2)
-    assert forced_parallel == ["fork"]
-    assert parallel == serial
-    assert [e.split(" ")[0] for e in serial] == ["release-manifests/f0.yaml", "release-manifests/f2.yaml",
-                                                 "release-manifests/f5.yaml"]
+    result = probe(make_release(files))
+    serial, parallel = result["serial"], result["parallel"]
+    assert parallel["pools"] == ["fork"]
+    assert parallel["errors"] == serial["errors"]
+    assert [e.split(" ")[0] for e in serial["errors"]] == ["release-manifests/f0.yaml", "release-manifests/f2.yaml",
+                                                           "release-manifests/f5.yaml"]
 
 
 def test_no_parser_processes_are_forked_while_other_threads_run(corpus: Path, monkeypatch: pytest.MonkeyPatch,

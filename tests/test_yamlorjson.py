@@ -13,8 +13,8 @@ from __future__ import annotations
 import pytest
 
 from cvo.payload.manifest import ManifestError, parse_headers
-from cvo.payload.yamlorjson import first_yaml_document, looks_like_json, yaml_start
-from cvo.payload.yamlparse import DocumentError, load_documents
+from cvo.payload.yamlorjson import first_yaml_document, load_documents, looks_like_json, yaml_start
+from cvo.payload.yamlparse import DocumentError
 
 M = b'{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}}'
 M2 = b'{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c"}}'

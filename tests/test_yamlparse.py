@@ -11,7 +11,8 @@ import pytest
 import yaml
 
 from cvo.payload.limits import MAX_DEPTH
-from cvo.payload.yamlparse import DocumentError, load_documents, resolve_plain
+from cvo.payload.yamlorjson import load_documents
+from cvo.payload.yamlparse import DocumentError, resolve_plain
 
 
 def value_of(text: str) -> Any:

@@ -184,7 +184,8 @@ def read_behaviours(path: str | os.PathLike[str]) -> Behaviours:
     Raises ``ValueError`` with one line naming the file and the problem.
     """
     from cvo.payload.limits import InputError, display_name, read_input
-    from cvo.payload.yamlparse import DocumentError, load_documents
+    from cvo.payload.yamlorjson import load_documents
+    from cvo.payload.yamlparse import DocumentError
 
     shown = display_name(os.fspath(path))
     data = read_input(path, shown)

@@ -103,7 +103,8 @@ def parse_image_references(data: bytes, path: str) -> ImageReferences:
     try:
         docs = [orjson.loads(data)]  # the release tooling writes JSON
     except orjson.JSONDecodeError:
-        from cvo.payload.yamlparse import DocumentError, load_documents
+        from cvo.payload.yamlorjson import load_documents
+        from cvo.payload.yamlparse import DocumentError
 
         try:
             docs = [d for d in load_documents(data) if d is not None]

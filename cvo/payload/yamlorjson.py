@@ -242,3 +242,11 @@ def decode(data: bytes, accept: Accept | None = None) -> list[Decoded]:
     if looks_like_json(data):
         return _json_then_yaml(data, accept)
     return _yaml(data, 0, 0)
+
+
+def load_documents(data: bytes) -> list[Any]:
+    """Every document of a YAML or JSON stream, ``None`` for empty and ``null`` documents.
+
+    JSON followed by YAML is read as apimachinery's ``YAMLOrJSONDecoder`` reads it (:func:`decode`).
+    """
+    return [value for value, _, _ in decode(data)]

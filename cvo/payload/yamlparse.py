@@ -42,7 +42,7 @@ from yaml.events import (
 
 from cvo.payload import limits
 
-__all__ = ["DocumentError", "LimitExceeded", "load_documents", "load_yaml_stream"]
+__all__ = ["DocumentError", "LimitExceeded", "load_yaml_stream"]
 
 BOM = b"\xef\xbb\xbf"
 
@@ -478,14 +478,3 @@ def load_yaml_stream(data: bytes, floats: list[bool] | None = None) -> list[Any]
     finally:
         parser.dispose()
     return documents
-
-
-def load_documents(data: bytes) -> list[Any]:
-    """Every document of a YAML or JSON stream, ``None`` for empty and ``null`` documents.
-
-    JSON followed by YAML is read as apimachinery's ``YAMLOrJSONDecoder`` reads it
-    (:mod:`cvo.payload.yamlorjson`, which imports this module).
-    """
-    from cvo.payload.yamlorjson import decode
-
-    return [value for value, _, _ in decode(data)]

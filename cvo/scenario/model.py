@@ -15,7 +15,8 @@ from typing import Any
 from cvo.operators.behaviour import Behaviours, parse_duration
 from cvo.payload.arch import go_arch
 from cvo.payload.limits import InputError, display_name, printable, read_input
-from cvo.payload.yamlparse import DocumentError, load_documents
+from cvo.payload.yamlorjson import load_documents
+from cvo.payload.yamlparse import DocumentError
 
 ACTIONS = ("install", "upgrade", "reconcile", "cancel", "resume", "set-condition", "override", "clear-override",
            "force", "delete", "apply", "patch", "patch-status", "cv-override", "fail-requests", "wait")

@@ -14,7 +14,6 @@ import fcntl
 import os
 import sqlite3
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,12 +21,12 @@ import orjson
 
 from cvo.clock import parse_rfc3339
 from cvo.cluster.api import Ref
-from cvo.cluster.embedded.store import Meta, StateError, is_sqlite, write_rows
+from cvo.cluster.embedded.format import Meta, StateError, create_schema, is_sqlite, write_rows
 
 LEGACY_FORMAT = 1
 
 
-def migrate(path: Path, create_schema: Callable[[sqlite3.Connection, Meta], None], initial_clock: float) -> None:
+def migrate(path: Path, initial_clock: float) -> None:
     """Replace the JSON state at ``path`` by an equivalent SQLite store; :class:`StateError` if it is corrupt."""
     try:
         f = open(path, "rb")  # noqa: SIM115 - held open for the lock

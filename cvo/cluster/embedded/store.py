@@ -27,59 +27,29 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from cvo.cluster.api import Ref
+from cvo.cluster.embedded.format import (
+    DB_ERRORS,
+    FORMAT,
+    MAX_CLOCK,
+    Meta,
+    StateError,
+    create_schema,
+    is_sqlite,
+    read_head,
+)
+from cvo.cluster.embedded.legacy_state import migrate
 
-SQLITE_MAGIC = b"SQLite format 3\x00"
-FORMAT = 2  # 1 was the JSON state file of cvo 0.1 (migrated by cvo.cluster.embedded.legacy_state)
-MAX_CLOCK = 253402300800.0  # 10000-01-01T00:00:00Z: past it, datetime cannot hold the cluster's clock
+__all__ = ["DB_ERRORS", "FORMAT", "MAX_CLOCK", "Changes", "Meta", "Row", "StateError", "Store", "peek_clock"]
+
 BUSY_TIMEOUT = 60.0  # seconds a writer waits for another process's transaction before giving up
 # Tombstones older than this many revisions are dropped when a store is opened; a process whose view
 # is older than the compaction point reloads everything (as a watch that gets 410 Gone relists).
 TOMBSTONE_HORIZON = 10_000
-
-_SCHEMA = """
-CREATE TABLE meta (
-    id INTEGER PRIMARY KEY CHECK (id = 1),
-    format INTEGER NOT NULL,
-    resource_version INTEGER NOT NULL,
-    uid_counter INTEGER NOT NULL,
-    clock REAL NOT NULL,          -- the cluster's wall clock (Unix seconds) at its newest write
-    compacted INTEGER NOT NULL    -- tombstones at or below this revision may be gone
-);
-CREATE TABLE objects (
-    grp TEXT NOT NULL,
-    kind TEXT NOT NULL,
-    namespace TEXT NOT NULL,
-    name TEXT NOT NULL,
-    rv INTEGER NOT NULL,          -- resourceVersion of the last write (or of the delete)
-    data BLOB,                    -- the object's JSON, or NULL: deleted (a tombstone)
-    PRIMARY KEY (grp, kind, namespace, name)
-) WITHOUT ROWID;
-CREATE INDEX objects_by_rv ON objects (rv);
-"""
-
-
-class StateError(ValueError):
-    """The state file cannot be used; the message is one line and names the file."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(" ".join(message.split()))  # SQLite's messages can quote a damaged schema, newlines and all
-
-
-# What reading a damaged database can raise: SQLite's errors, and text columns that are not UTF-8.
-DB_ERRORS = (sqlite3.Error, UnicodeDecodeError)
-
-
-@dataclass(frozen=True, slots=True)
-class Meta:
-    resource_version: int
-    uid_counter: int
-    clock: float
-    compacted: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,15 +64,6 @@ class Changes:
     meta: Meta
     rows: list[Row]
     full: bool  # rows is every live object (the view was older than the compaction point): reload
-
-
-def is_sqlite(head: bytes) -> bool:
-    return head.startswith(SQLITE_MAGIC)
-
-
-def read_head(path: Path, size: int = 16) -> bytes:
-    with open(path, "rb") as f:
-        return f.read(size)
 
 
 def peek_clock(path: Path) -> float | None:
@@ -153,9 +114,7 @@ class Store:
             except OSError as err:
                 raise StateError(f"{path}: cannot read: {err.strerror}") from None
             if head and not is_sqlite(head):
-                from cvo.cluster.embedded.legacy_state import migrate
-
-                migrate(path, cls._create_schema, initial_clock)
+                migrate(path, initial_clock)
             elif not head:
                 exists = False  # an empty file: SQLite makes a database of it
         else:
@@ -186,14 +145,6 @@ class Store:
         conn.execute("PRAGMA wal_autocheckpoint = 10000")
         return conn
 
-    @staticmethod
-    def _create_schema(conn: sqlite3.Connection, meta: Meta) -> None:
-        for statement in _SCHEMA.split(";"):  # not executescript: it would commit the caller's transaction
-            if statement.strip():
-                conn.execute(statement)
-        conn.execute("INSERT INTO meta VALUES (1, ?, ?, ?, ?, ?)",
-                     (FORMAT, meta.resource_version, meta.uid_counter, meta.clock, meta.compacted))
-
     @classmethod
     def _prepare(cls, conn: sqlite3.Connection, path: Path, initial_clock: float) -> tuple[Meta, int]:
         """The store's meta row and the data version it was read at, creating the schema in a new database
@@ -203,7 +154,7 @@ class Store:
             try:
                 tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
                 if not tables:
-                    cls._create_schema(conn, Meta(0, 0, initial_clock, 0))
+                    create_schema(conn, Meta(0, 0, initial_clock, 0))
                 elif not {"meta", "objects"} <= tables:
                     raise StateError(f"{path}: an SQLite database, but not a cvo state file "
                                      f"(tables: {', '.join(sorted(tables))})")
@@ -417,8 +368,3 @@ class Store:
         with contextlib.suppress(sqlite3.Error):
             self._conn.close()
 
-
-def write_rows(conn: sqlite3.Connection, rows: Iterable[tuple[Ref, int, bytes]]) -> None:
-    """Bulk insert for migrations (inside the caller's transaction)."""
-    conn.executemany("INSERT OR REPLACE INTO objects VALUES (?, ?, ?, ?, ?, ?)",
-                     ((r.group, r.kind, r.namespace, r.name, rv, data) for r, rv, data in rows))

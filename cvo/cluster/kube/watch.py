@@ -35,20 +35,41 @@ import contextlib
 import random
 import socket
 import threading
-from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncIterator, Mapping
+from typing import Any, Protocol
 
 import urllib3
 from kubernetes import watch as k8s_watch
 from kubernetes.client.exceptions import ApiException
 
-from cvo.cluster.api import ApiError, EventType, Object, WatchEvent
+from cvo.cluster.api import ApiError, EventType, Object, Ref, WatchEvent
 from cvo.cluster.kube import errors
-from cvo.cluster.kube.discovery import Resource
+from cvo.cluster.kube.discovery import Discovery, Resource
 from cvo.log import get_logger
 
-if TYPE_CHECKING:
-    from cvo.cluster.kube.cluster import KubeCluster
+
+class _Transport(Protocol):
+    def open(self, method: str, path: str, query: list[tuple[str, str]] | None = None, body: Any = None,
+             accept: str = "application/json", timeout: tuple[float, float | None] | None = None,
+             ) -> urllib3.BaseHTTPResponse: ...
+
+
+class WatchedCluster(Protocol):
+    """What a watch thread needs of :class:`cvo.cluster.kube.cluster.KubeCluster` (which starts it)."""
+
+    discovery: Discovery
+    transport: _Transport
+
+    @property
+    def server(self) -> str: ...
+
+    def call_blocking(self, method: str, path: str, *, ref: Ref | None, what: str, body: Any = None,
+                      query: list[tuple[str, str]] | None = None, allow_404: bool = False) -> Object | None: ...
+
+    def list_blocking(self, res: Resource, namespace: str | None, field_selector: str | None = None,
+                      ) -> tuple[list[Object], str]: ...
+
+    def note_resource_version(self, obj: Mapping[str, Any]) -> None: ...
 
 log = get_logger("cvo.cluster.kube.watch")
 _END = object()
@@ -87,7 +108,7 @@ def _stub(obj: Object) -> Object:
 
 
 class WatchThread(threading.Thread):
-    def __init__(self, cluster: KubeCluster, group: str, kind: str, namespace: str | None, name: str | None,
+    def __init__(self, cluster: WatchedCluster, group: str, kind: str, namespace: str | None, name: str | None,
                  since: str | None, loop: asyncio.AbstractEventLoop) -> None:
         super().__init__(name=f"cvo-watch-{kind}" + (f"-{name}" if name else ""), daemon=True)
         self.cluster = cluster
