@@ -95,8 +95,26 @@ def test_no_upward_import(module: str) -> None:
         if theirs == mine or mine == "cvo.cli":
             continue
         assert theirs in RANK, f"{module} imports {target}, which is in no layer"
-        assert RANK[theirs] < RANK[mine] or (RANK[theirs] == RANK[mine] and False), (
+        assert RANK[theirs] < RANK[mine], (
             f"{module} ({mine}) imports {target} ({theirs}): a layer may only import layers below it")
+
+
+@pytest.mark.parametrize("layer", ["cvo.payload", "cvo.plan"])
+def test_the_pure_core_never_imports_a_cluster_or_the_runner(layer: str) -> None:
+    """Load, filter, graph and plan are pure functions over data: testable without any cluster."""
+    for module, path in modules().items():
+        if package_of(module) != layer:
+            continue
+        bad = sorted(t for t in imports(path, module) if t.startswith(("cvo.cluster", "cvo.runner")))
+        assert bad == [], f"{module} imports {', '.join(bad)}"
+
+
+@pytest.mark.parametrize("package", sorted(m for m, p in modules().items() if p.name == "__init__.py"))
+def test_every_package_says_what_it_holds_and_may_import(package: str) -> None:
+    doc = ast.get_docstring(ast.parse(modules()[package].read_text())) or ""
+    assert len(doc.splitlines()) >= 2 and "TODO" not in doc, f"{package}: no docstring saying what it holds"
+    if package != "cvo":
+        assert "May import:" in doc, f"{package}: its docstring does not say what it may import"
 
 
 def test_no_import_cycles() -> None:
@@ -111,3 +129,22 @@ def test_no_import_cycles() -> None:
                 graph.add_edge(module, target)
     cycles = list(nx.simple_cycles(graph))
     assert cycles == [], "import cycles: " + "; ".join(" -> ".join(c) for c in cycles[:5])
+
+
+def test_only_the_cli_and_the_scenario_player_pick_a_backend() -> None:
+    """Nothing above the interface knows which backend it talks to."""
+    allowed = {"cvo.cli", "cvo.scenario", "cvo.cluster.embedded", "cvo.cluster.kube"}
+    for module, path in modules().items():
+        if package_of(module) in allowed:
+            continue
+        bad = sorted(t for t in imports(path, module) if t.startswith(("cvo.cluster.embedded", "cvo.cluster.kube")))
+        assert bad == [], f"{module} imports a backend: {', '.join(bad)}"
+
+
+def test_the_backends_never_import_each_other() -> None:
+    for module, path in modules().items():
+        mine = package_of(module)
+        if mine not in ("cvo.cluster.embedded", "cvo.cluster.kube"):
+            continue
+        other = "cvo.cluster.kube" if mine == "cvo.cluster.embedded" else "cvo.cluster.embedded"
+        assert not any(t.startswith(other) for t in imports(path, module)), f"{module} imports {other}"

@@ -19,11 +19,11 @@ import pytest
 from conftest import REPO, ReleaseFactory, cluster_operator, obj, state_kind
 
 from cvo.cli.main import main
-from cvo.cli.simop_cmd import SimOperators, describe_report, release_images
 from cvo.clock import Clock, run_virtual, to_rfc3339
 from cvo.cluster.api import Ref, co_ref, cv_ref
 from cvo.cluster.embedded.server import DEFAULT_NAMESPACES, SimCluster
 from cvo.operators.behaviour import Behaviour, Behaviours
+from cvo.operators.process import SimOperators, describe_report, release_images
 from cvo.payload.loader import load_release
 
 EPOCH = datetime(2025, 7, 1, tzinfo=UTC)

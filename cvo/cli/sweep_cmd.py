@@ -42,9 +42,9 @@ from cvo.cluster.api import ApiError, cv_ref
 from cvo.cluster.persist import Budget
 from cvo.log import configure, get_logger
 from cvo.operators.behaviour import parse_duration
-from cvo.payload.conditions import current_version
 from cvo.payload.graph import Mode
 from cvo.payload.loader import LoadError, Release, load_release
+from cvo.runner import start
 from cvo.runner.events import Fanout, Progress, Reporter
 from cvo.runner.upgrade import UpgradeController
 from cvo.runner.worker import SweepOptions, SweepResult, Worker
@@ -126,13 +126,14 @@ def clock_of(backend: Backend) -> Clock:
     return backend.clock
 
 
-def _release_from_image(image: str, args: argparse.Namespace) -> Release:
-    if not image.startswith("file://"):
-        raise UsageError(f"the cluster's release image {image!r} is not a local directory; pass --release DIR")
-    try:
-        return load_release(Path(image[len("file://"):]), load_filter=payload_options(args).load_filter)
-    except LoadError as err:
-        raise UsageError("\n".join(err.errors)) from None
+def _loader(args: argparse.Namespace) -> Callable[[Path, str | None], Release]:
+    """Reads a release the cluster names (its directory, the image it is known by), with the command's filters."""
+    def load_dir(directory: Path, image: str | None) -> Release:
+        try:
+            return load_release(directory, release_image=image, load_filter=payload_options(args).load_filter)
+        except LoadError as err:
+            raise UsageError("\n".join(err.errors)) from None
+    return load_dir
 
 
 Runner = Worker | UpgradeController
@@ -168,7 +169,12 @@ def _sweep(args: argparse.Namespace, prepare: Callable[[Backend], Awaitable[tupl
                 get_logger("cvo.cli").info("cluster", backend=backend.description)
             else:
                 print(f"cluster: {backend.description}", file=sys.stderr)
-            prepared = await prepare(backend)
+            try:
+                prepared = await prepare(backend)
+            except start.Refused as err:
+                raise UsageError(str(err)) from None
+            except start.NotInstalled as err:
+                raise CommandFailed(str(err)) from None
             if isinstance(prepared, int):
                 return prepared
             title, make_runner = prepared
@@ -241,13 +247,7 @@ def run_install(args: argparse.Namespace) -> int:
     release = load(args, options)
 
     async def prepare(backend: Backend) -> tuple[str, MakeRunner] | int:
-        cv = await backend.steady.get(cv_ref())
-        history = ((cv or {}).get("status") or {}).get("history") or []
-        if any(h.get("state") == "Completed" for h in history):
-            raise UsageError(f"the cluster already runs {current_version(history)}; use 'cvo upgrade --to DIR' "
-                             f"or a new --state file")
-        if history and history[0].get("version") != release.version:
-            raise UsageError(f"the cluster is installing {history[0].get('version')}, not {release.version}")
+        start.check_install(await backend.steady.get(cv_ref()), release)
         backend.register(release)
         return f"install {release.version}", lambda reporter, options: Worker(
             backend.cluster, release, Mode.INSTALL, reporter, clock_of(backend), options)
@@ -261,14 +261,9 @@ def run_upgrade(args: argparse.Namespace) -> int:
     target = load(args, options)
 
     async def prepare(backend: Backend) -> tuple[str, MakeRunner] | int:
-        cv = await backend.steady.get(cv_ref())
-        history = ((cv or {}).get("status") or {}).get("history") or []
-        if cv is None or not any(h.get("state") == "Completed" for h in history):
-            raise CommandFailed("no cluster has been installed yet: it has no completed release to upgrade from "
-                                "(cvo install RELEASE_DIR)")
-        desired = ((cv.get("status") or {}).get("desired") or {})
-        current_image = str(desired.get("image") or "")
-        current = _release_from_image(current_image, args) if current_image != target.image else target
+        begin = start.check_upgrade(await backend.steady.get(cv_ref()), target)
+        current = (_loader(args)(start.image_directory(begin.current_image), None)
+                   if begin.current_image != target.image else target)
         backend.register(current)
         backend.register(target)
         if args.dry_run:
@@ -278,7 +273,7 @@ def run_upgrade(args: argparse.Namespace) -> int:
             check = await preflight(backend.steady, target, args.force, clock_of(backend).now())
             print_verdict(check, target, args.release_dir)
             return EXIT_FAILED if check.verdict.blocked else EXIT_OK
-        if history[0].get("state") == "Completed" and history[0].get("image") == target.image:
+        if begin.already_there:
             print(f"the cluster already runs {target.version}", file=sys.stderr)
             return EXIT_OK
         return f"upgrade to {target.version}", lambda reporter, options: UpgradeController(
@@ -292,40 +287,10 @@ def run_reconcile(args: argparse.Namespace) -> int:
     given = load(args, payload_options(args)) if args.release_dir is not None else None
 
     async def prepare(backend: Backend) -> tuple[str, MakeRunner] | int:
-        cv = await backend.steady.get(cv_ref())
-        desired = ((cv or {}).get("status") or {}).get("desired") or {}
-        if not desired.get("image"):
-            raise CommandFailed("no cluster has been installed yet: it has no release to reconcile "
-                                "(cvo install RELEASE_DIR)")
-        if given is not None:
-            check_current_release(given, desired, args.release_dir)
-            release = given
-            if given.image != desired["image"] and not args.release_image:
-                # The same release from another directory: it keeps the image the cluster knows it by.
-                release = _load_as(args.release_dir, desired["image"], args)
-        else:
-            release = _release_from_image(desired["image"], args)
+        release = start.reconcile_release(await backend.steady.get(cv_ref()), given, args.release_dir,
+                                          bool(args.release_image), _loader(args))
         backend.register(release)
         return f"reconcile {release.version}", lambda reporter, options: Worker(
             backend.cluster, release, Mode.RECONCILE, reporter, clock_of(backend), options)
 
     return _sweep(args, prepare, "reconcile")
-
-
-def _load_as(directory: Path, image: str, args: argparse.Namespace) -> Release:
-    try:
-        return load_release(directory, release_image=image, load_filter=payload_options(args).load_filter)
-    except LoadError as err:
-        raise UsageError("\n".join(err.errors)) from None
-
-
-def check_current_release(release: Release, desired: dict[str, Any], where: Path) -> None:
-    """Reconcile re-applies the release the cluster runs; moving to another one is an upgrade's job.
-
-    The release may live in another directory now (moved, or a copy): the version decides.
-    """
-    current = str(desired.get("version") or "")
-    if release.version != current:
-        raise UsageError(f"--release {where} is release {release.version}, but the cluster runs {current}: "
-                         f"reconcile only re-applies the current release; to move to {release.version}, run "
-                         f"'cvo upgrade --to {where}' (its preconditions decide)")

@@ -15,7 +15,10 @@ rules the CVO depends on:
 * only served kinds can be written (:mod:`cvo.cluster.embedded.kinds`); a CRD's kind is served once the CRD is
   Established (at once, or after ``crd_establish_delay`` seconds of loop time);
 * watches, read hooks, injected failures and call statistics for the simulation and scenarios;
-* the whole state persists in one JSON file between commands.
+* with ``--state``, every write is committed to an SQLite store (:mod:`cvo.cluster.embedded.store`)
+  that several cvo processes share safely, with optimistic concurrency across them.
+
+May import: ``cvo.cluster`` (the interface) and ``cvo.payload`` (object shapes); never ``cvo.cluster.kube``.
 """
 
 from cvo.cluster.embedded.kinds import ServedKinds

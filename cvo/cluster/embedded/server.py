@@ -35,12 +35,25 @@ from cvo.cluster.embedded.kinds import (
     GroupKind,
     KindInfo,
     ServedKinds,
-    accepted_names,
     crd_kind,
     crd_problem,
 )
 from cvo.cluster.embedded.poller import POLL_INTERVAL as POLL_INTERVAL
 from cvo.cluster.embedded.poller import StorePoller
+from cvo.cluster.embedded.semantics import (
+    check_job_immutable,
+    check_preconditions,
+    compose,
+    crd_status,
+    default_status,
+    encode,
+    is_established,
+    kind_text,
+    request_metadata,
+    same_object,
+    spec_changed,
+    uid_for,
+)
 from cvo.cluster.embedded.store import DB_ERRORS, Row, StateError, Store
 from cvo.payload.schema import secret_string_data
 
@@ -48,11 +61,7 @@ DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease"
                       "openshift-config-managed")
 READ_VERBS = ("get", "list")
 WRITE_VERBS = ("create", "update", "update_status", "delete")
-# Metadata only the server sets; a request's values are ignored.
-SERVER_METADATA = frozenset({"uid", "resourceVersion", "generation", "creationTimestamp", "managedFields",
-                             "selfLink", "deletionTimestamp", "deletionGracePeriodSeconds"})
-UNVERSIONED = frozenset({"metadata", "status"})
-SECRET = ("", "Secret")  # top-level keys whose changes do not bump generation
+SECRET = ("", "Secret")
 
 
 class _Entry:
@@ -379,13 +388,13 @@ class SimCluster:
                 self._notify(row.ref, EventType.ADDED if before is None else EventType.MODIFIED, row.data)
         for entry in crds:
             crd = entry.copy()  # not entry.obj: that would keep every CRD decoded
-            if _is_established(crd.get("status")) and not crd_problem(crd):
+            if is_established(crd.get("status")) and not crd_problem(crd):
                 self.kinds.register_crd(crd["metadata"]["name"], crd_kind(crd))
 
     def _establish_pending(self) -> None:
         """CRDs stored without Established (their writer stopped before its delay ran out): establish now."""
         pending = [e.copy() for e in self._objects.get(CRD, {}).values()]
-        pending = [crd for crd in pending if not _is_established(crd.get("status"))]
+        pending = [crd for crd in pending if not is_established(crd.get("status"))]
         if pending:
             with self._writing():
                 for crd in pending:
@@ -438,7 +447,7 @@ class SimCluster:
         entries[ref] = _Entry(row.data)
         if (ref.group, ref.kind) == CRD:
             crd = orjson.loads(row.data)
-            if _is_established(crd.get("status")) and not crd_problem(crd):
+            if is_established(crd.get("status")) and not crd_problem(crd):
                 self.kinds.register_crd(ref.name, crd_kind(crd))
         self._notify(ref, EventType.ADDED if before is None else EventType.MODIFIED, row.data)
 
@@ -574,14 +583,14 @@ class SimCluster:
         if self._entry(ref) is not None:
             raise ApiError(ApiErrorKind.ALREADY_EXISTS, f'{info.resource} "{ref.name}" already exists', ref)
         if (obj.get("metadata") or {}).get("resourceVersion"):
-            raise ApiError(ApiErrorKind.INVALID, f'{_kind_text(info)} "{ref.name}" is invalid: metadata.resourceVersion: '
+            raise ApiError(ApiErrorKind.INVALID, f'{kind_text(info)} "{ref.name}" is invalid: metadata.resourceVersion: '
                            "Invalid value: resourceVersion should not be set on objects to be created", ref)
         self._uid_counter += 1
-        meta = _request_metadata(obj, ref)
-        meta.update(uid=_uid(self._uid_counter), generation=1, creationTimestamp=to_rfc3339(self.clock.now()))
+        meta = request_metadata(obj, ref)
+        meta.update(uid=uid_for(self._uid_counter), generation=1, creationTimestamp=to_rfc3339(self.clock.now()))
         status = None if info.status_subresource else obj.get("status")
-        new = _compose(secret_string_data(obj) if (ref.group, ref.kind) == SECRET else obj, meta,
-                       _default_status(ref, status))
+        new = compose(secret_string_data(obj) if (ref.group, ref.kind) == SECRET else obj, meta,
+                       default_status(ref, status))
         if (ref.group, ref.kind) == CRD:
             return self._write_crd(ref, new, None)
         return self._commit(ref, new, EventType.ADDED)
@@ -589,16 +598,16 @@ class SimCluster:
     def _update(self, obj: Object) -> Object:
         ref, info = self._admit(obj, "update")
         entry = self._require(ref, info)
-        _check_preconditions(ref, info, entry.obj, obj)
+        check_preconditions(ref, info, entry.obj, obj)
         old = entry.obj
-        meta = _request_metadata(obj, ref)
+        meta = request_metadata(obj, ref)
         meta.update({k: old["metadata"][k] for k in ("uid", "creationTimestamp", "generation")
                      if k in old["metadata"]})
         status = old.get("status") if info.status_subresource else obj.get("status")
-        new = _compose(secret_string_data(obj) if (ref.group, ref.kind) == SECRET else obj, meta, status)
+        new = compose(secret_string_data(obj) if (ref.group, ref.kind) == SECRET else obj, meta, status)
         if (ref.group, ref.kind) == ("batch", "Job"):
-            _check_job_immutable(ref, old, new)
-        if _spec_changed(old, new):
+            check_job_immutable(ref, old, new)
+        if spec_changed(old, new):
             meta["generation"] = old["metadata"].get("generation", 0) + 1
         if (ref.group, ref.kind) == CRD:
             return self._write_crd(ref, new, old)
@@ -607,9 +616,9 @@ class SimCluster:
     def _update_status(self, obj: Object) -> Object:
         ref, info = self._admit(obj, "update_status")
         entry = self._require(ref, info)
-        _check_preconditions(ref, info, entry.obj, obj)
+        check_preconditions(ref, info, entry.obj, obj)
         old = entry.obj
-        new = _compose(old, dict(old["metadata"]), obj.get("status"))
+        new = compose(old, dict(old["metadata"]), obj.get("status"))
         return self._commit(ref, new, EventType.MODIFIED, old)
 
     def _delete(self, ref: Ref, gone: list[str] | None = None) -> bool:
@@ -664,11 +673,11 @@ class SimCluster:
     def _commit(self, ref: Ref, new: Object, event: EventType, old: Object | None = None) -> Object:
         """Store ``new`` (a composition that may share sub-objects with the request) and notify watchers."""
         entries = self._objects.setdefault((ref.group, ref.kind), {})
-        if old is not None and _same_object(old, new):
+        if old is not None and same_object(old, new):
             self.stats.noop_writes += 1
             return entries[ref].copy()
         new["metadata"]["resourceVersion"] = str(self._resource_version + 1)
-        raw = _encode(ref, new)
+        raw = encode(ref, new)
         rv = self._next_resource_version()
         entries[ref] = _Entry(raw)
         if self._store is not None:
@@ -695,7 +704,7 @@ class SimCluster:
         if not self.kinds.serves(api_version, kind):
             raise ApiError(ApiErrorKind.NO_KIND_MATCH, f'no matches for kind "{kind}" in version "{api_version}"', ref)
         if not ref.name:
-            raise ApiError(ApiErrorKind.INVALID, f'{_kind_text(info)} "" is invalid: metadata.name: Required value: '
+            raise ApiError(ApiErrorKind.INVALID, f'{kind_text(info)} "" is invalid: metadata.name: Required value: '
                            "name or generateName is required", ref)
         return ref, info
 
@@ -705,7 +714,7 @@ class SimCluster:
         if info.namespaced is False and ref.namespace:
             return Ref(ref.group, ref.kind, "", ref.name)
         if info.namespaced and not ref.namespace:
-            raise ApiError(ApiErrorKind.INVALID, f'{_kind_text(info)} "{ref.name}" is invalid: metadata.namespace: '
+            raise ApiError(ApiErrorKind.INVALID, f'{kind_text(info)} "{ref.name}" is invalid: metadata.namespace: '
                            "Required value: the kind is namespaced", ref)
         return ref
 
@@ -740,8 +749,8 @@ class SimCluster:
             raise ApiError(ApiErrorKind.INVALID, f'CustomResourceDefinition.apiextensions.k8s.io "{ref.name}" '
                            f"is invalid: {problem}", ref)
         immediate = self.crd_establish_delay <= 0
-        established = immediate or _is_established(new.get("status"))
-        new["status"] = _crd_status(new, new.get("status"), established, self.clock.now())
+        established = immediate or is_established(new.get("status"))
+        new["status"] = crd_status(new, new.get("status"), established, self.clock.now())
         result = self._commit(ref, new, EventType.ADDED if old is None else EventType.MODIFIED, old)
         if immediate:
             self.kinds.register_crd(ref.name, crd_kind(new))
@@ -769,9 +778,9 @@ class SimCluster:
             return
         ref = Ref.of(crd)
         self.kinds.register_crd(ref.name, crd_kind(crd))
-        if not _is_established(crd.get("status")):
-            status = _crd_status(crd, crd.get("status"), True, self.clock.now())
-            self._commit(ref, _compose(crd, dict(crd["metadata"]), status), EventType.MODIFIED, crd)
+        if not is_established(crd.get("status")):
+            status = crd_status(crd, crd.get("status"), True, self.clock.now())
+            self._commit(ref, compose(crd, dict(crd["metadata"]), status), EventType.MODIFIED, crd)
 
     def _stop_serving(self, name: str) -> None:
         info = self.kinds.unregister_crd(name)
@@ -804,120 +813,6 @@ class SimCluster:
 
 
 # ------------------------------------------------------------------------------------- helpers
-
-
-def _check_job_immutable(ref: Ref, old: Mapping[str, Any], new: Mapping[str, Any]) -> None:
-    """A Job's pod template (and selector) cannot change after creation, as on a real server."""
-    old_spec, new_spec = old.get("spec") or {}, new.get("spec") or {}
-    for key in ("template", "selector"):
-        if key in new_spec and new_spec.get(key) != old_spec.get(key):
-            raise ApiError(ApiErrorKind.INVALID, f'Job.batch "{ref.name}" is invalid: spec.{key}: Invalid value: '
-                           f"field is immutable", ref)
-
-
-def _group_kind(obj: Mapping[str, Any]) -> GroupKind:
-    ref = Ref.of(obj)
-    return ref.group, ref.kind
-
-
-def _kind_text(info: KindInfo) -> str:
-    return f"{info.kind}.{info.group}" if info.group else info.kind
-
-
-def _uid(counter: int) -> str:
-    return f"00000000-0000-4000-8000-{counter:012x}"
-
-
-def _encode(ref: Ref, obj: Object) -> bytes:
-    try:
-        return orjson.dumps(obj)
-    except orjson.JSONEncodeError as e:
-        raise ApiError(ApiErrorKind.INVALID, f"{ref} is invalid: not representable as JSON: {e}", ref) from e
-
-
-def _request_metadata(obj: Object, ref: Ref) -> dict[str, Any]:
-    """The request's metadata without the server-managed fields, with the normalised name and namespace."""
-    meta = {k: v for k, v in (obj.get("metadata") or {}).items() if k not in SERVER_METADATA}
-    meta["name"] = ref.name
-    if ref.namespace:
-        meta["namespace"] = ref.namespace
-    else:
-        meta.pop("namespace", None)
-    return meta
-
-
-def _compose(obj: Mapping[str, Any], meta: dict[str, Any], status: Any) -> Object:
-    """``obj`` with ``meta`` as metadata and ``status`` as status (absent when ``None``); a shallow copy."""
-    new = {k: v for k, v in obj.items() if k != "status"}
-    new["metadata"] = meta
-    if status is not None:
-        new["status"] = status
-    return new
-
-
-def _default_status(ref: Ref, status: Any) -> Any:
-    if (ref.group, ref.kind) == NAMESPACE and status is None:
-        return {"phase": "Active"}
-    return status
-
-
-def _check_preconditions(ref: Ref, info: KindInfo, stored: Object, request: Object) -> None:
-    requested = request.get("metadata") or {}
-    meta = stored["metadata"]
-    if requested.get("uid") and requested["uid"] != meta.get("uid"):
-        raise ApiError(ApiErrorKind.CONFLICT, f'Operation cannot be fulfilled on {info.resource} "{ref.name}": '
-                       f"Precondition failed: UID in precondition: {requested['uid']}, UID in object meta: "
-                       f"{meta.get('uid')}", ref)
-    if requested.get("resourceVersion") and requested["resourceVersion"] != meta.get("resourceVersion"):
-        raise ApiError(ApiErrorKind.CONFLICT, f'Operation cannot be fulfilled on {info.resource} "{ref.name}": '
-                       "the object has been modified; please apply your changes to the latest version and try "
-                       "again", ref)
-
-
-def _spec_changed(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
-    """Whether anything outside metadata and status differs (what bumps metadata.generation)."""
-    keys = (old.keys() | new.keys()) - UNVERSIONED
-    return any(old.get(k) != new.get(k) for k in keys)
-
-
-def _same_object(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
-    """Equal apart from metadata.resourceVersion: such a write changes nothing."""
-    if old.keys() != new.keys():
-        return False
-    strip = {"resourceVersion"}
-    old_meta = {k: v for k, v in old["metadata"].items() if k not in strip}
-    new_meta = {k: v for k, v in new["metadata"].items() if k not in strip}
-    return old_meta == new_meta and all(old[k] == new[k] for k in new if k != "metadata")
-
-
-def _is_established(status: Any) -> bool:
-    conditions = status.get("conditions") or [] if isinstance(status, dict) else []
-    return any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions)
-
-
-def _crd_status(crd: Mapping[str, Any], old: Any, established: bool, now: datetime) -> dict[str, Any]:
-    """NamesAccepted, Established (or Installing), acceptedNames and storedVersions for a CRD."""
-    old = old if isinstance(old, dict) else {}
-    previous = {c.get("type"): c for c in old.get("conditions") or []}
-    stamp = to_rfc3339(now)
-    wanted = [("NamesAccepted", "True", "NoConflicts", "no conflicts found"),
-              ("Established", "True", "InitialNamesAccepted", "the initial names have been accepted")
-              if established else ("Established", "False", "Installing", "the initial names have been accepted")]
-    conditions = [_condition(previous.get(t), t, s, r, m, stamp) for t, s, r, m in wanted]
-    conditions += [c for t, c in previous.items() if t not in ("NamesAccepted", "Established")]
-    storage = [v["name"] for v in crd["spec"]["versions"] if v.get("storage")]
-    stored_versions = list(old.get("storedVersions") or [])
-    stored_versions += [v for v in storage if v not in stored_versions]
-    return {**old, "conditions": conditions, "acceptedNames": accepted_names(crd),
-            "storedVersions": stored_versions}
-
-
-def _condition(previous: Mapping[str, Any] | None, type_: str, status: str, reason: str, message: str,
-               stamp: str) -> dict[str, Any]:
-    """A condition whose lastTransitionTime only moves when its status changes."""
-    if previous and previous.get("status") == status and previous.get("lastTransitionTime"):
-        stamp = previous["lastTransitionTime"]
-    return {"type": type_, "status": status, "lastTransitionTime": stamp, "reason": reason, "message": message}
 
 
 def _check_row(path: Path, row: Row) -> None:
