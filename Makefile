@@ -35,11 +35,11 @@ demo: $(STAMP)
 
 ## make test: lint the code and run the whole test suite
 test: $(STAMP)
-	$(BIN)/ruff check cvo tests bench
+	$(BIN)/ruff check cvo tests bench hack
 	$(BIN)/pytest -q
 
 lint: $(STAMP)
-	$(BIN)/ruff check cvo tests bench
+	$(BIN)/ruff check cvo tests bench hack
 
 ## make fuzz: the fuzz targets of tests/test_fuzz.py and a mutation fuzzer over the corpus for
 ## FUZZ_SECONDS; a minimal reproducer of every crash goes to FUZZ_OUT; exit 1 if anything was found
