@@ -171,3 +171,36 @@ def test_scenario_cluster_and_options_shapes(tmp_path: Path, body: str, problem:
     path.write_text(f"{body}\nactions: [{{install: {OLD}}}]\n")
     with pytest.raises(ScenarioError, match=re.escape(problem)):
         load_scenario(path)
+
+
+@pytest.mark.parametrize("command", ["plan", "lint"])
+def test_an_unknown_profile_is_refused_with_the_known_ones(capsys: pytest.CaptureFixture[str], command: str) -> None:
+    """An unknown profile used to give an empty plan and exit 0."""
+    assert usage_error(capsys, command, OLD, "--profile", "nope") == (
+        "error: --profile: unknown cluster profile 'nope'; known: self-managed-high-availability, "
+        "single-node-developer, ibm-cloud-managed, hypershift")
+
+
+@pytest.mark.parametrize(("value", "problem"), [("-5", "-5 is negative: give 0 or more"),
+                                                ("x", "'x' is not a whole number")])
+def test_a_negative_attempt_is_refused(capsys: pytest.CaptureFixture[str], value: str, problem: str) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(["plan", OLD, "--attempt", value])
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == f"cvo plan: error: argument --attempt: {problem}"
+
+
+@pytest.mark.parametrize("reason", ["not camel", "1Reason", "Reason-X", "", "Trailing:", "x" * 1025])
+def test_an_override_reason_must_be_a_condition_reason(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                                       reason: str) -> None:
+    """metav1.Condition's reason rules, checked before the cluster is opened (no state file is created)."""
+    state = tmp_path / "s.db"
+    line = usage_error(capsys, "override", "etcd", "Upgradeable=True", "--reason", reason, "--state", str(state))
+    assert line.startswith("error: --reason: ") and "is not a condition reason: CamelCase" in line
+    assert not state.exists()
+
+
+def test_an_override_message_has_the_apis_limit(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    line = usage_error(capsys, "override", "etcd", "Upgradeable=True", "--message", "m" * 32769,
+                       "--state", str(tmp_path / "s.db"))
+    assert line == "error: --message: 32769 characters; a condition message holds at most 32768"

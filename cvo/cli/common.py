@@ -13,6 +13,7 @@ from cvo.payload.filters import (
     DEFAULT_PROFILE,
     KNOWN_CAPABILITIES,
     KNOWN_FEATURE_SETS,
+    KNOWN_PROFILES,
     ApplyFilter,
     LoadFilter,
     parse_list,
@@ -50,7 +51,9 @@ def add_payload_flags(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--release-image", metavar="PULLSPEC",
                        help="release image pull spec for {{.ReleaseImage}} (default: file://RELEASE_DIR)")
     group.add_argument("--profile", default=DEFAULT_PROFILE,
-                       help=f"cluster profile: include.release.openshift.io/<profile> (default {DEFAULT_PROFILE})")
+                       metavar="PROFILE",
+                       help=f"cluster profile: include.release.openshift.io/<profile>; one of {', '.join(KNOWN_PROFILES)} "
+                            f"(default {DEFAULT_PROFILE})")
     group.add_argument("--feature-set", default="", metavar="SET",
                        help=f"cluster feature set: {', '.join(KNOWN_FEATURE_SETS)} (default: Default)")
     group.add_argument("--feature-gates", default="", metavar="A,B", help="enabled feature gates")
@@ -64,6 +67,17 @@ def add_payload_flags(parser: argparse.ArgumentParser) -> None:
 TEXT_FLAGS = ("profile", "feature_set", "feature_gates", "capabilities", "exclude", "version", "release_image")
 
 
+def non_negative_int(text: str) -> int:
+    """argparse type: an integer, 0 or more."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} is negative: give 0 or more")
+    return value
+
+
 def check_text_flags(args: argparse.Namespace) -> None:
     """A flag or path given in bytes that are not UTF-8 is a usage error, not a crash in the output."""
     for name in TEXT_FLAGS:
@@ -74,6 +88,8 @@ def check_text_flags(args: argparse.Namespace) -> None:
 
 def payload_options(args: argparse.Namespace) -> PayloadOptions:
     check_text_flags(args)
+    if args.profile not in KNOWN_PROFILES:
+        raise UsageError(f"--profile: unknown cluster profile {args.profile!r}; known: {', '.join(KNOWN_PROFILES)}")
     feature_set = args.feature_set
     if feature_set == "Default":
         feature_set = ""

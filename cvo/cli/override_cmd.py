@@ -8,6 +8,7 @@ blocks them.  ``--clear`` removes the override.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from typing import Any
 
@@ -32,7 +33,23 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser.set_defaults(func=run)
 
 
+# metav1.Condition's rules (apimachinery's types.go): a reason is CamelCase, at most 1024 characters; a
+# message at most 32768.
+REASON = re.compile(r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$")
+MAX_REASON = 1024
+MAX_MESSAGE = 32768
+
+
+def _check_reason_and_message(reason: str, message: str) -> None:
+    if not REASON.fullmatch(reason) or len(reason) > MAX_REASON:
+        raise UsageError(f"--reason: {reason!r} is not a condition reason: CamelCase, a letter first, then letters, "
+                         f"digits, '_', ',' or ':' (at most {MAX_REASON} characters), e.g. MigrationVerified")
+    if len(message) > MAX_MESSAGE:
+        raise UsageError(f"--message: {len(message)} characters; a condition message holds at most {MAX_MESSAGE}")
+
+
 def _parse(args: argparse.Namespace) -> tuple[str, str]:
+    _check_reason_and_message(args.reason, args.message)
     if args.clear:
         type_ = (args.condition or "Upgradeable").split("=", 1)[0]
         return type_, ""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from cvo.cli.common import EXIT_OK, UsageError, add_payload_flags, load, payload_options
+from cvo.cli.common import EXIT_OK, UsageError, add_payload_flags, load, non_negative_int, payload_options
 from cvo.payload.graph import GraphCycleError, Mode
 from cvo.plan.build import make_plan
 from cvo.plan.output import write_dot, write_json, write_mermaid, write_text
@@ -18,7 +18,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     add_payload_flags(parser)
     parser.add_argument("--mode", choices=[m.value for m in Mode], default=Mode.UPDATE.value,
                         help="install (flattened), update (by run level; default) or reconcile (permuted)")
-    parser.add_argument("--attempt", type=int, default=0, help="reconcile attempt number: picks the permutation")
+    parser.add_argument("--attempt", type=non_negative_int, default=0, metavar="N",
+                        help="reconcile attempt number, 0 or more: picks the permutation (default 0)")
     parser.add_argument("--show-excluded", action="store_true", help="list the documents the filters excluded")
     parser.add_argument("-o", "--output", choices=["text", "json", "dot", "mermaid"], default="text")
     parser.set_defaults(func=run)
