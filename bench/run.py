@@ -25,7 +25,7 @@ REPO = Path(__file__).resolve().parent.parent
 CORPUS = REPO.parent / "shared" / "corpus" / "ocp-5.0-nightly"
 sys.path.insert(0, str(REPO))
 
-from bench.kube_bench import kube_section  # noqa: E402
+from bench.kube import kube_section  # noqa: E402
 from bench.scale import derived_release, scaled_corpus  # noqa: E402
 
 
