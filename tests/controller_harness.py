@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -53,7 +54,7 @@ class Harness:
                  behaviours: Behaviours | None = None) -> None:
         self.cluster, self.clock = cluster, clock
         self.events = Recorder()
-        self.elector = LeaderElector(cluster, clock, identity, timings)
+        self.elector = LeaderElector(cluster, clock, identity, timings, rng=random.Random(identity))
         self.interval = interval
         self.own = image(own) if own else ""
         self.known: list[Release] = []
