@@ -8,6 +8,7 @@ The layers, from the bottom (docs/architecture.md has the picture):
     plan, gates, status          pure decisions over data
     operators                    simulated operators and the operator library
     runner                       the sync worker: applies, waits, reports
+    controller                   the long-running, leader-elected loop over the runner (cvo run)
     scenario                     replays of the runner on the embedded cluster
     cli                          argument parsing and printing
 
@@ -30,7 +31,8 @@ SHARED = {"cvo", "cvo.log", "cvo.clock", "cvo.__main__"}
 # package -> rank; a module may import packages of a lower or equal rank (equal: only its own package,
 # except where ALSO allows siblings).
 RANK = {"cvo.payload": 0, "cvo.cluster": 1, "cvo.cluster.embedded": 2, "cvo.cluster.kube": 2, "cvo.plan": 2,
-        "cvo.gates": 2, "cvo.status": 3, "cvo.operators": 4, "cvo.runner": 5, "cvo.scenario": 6, "cvo.cli": 7}
+        "cvo.gates": 2, "cvo.status": 3, "cvo.operators": 4, "cvo.runner": 5, "cvo.controller": 6,
+        "cvo.scenario": 7, "cvo.cli": 8}
 
 
 def package_of(module: str) -> str:

@@ -71,8 +71,10 @@ def add_backend_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def uses_real_clock(args: argparse.Namespace) -> bool:
-    """Whether the command talks to a real cluster (``--kubeconfig`` or ``--context``), on the real clock."""
-    return bool(getattr(args, "kubeconfig", None) or getattr(args, "context", None))
+    """Whether the command talks to a real cluster (``--kubeconfig``, ``--context`` or ``--in-cluster``), on
+    the real clock."""
+    return bool(getattr(args, "kubeconfig", None) or getattr(args, "context", None)
+                or getattr(args, "in_cluster", False))
 
 
 def backend_clock(args: argparse.Namespace) -> tuple[Clock, Callable[[Callable[[], Awaitable[T]]], T]]:
@@ -212,7 +214,8 @@ class ClusterBusy(CommandFailed):
 
 
 def _refuse_simulator_flags(args: argparse.Namespace, simulate_operators: bool) -> None:
-    which = "--kubeconfig" if getattr(args, "kubeconfig", None) else "--context"
+    which = ("--in-cluster" if getattr(args, "in_cluster", False) else
+             "--kubeconfig" if getattr(args, "kubeconfig", None) else "--context")
     if getattr(args, "state", None) is not None:
         raise UsageError(f"--state is the embedded cluster's state file; it cannot be used with {which}")
     if getattr(args, "speed", None) is not None:
@@ -235,7 +238,10 @@ async def _open_kube(args: argparse.Namespace, clock: Clock, simulate_operators:
 
     _refuse_simulator_flags(args, simulate_operators)
     try:
-        cluster = KubeCluster.from_kubeconfig(getattr(args, "kubeconfig", None), getattr(args, "context", None))
+        if getattr(args, "in_cluster", False):
+            cluster = KubeCluster.in_cluster()
+        else:
+            cluster = KubeCluster.from_kubeconfig(getattr(args, "kubeconfig", None), getattr(args, "context", None))
     except KubeconfigError as err:
         raise UsageError(str(err)) from None
     try:

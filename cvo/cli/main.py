@@ -26,6 +26,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "replay": ("replay_cmd", "replay scenario files on the embedded cluster; print the timeline and PASS/FAIL"),
     "bootstrap": ("bootstrap_cmd", "install the ClusterVersion, ClusterOperator and OperatorCondition CRDs and RBAC"),
     "sim-operators": ("simop_cmd", "run the simulated operators of a release against a cluster"),
+    "run": ("run_cmd", "run the controller: watch the ClusterVersion and act on it until stopped (leader-elected)"),
 }
 
 

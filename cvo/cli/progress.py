@@ -20,7 +20,9 @@ log = get_logger("cvo.sweep")
 # Events worth a line of their own in text logs (the rest are debug detail).
 _INFO = {"sweep.started", "attempt.started", "attempt.failed", "attempt.woken", "node.failed", "node.error", "task.failed",
          "task.waiting", "operator.ready", "operator.degraded", "condition.changed", "sweep.completed",
-         "sweep.timeout", "precondition.blocked", "precondition.passed", "node.blocked"}
+         "sweep.timeout", "precondition.blocked", "precondition.passed", "node.blocked",
+         "controller.started", "controller.idle", "controller.sweep", "controller.retarget", "controller.next",
+         "controller.error", "controller.retrieve_failed"}
 
 
 def format_duration(delta: timedelta | float) -> str:

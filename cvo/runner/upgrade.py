@@ -63,8 +63,11 @@ async def preflight(cluster: Cluster, target: Release, force: bool, now: datetim
 
 class UpgradeController:
     def __init__(self, cluster: Cluster, current: Release, target: Release, reporter: Reporter, clock: Clock,
-                 options: SweepOptions, force: bool = False) -> None:
+                 options: SweepOptions, force: bool = False, write_spec: bool = True) -> None:
         self.cluster = cluster
+        # The command sets spec.desiredUpdate itself; a controller acts on the one the admin set (and never
+        # writes the spec, as the CVO does not).
+        self.write_spec = write_spec
         self.current = current
         self.target = target
         self.reporter = reporter
@@ -170,7 +173,8 @@ class UpgradeController:
                 return  # already asked for (by this command's earlier write, whose answer may have been lost)
             await self.steady.update({**cv, "spec": {**(cv.get("spec") or {}), "desiredUpdate": wanted}})
 
-        await reread_on_conflict(write_spec, self.options.budget, "set the ClusterVersion's spec.desiredUpdate")
+        if self.write_spec:
+            await reread_on_conflict(write_spec, self.options.budget, "set the ClusterVersion's spec.desiredUpdate")
         self.worker = Worker(self.cluster, self.target, Mode.UPDATE, self.reporter, self.clock, options,
                              reports=self.reports)
         return await self.worker.run()

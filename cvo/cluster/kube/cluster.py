@@ -159,6 +159,15 @@ class KubeCluster:
         description = f"Kubernetes API server {kubeconfig.server} (context {kubeconfig.context}, {kubeconfig.path})"
         return cls(kubeconfig.configuration, description=description, **options)
 
+    @classmethod
+    def in_cluster(cls, **options: Any) -> KubeCluster:
+        """Connect as a pod does: its service account (:func:`cvo.cluster.kube.config.load_in_cluster`)."""
+        from cvo.cluster.kube.config import load_in_cluster
+
+        kubeconfig = load_in_cluster()
+        description = f"Kubernetes API server {kubeconfig.server} (in-cluster, service account in {kubeconfig.path})"
+        return cls(kubeconfig.configuration, description=description, **options)
+
     @property
     def server(self) -> str:
         return self.transport.server

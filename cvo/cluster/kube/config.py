@@ -78,3 +78,33 @@ def _contexts(files: str) -> tuple[list[str], str]:
         names += [c.get("name", "") for c in doc.get("contexts") or [] if isinstance(c, dict)]
         current = current or str(doc.get("current-context") or "")
     return names, current
+
+
+SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
+SERVICE_ACCOUNT_DIR_ENV = "CVO_SERVICEACCOUNT_DIR"  # where the token and CA are mounted (tests move it)
+
+
+def in_cluster_available() -> bool:
+    """Whether this process runs in a pod: the API server's service is in the environment."""
+    return bool(os.environ.get("KUBERNETES_SERVICE_HOST") and os.environ.get("KUBERNETES_SERVICE_PORT"))
+
+
+def load_in_cluster() -> Kubeconfig:
+    """The pod's configuration, as client-go's ``rest.InClusterConfig``: ``KUBERNETES_SERVICE_HOST`` and
+    ``_PORT``, the service account's ``token`` and ``ca.crt`` (in ``$CVO_SERVICEACCOUNT_DIR``, default
+    :data:`SERVICE_ACCOUNT_DIR`).  The token is read again when it is rotated (the client's refresh hook)."""
+    from kubernetes.config.incluster_config import InClusterConfigLoader
+
+    directory = os.environ.get(SERVICE_ACCOUNT_DIR_ENV) or SERVICE_ACCOUNT_DIR
+    if not in_cluster_available():
+        raise KubeconfigError("not in a cluster: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not set")
+    configuration = client.Configuration()
+    try:
+        InClusterConfigLoader(token_filename=os.path.join(directory, "token"),
+                              cert_filename=os.path.join(directory, "ca.crt"),
+                              try_refresh_token=True).load_and_set(configuration)
+    except ConfigException as err:
+        raise KubeconfigError(f"in-cluster configuration ({directory}): {err}") from None
+    except OSError as err:
+        raise KubeconfigError(f"in-cluster configuration ({directory}): cannot read it: {err.strerror}") from None
+    return Kubeconfig(configuration, directory, "in-cluster")

@@ -1,0 +1,247 @@
+"""``cvo run``: the controller, as the CVO runs in a cluster (flags, the backend, signals; the loop is
+:mod:`cvo.controller`).
+
+Exit codes: it runs until stopped.  SIGTERM (a pod being deleted): the sweep in progress is cancelled,
+the requests in flight finish, the lease is released, exit 0.  SIGINT: the same, exit 130.  Bad flags
+or a bad release directory: 2.  API errors never end it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import signal
+import socket
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+from cvo.cli.backend import (
+    add_backend_flags,
+    add_behaviour_flags,
+    backend_clock,
+    load_behaviours,
+    open_backend,
+)
+from cvo.cli.common import EXIT_OK, UsageError, payload_options
+from cvo.cli.signals import Interrupted, cancelled_by_signals
+from cvo.cli.sweep_cmd import MIN_INTERVAL, _add_selection
+from cvo.cluster.api import Cluster
+from cvo.cluster.persist import Budget
+from cvo.log import configure, get_logger
+from cvo.operators.behaviour import parse_duration
+
+HELP = "run the controller: watch the ClusterVersion and act on it until stopped (leader-elected)"
+DESCRIPTION = """\
+Run cvo as the Cluster Version Operator runs: a long-lived controller.
+
+It watches the ClusterVersion (spec.desiredUpdate, overrides, capabilities), the ClusterOperators and
+OperatorConditions, and drives the sync worker: it installs when the cluster has no completed
+release (the release being installed, else spec.desiredUpdate, else --release), updates through the
+upgrade gates when spec.desiredUpdate differs from the current release (a new desiredUpdate in the
+middle of an update retargets it), and once complete re-applies the release every --interval,
+repairing drift.  It never exits on API errors: it reports them in conditions and logs and retries
+with the CVO's back-off.
+
+Releases are directories: spec.desiredUpdate.image file://DIR, or spec.desiredUpdate.version looked
+up in the --releases catalogue (its sub-directories, by release-metadata version).  A desired release
+that cannot be found is reported as ReleaseAccepted=False (reason RetrievePayload), and the
+controller keeps running.
+
+Replicas elect a leader on the Lease openshift-cluster-version/version (coordination.k8s.io/v1) with
+client-go's rules; only the leader writes, and one that loses the lease stops writing at once.
+Every replica serves /healthz, /readyz and /metrics (the CVO's metric names) on --listen.
+
+Set the target with 'cvo upgrade --to DIR' (which only sets spec.desiredUpdate and follows the status
+while a controller holds the lease) or 'kubectl patch clusterversion version --type merge -p
+{"spec":{"desiredUpdate":{"image":"file:///releases/4.17.0"}}}'.
+
+Backends: the embedded cluster (--state FILE, shared by processes; its simulated operators run in the
+leader; the clock runs at --speed, default real time), a kubeconfig (--kubeconfig/--context), or the
+pod's service account (--in-cluster, the default when KUBERNETES_SERVICE_HOST is set and no other
+backend is named).  SIGTERM releases the lease and exits 0."""
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    parser = sub.add_parser("run", help=HELP, description=DESCRIPTION,
+                            formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--release", dest="own_release", type=Path, default=None, metavar="RELEASE_DIR",
+                        help="the release to install into a cluster that has none (the CVO's own payload)")
+    parser.add_argument("--releases", type=Path, default=None, metavar="DIR",
+                        help="a catalogue of release directories: spec.desiredUpdate.version is looked up in it")
+    parser.add_argument("--interval", default="3m", metavar="DURATION",
+                        help="reconcile interval: a completed release is re-applied this often; apply timeouts "
+                             "and back-off derive from it (default 3m; at least 1s)")
+    parser.add_argument("--listen", default="127.0.0.1:9099", metavar="HOST:PORT",
+                        help="serve /healthz, /readyz and /metrics here (default 127.0.0.1:9099, the CVO's "
+                             "metrics port; port 0 picks a free one; 'none' serves nothing)")
+    election = parser.add_argument_group("leader election (client-go's; the defaults are the CVO's)")
+    election.add_argument("--lease-duration", default="137s", metavar="DURATION",
+                          help="how long a replica waits after the lease last changed before taking it over")
+    election.add_argument("--renew-deadline", default="107s", metavar="DURATION",
+                          help="how long the leader keeps trying to renew before it stops writing")
+    election.add_argument("--retry-period", default="26s", metavar="DURATION",
+                          help="how often to try to acquire or renew the lease")
+    election.add_argument("--identity", default=None, metavar="NAME",
+                          help="this replica's holder identity (default: HOSTNAME_UUID, as the CVO)")
+    election.add_argument("--lease-namespace", default="openshift-cluster-version", metavar="NS",
+                          help="the namespace of the Lease named 'version' (default openshift-cluster-version)")
+    parser.add_argument("--in-cluster", action="store_true",
+                        help="use the pod's service account (KUBERNETES_SERVICE_HOST, the token and CA in "
+                             "/var/run/secrets/kubernetes.io/serviceaccount or $CVO_SERVICEACCOUNT_DIR)")
+    _add_selection(parser)
+    add_backend_flags(parser)
+    add_behaviour_flags(parser)
+    parser.set_defaults(func=run)
+
+
+def _duration(text: str, flag: str, minimum: float = 0.0) -> float:
+    try:
+        return parse_duration(text, flag, minimum=minimum)
+    except ValueError as err:
+        raise UsageError(str(err)) from None
+
+
+def _settings(args: argparse.Namespace) -> dict[str, Any]:
+    from cvo.controller.http import ListenError, parse_listen
+    from cvo.controller.lease import LeaseTimings
+
+    interval = _duration(args.interval, "--interval", MIN_INTERVAL)
+    timings = LeaseTimings(_duration(args.lease_duration, "--lease-duration"),
+                           _duration(args.renew_deadline, "--renew-deadline"),
+                           _duration(args.retry_period, "--retry-period"))
+    if (problem := timings.problem()) is not None:
+        raise UsageError(f"--lease-duration/--renew-deadline/--retry-period: {problem}")
+    listen = None
+    if args.listen != "none":
+        try:
+            listen = parse_listen(args.listen)
+        except ListenError as err:
+            raise UsageError(str(err)) from None
+    for flag, path in (("--release", args.own_release), ("--releases", args.releases)):
+        if path is not None and not path.is_dir():
+            raise UsageError(f"{flag} {path}: not a directory")
+    if args.speed is not None and not (math.isfinite(args.speed) and args.speed > 0):
+        raise UsageError(f"--speed: {args.speed:g} is not a positive number of simulated seconds per real second")
+    if args.identity is not None and not args.identity.strip():
+        raise UsageError("--identity: empty")
+    return {"interval": interval, "timings": timings, "listen": listen}
+
+
+def _pick_backend(args: argparse.Namespace) -> None:
+    """``--in-cluster`` is the default in a pod (when no other backend is named)."""
+    from cvo.cluster.kube.config import in_cluster_available
+
+    named = args.state is not None or args.kubeconfig or args.context
+    if args.in_cluster and named:
+        raise UsageError("--in-cluster cannot be combined with --state, --kubeconfig or --context")
+    if not named and not args.in_cluster and in_cluster_available():
+        args.in_cluster = True
+    if not args.in_cluster and not args.kubeconfig and not args.context and args.speed is None:
+        args.speed = 1.0  # a controller on the embedded cluster runs in real time unless told otherwise
+
+
+def run(args: argparse.Namespace) -> int:
+    _pick_backend(args)
+    settings = _settings(args)
+    behaviours = load_behaviours(args)
+    options = payload_options(args)
+    identity = args.identity or f"{socket.gethostname()}_{uuid.uuid4()}"
+    clock, run_loop = backend_clock(args)
+    configure(args.log_format, max(args.verbose, 1))  # the controller's events are its log
+    log = get_logger("cvo.cli")
+
+    async def controller() -> None:
+        from cvo.controller.http import Endpoint, Health
+        from cvo.controller.lease import LeaderElector, lease_ref
+        from cvo.controller.loop import Controller, ControllerOptions
+        from cvo.controller.metrics import MetricsReporter, Snapshot
+        from cvo.controller.releases import FILE_SCHEME, Catalogue, Releases, default_loader
+        from cvo.controller.replica import Replica
+        from cvo.payload.loader import Release
+        from cvo.runner.events import Fanout
+
+        snapshot, health = Snapshot(), Health()
+        endpoint = None
+        if settings["listen"] is not None:
+            host, port = settings["listen"]
+            try:
+                endpoint = Endpoint(host, port, snapshot, health)
+            except OSError as err:
+                raise UsageError(f"--listen {args.listen}: {err.strerror or err}") from None
+            endpoint.start()
+        try:
+            async with open_backend(args, clock, simulate_operators=False, create=True,
+                                    budget=Budget.of(None)) as backend:
+                where = f"{endpoint.address[0]}:{endpoint.address[1]}" if endpoint else "nowhere"
+                log.info("controller", backend=backend.description, identity=identity, listen=where,
+                         lease=f"{args.lease_namespace}/version")
+                releases = Releases(Catalogue(args.releases), default_loader(options.load_filter))
+                simulator: dict[str, Any] = {}
+                known: list[Release] = []
+
+                def on_release(release: Release) -> None:
+                    if all(r.image != release.image for r in known):
+                        known.append(release)
+                        if "sim" in simulator:
+                            simulator["sim"].register_release(release)
+
+                async def on_leading(fenced: Cluster) -> None:
+                    if uses_embedded:
+                        from cvo.operators.simulated import OperatorSimulator
+
+                        sim = simulator["sim"] = OperatorSimulator(fenced, clock, behaviours)
+                        for release in known:
+                            sim.register_release(release)
+                        await sim.start()
+
+                async def on_stopped() -> None:
+                    sim = simulator.pop("sim", None)
+                    if sim is not None:
+                        await sim.stop()
+
+                uses_embedded = backend.simulator is None and not (args.kubeconfig or args.context or args.in_cluster)
+                await _ensure_namespace(backend.steady, args.lease_namespace)
+                elector = LeaderElector(backend.cluster, clock, identity, settings["timings"],
+                                        lease_ref(args.lease_namespace))
+                own = FILE_SCHEME + str(args.own_release.resolve()) if args.own_release else ""
+                reporter = Fanout(_log_reporter(), MetricsReporter(snapshot))
+
+                def make_controller(fenced: Cluster) -> Controller:
+                    return Controller(fenced, clock, releases, reporter,
+                                      ControllerOptions(interval=settings["interval"], capabilities=options.apply_filter,
+                                                        own_image=own), on_release=on_release)
+
+                replica = Replica(backend.cluster, elector, make_controller, snapshot, health, on_leading, on_stopped)
+                await replica.run()
+        finally:
+            if endpoint is not None:
+                endpoint.close()
+
+    try:
+        run_loop(lambda: cancelled_by_signals(controller))
+    except Interrupted as stopped:
+        if stopped.signum == signal.SIGTERM:
+            print("cvo run: terminated; the lease is released", file=sys.stderr)
+            return EXIT_OK
+        raise
+    return EXIT_OK
+
+
+def _log_reporter() -> Any:
+    from cvo.cli.progress import LogReporter
+
+    return LogReporter()
+
+
+async def _ensure_namespace(cluster: Cluster, namespace: str) -> None:
+    """The Lease's namespace (``cvo bootstrap`` creates it on a real cluster; the embedded one may lack it)."""
+    from cvo.cluster.api import ApiError, ApiErrorKind, Ref
+
+    try:
+        if await cluster.get(Ref("", "Namespace", "", namespace)) is None:
+            await cluster.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+    except ApiError as err:
+        if err.kind not in (ApiErrorKind.ALREADY_EXISTS, ApiErrorKind.FORBIDDEN):
+            raise  # Forbidden: a least-privilege service account; the namespace is the manifests' to create

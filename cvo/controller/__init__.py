@@ -1,0 +1,11 @@
+"""The controller: cvo as a long-running, leader-elected, observable operator (``cvo run``).
+
+Holds the level-triggered loop over the sync worker (:mod:`cvo.controller.loop`), finding the desired
+release (:mod:`cvo.controller.releases`), leader election on a Lease with client-go's semantics
+(:mod:`cvo.controller.lease`) and the fenced cluster that writes only while leading
+(:mod:`cvo.controller.fence`), one replica's life (:mod:`cvo.controller.replica`), and the CVO's metrics
+with the /healthz, /readyz and /metrics endpoint (:mod:`cvo.controller.metrics`, :mod:`cvo.controller.http`).
+The CVO's counterparts: ``pkg/cvo/cvo.go``, ``pkg/start/start.go``, ``pkg/cvo/metrics.go``.
+May import: ``cvo.runner`` and everything it may import (``cvo.payload``, ``cvo.cluster``, ``cvo.plan``,
+``cvo.gates``, ``cvo.status``, ``cvo.operators``); never a backend (the CLI picks one).
+"""

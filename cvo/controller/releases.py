@@ -1,0 +1,148 @@
+"""Finding the release a ClusterVersion asks for: ``spec.desiredUpdate`` → a loaded :class:`Release`.
+
+The CVO retrieves a payload by image pullspec (``pkg/cvo/updatepayload.go``); with only a version,
+it looks the version up in ``status.availableUpdates``.  cvo reads releases from directories:
+
+* ``desiredUpdate.image`` ``file://DIR`` is the release in DIR (loaded with that image, so the
+  history keeps the name the cluster knows);
+* ``desiredUpdate.version`` alone is looked up in the ``--releases`` catalogue: every sub-directory
+  of it that is a release directory, by the version in its ``release-metadata``;
+* with both, the release found must be of that version (the CVO's ``VerifyPayloadVersion``).
+
+A release that cannot be found or read is a :class:`RetrieveFailed` with the CVO's step as reason
+and its message (``sync_worker.go``, ``loadUpdatedPayload``): ``Retrieving payload failed
+version="V" image="I" failure=…`` (``RetrievePayload``), ``Loading payload failed … failure=…``
+(``LoadPayload``) and ``Verifying payload failed … failure=release image version X does not match
+the expected upstream version Y`` (``VerifyPayloadVersion``).  The controller writes it as
+``ReleaseAccepted=False`` and keeps running.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cvo.payload.limits import InputError, read_input
+from cvo.payload.loader import LoadError, Release, load_release
+from cvo.payload.release import parse_release_metadata
+
+FILE_SCHEME = "file://"
+METADATA = Path("release-manifests") / "release-metadata"
+
+
+@dataclass(frozen=True)
+class Desired:
+    """What the ClusterVersion asks for (``spec.desiredUpdate``, as the CVO's ``configv1.Update``)."""
+
+    version: str = ""
+    image: str = ""
+    force: bool = False
+
+    @classmethod
+    def of(cls, update: Any) -> Desired | None:
+        """``spec.desiredUpdate``; ``None`` when it is unset or names nothing."""
+        if not isinstance(update, dict):
+            return None
+        version = update.get("version") if isinstance(update.get("version"), str) else ""
+        image = update.get("image") if isinstance(update.get("image"), str) else ""
+        if not version and not image:
+            return None
+        return cls(str(version), str(image), update.get("force") is True)
+
+
+class RetrieveFailed(Exception):
+    """The desired release could not be retrieved, loaded or verified; ``reason`` is the CVO's step."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.message = message
+
+
+def _failure(step: str, desired: Desired, image: str, failure: str) -> RetrieveFailed:
+    verb = {"RetrievePayload": "Retrieving", "LoadPayload": "Loading", "VerifyPayloadVersion": "Verifying"}[step]
+    return RetrieveFailed(step, f'{verb} payload failed version="{desired.version}" image="{image}" '
+                                f"failure={failure}")
+
+
+class Catalogue:
+    """Release directories by version: the sub-directories of ``--releases DIR`` (read when asked)."""
+
+    def __init__(self, root: Path | None) -> None:
+        self.root = root
+
+    def find(self, version: str) -> Path | None:
+        if self.root is None or not self.root.is_dir():
+            return None
+        for entry in sorted(os.scandir(self.root), key=lambda e: e.name):
+            if entry.is_dir() and release_version(Path(entry.path)) == version:
+                return Path(entry.path)
+        return None
+
+    def describe(self) -> str:
+        return str(self.root) if self.root is not None else "no --releases catalogue"
+
+
+def release_version(directory: Path) -> str | None:
+    """The version a release directory's ``release-metadata`` declares; ``None`` if it has none."""
+    path = directory / METADATA
+    try:
+        return parse_release_metadata(read_input(path, str(METADATA)), str(METADATA)).version
+    except (InputError, OSError, ValueError):
+        return None
+
+
+Loader = Callable[[Path, str], Release]
+
+
+def default_loader(load_filter: Any = None) -> Loader:
+    def load(directory: Path, image: str) -> Release:
+        return load_release(directory, release_image=image, load_filter=load_filter)
+    return load
+
+
+class Releases:
+    """Resolves and loads releases, keeping each loaded one (by image) for the next sweep."""
+
+    def __init__(self, catalogue: Catalogue, load: Loader) -> None:
+        self.catalogue = catalogue
+        self._load = load
+        self._cache: dict[str, Release] = {}
+
+    def resolve(self, desired: Desired) -> Release:
+        """The release ``desired`` names; :class:`RetrieveFailed` when there is none to be had."""
+        image = desired.image
+        if not image:
+            found = self.catalogue.find(desired.version)
+            if found is None:
+                raise _failure("RetrievePayload", desired, "",
+                               f"no release {desired.version} in the releases catalogue "
+                               f"({self.catalogue.describe()})")
+            image = FILE_SCHEME + str(found.resolve())
+        release = self.by_image(image, desired)
+        if desired.version and release.version != desired.version:
+            raise _failure("VerifyPayloadVersion", desired, image,
+                           f"release image version {release.version} does not match the expected upstream "
+                           f"version {desired.version}")
+        return release
+
+    def by_image(self, image: str, desired: Desired | None = None) -> Release:
+        """The release of a ``file://`` image (cached)."""
+        desired = desired or Desired(image=image)
+        if image in self._cache:
+            return self._cache[image]
+        if not image.startswith(FILE_SCHEME):
+            raise _failure("RetrievePayload", desired, image,
+                           "cvo reads releases from directories only (file://DIR)")
+        directory = Path(image[len(FILE_SCHEME):])
+        if not directory.is_dir():
+            raise _failure("RetrievePayload", desired, image, f"{directory}: no such release directory")
+        try:
+            release = self._load(directory, image)
+        except LoadError as err:
+            raise _failure("LoadPayload", desired, image, "; ".join(err.errors)) from None
+        self._cache[image] = release
+        return release

@@ -1,0 +1,218 @@
+"""``cvo run`` on the real API server: two replicas as real subprocesses, one leads; a merge patch of
+``spec.desiredUpdate`` (what ``kubectl patch clusterversion version --type merge`` sends) starts the upgrade;
+the leader frozen (SIGSTOP) and then killed (SIGKILL) in the middle of it: the other replica takes over
+within the lease's bounds and completes it, with one history entry for the target, and the old leader,
+resumed, writes nothing; drift repaired within one interval; /metrics; SIGTERM releases the lease.  And
+``cvo run`` in-cluster: the pod's environment and a real token of the manifests' service account.
+
+Each replica talks to the API server through a fault proxy of its own with no faults: the proxy records
+every request it forwards, so the test sees who wrote what, and when.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from cvo.cluster.api import Ref, cv_ref
+
+from .controlplane import ControlPlane
+from .faultproxy import FaultPlan, FaultProxy
+from .identities import request
+from .test_e2e_flows import DEMO, E2E, PAYLOADS, Proc, conditions, e2e, history, wait_until
+
+__all__ = ["e2e"]  # the fixture, imported for this module's tests
+
+LEASE = ("6s", "4s", "1s")  # lease duration, renew deadline, retry period: shortened from 137 s / 107 s / 26 s
+LEASE_DURATION, RETRY_PERIOD = 6.0, 1.0
+INTERVAL = 20.0
+LEASE_PATH = "/apis/coordination.k8s.io/v1/namespaces/openshift-cluster-version/leases/version"
+WRITES = ("POST", "PUT", "PATCH", "DELETE")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def lease(cp: ControlPlane) -> dict[str, Any]:
+    code, answer = request(cp, "GET", LEASE_PATH)
+    return answer if code == 200 else {}
+
+
+def holder(cp: ControlPlane) -> str:
+    return str((lease(cp).get("spec") or {}).get("holderIdentity") or "")
+
+
+def scrape(port: int, path: str = "/metrics") -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as answer:
+            return answer.status, answer.read().decode()
+    except urllib.error.HTTPError as err:
+        return err.code, err.read().decode()
+    except OSError:
+        return 0, ""
+
+
+def patch_desired(cp: ControlPlane, desired: dict[str, Any]) -> None:
+    """``kubectl patch clusterversion version --type merge -p '{"spec":{"desiredUpdate":…}}'``."""
+    code, answer = request(cp, "PATCH", "/apis/config.openshift.io/v1/clusterversions/version",
+                           {"spec": {"desiredUpdate": desired}}, content_type="application/merge-patch+json")
+    assert code == 200, (code, answer)
+
+
+class Replica:
+    """``cvo run`` through its own recording proxy."""
+
+    def __init__(self, e2e: E2E, name: str) -> None:
+        self.name = name
+        self.port = free_port()
+        self.proxy = FaultProxy(e2e.cp.server_url, upstream_ca=e2e.cp.ca_path, plan=FaultPlan(rate=0.0),
+                                workdir=e2e.workdir / f"proxy-{name}").start()
+        (e2e.workdir / f"proxy-{name}").mkdir(exist_ok=True)
+        kubeconfig = self.proxy.write_kubeconfig(e2e.cp.kubeconfig_path, e2e.workdir / f"{name}.kubeconfig")
+        self.proc: Proc = e2e.start(name, "run", "--identity", name, "--release", str(DEMO["4.16.0"]),
+                                    "--releases", str(PAYLOADS), "--interval", f"{INTERVAL:g}s",
+                                    "--lease-duration", LEASE[0], "--renew-deadline", LEASE[1],
+                                    "--retry-period", LEASE[2], "--listen", f"127.0.0.1:{self.port}",
+                                    log_json=True, kubeconfig=str(kubeconfig))
+
+    def writes_after(self, when: float) -> list[str]:
+        return [f"{r.method} {r.path}" for r in self.proxy.records if r.time > when and r.method in WRITES]
+
+
+def test_two_replicas_one_leads_failover_mid_upgrade_drift_metrics_and_sigterm(e2e: E2E) -> None:
+    e2e.sim_operators({"default": {"delay": "2s"}}, DEMO["4.16.0"], DEMO["4.16.3"])
+    a = Replica(e2e, "a")
+    wait_until("replica a to lead", lambda: holder(e2e.cp) == "a", 60, alive=a.proc.popen)
+    b = Replica(e2e, "b")
+    try:
+        wait_until("b to serve /readyz", lambda: scrape(b.port, "/readyz")[0] == 200, 60, alive=b.proc.popen)
+        assert holder(e2e.cp) == "a"
+        assert "cvo_controller_leader 0.0" in scrape(b.port)[1] and "cvo_controller_leader 1.0" in scrape(a.port)[1]
+
+        def installed() -> bool:
+            cv = e2e.get(cv_ref())[0] or {}
+            return history(cv)[:1] == [("4.16.0", "Completed")]
+
+        wait_until("the leader to install 4.16.0", installed, 240, interval=1.0, alive=a.proc.popen)
+        assert b.writes_after(0) == [], "a follower wrote"
+
+        # kubectl patch clusterversion version --type merge -p '{"spec":{"desiredUpdate":{"version":"4.16.3"}}}'
+        patch_desired(e2e.cp, {"version": "4.16.3"})
+
+        def updating() -> bool:
+            cv = e2e.get(cv_ref())[0] or {}
+            return history(cv)[:1] == [("4.16.3", "Partial")]
+
+        wait_until("the upgrade to start", updating, 120, interval=0.5, alive=a.proc.popen)
+        time.sleep(3)  # in the middle of it
+        cv = e2e.get(cv_ref())[0] or {}
+        assert history(cv)[0] == ("4.16.3", "Partial")
+
+        # Freeze the leader: b takes over within a lease duration and two retry periods (client-go's rules).
+        a.proc.popen.send_signal(signal.SIGSTOP)
+        frozen = time.time()
+        wait_until("b to take the lease", lambda: holder(e2e.cp) == "b", 30, interval=0.1, alive=b.proc.popen)
+        took = time.time() - frozen
+        assert took <= LEASE_DURATION + 2 * RETRY_PERIOD * 1.2 + 1.0, took
+        taken = time.time()
+        a.proc.popen.send_signal(signal.SIGCONT)  # a wakes up: its clock says the lease is stale
+        time.sleep(LEASE_DURATION / 2)
+        assert a.writes_after(taken) == [], "the old leader wrote after it lost the lease"
+        a.proc.popen.send_signal(signal.SIGKILL)
+        a.proc.popen.wait(timeout=10)
+
+        def upgraded() -> bool:
+            cv = e2e.get(cv_ref())[0] or {}
+            return history(cv)[:1] == [("4.16.3", "Completed")]
+
+        wait_until("b to complete the upgrade", upgraded, 240, interval=1.0, alive=b.proc.popen)
+        cv = e2e.get(cv_ref())[0] or {}
+        assert history(cv) == [("4.16.3", "Completed"), ("4.16.0", "Completed")]  # one entry for the target
+        assert conditions(cv)["Available"]["message"] == "Done applying 4.16.3"
+        assert holder(e2e.cp) == "b" and lease(e2e.cp)["spec"]["leaseTransitions"] >= 1
+
+        # /metrics: versions and operator conditions
+        _, metrics = scrape(b.port)
+        assert 'cluster_version{from_version="4.16.0",image="file://' in metrics
+        assert 'type="completed",version="4.16.3"} ' in metrics
+        assert 'cluster_operator_up{name="etcd",reason="AsExpected",version="4.16.3"} 1.0' in metrics
+        assert 'cluster_operator_conditions{condition="Available",name="etcd",reason="AsExpected"} 1.0' in metrics
+        assert "# TYPE cluster_version_available_updates gauge" in metrics
+        assert "# TYPE cluster_operator_payload_errors gauge" in metrics
+        assert "# TYPE cluster_version_payload gauge" in metrics
+
+        # Drift after completion: repaired within one interval (plus the reconcile's own walk)
+        victim = Ref("", "ConfigMap", "openshift-config-managed", "release-verification")
+        if e2e.get(victim)[0] is None:
+            victim = next(Ref("", "ConfigMap", c["metadata"]["namespace"], c["metadata"]["name"])
+                          for c in e2e.list("", "ConfigMap") if c["metadata"]["namespace"].startswith("openshift-")
+                          and not c["metadata"]["name"].startswith("kube-root-ca"))
+        code, _ = request(e2e.cp, "DELETE", f"/api/v1/namespaces/{victim.namespace}/configmaps/{victim.name}")
+        assert code == 200
+        deleted = time.monotonic()
+        wait_until(f"{victim} to be put back", lambda: e2e.get(victim)[0] is not None, INTERVAL + 30, interval=0.5,
+                   alive=b.proc.popen)
+        assert time.monotonic() - deleted <= INTERVAL + 15
+
+        # SIGTERM: the lease is released, exit 0
+        b.proc.popen.send_signal(signal.SIGTERM)
+        assert b.proc.popen.wait(timeout=30) == 0, b.proc.stderr[-2000:]
+        spec = lease(e2e.cp)["spec"]
+        assert spec.get("holderIdentity", "") == "" and spec["leaseDurationSeconds"] == 1
+    finally:
+        for replica in (a, b):
+            if replica.proc.popen.poll() is None:
+                replica.proc.popen.send_signal(signal.SIGCONT)
+            replica.proxy.stop()
+
+
+def test_in_cluster_with_the_manifests_service_account(e2e: E2E, tmp_path: Path) -> None:
+    """The pod's environment: KUBERNETES_SERVICE_HOST/PORT, and the token and CA of the service account the
+    manifests bind, mounted where $CVO_SERVICEACCOUNT_DIR says.  It installs: the RBAC is sufficient."""
+    e2e.sim_operators({"default": {"delay": "2s"}}, DEMO["4.16.0"])
+    code, answer = request(e2e.cp, "POST", "/api/v1/namespaces/openshift-cluster-version/serviceaccounts/"
+                           "cluster-version-operator/token", {"apiVersion": "authentication.k8s.io/v1",
+                                                              "kind": "TokenRequest", "spec": {"expirationSeconds": 3600}})
+    assert code == 201, answer
+    mount = tmp_path / "serviceaccount"
+    mount.mkdir()
+    (mount / "token").write_text(answer["status"]["token"])
+    (mount / "ca.crt").write_bytes(Path(e2e.cp.ca_path).read_bytes())
+    host, port = e2e.cp.server_url.removeprefix("https://").rsplit(":", 1)
+    env = {**{k: v for k, v in os.environ.items() if k != "KUBECONFIG"}, "PYTHONUNBUFFERED": "1",
+           "KUBERNETES_SERVICE_HOST": host, "KUBERNETES_SERVICE_PORT": port, "CVO_SERVICEACCOUNT_DIR": str(mount)}
+    listen = free_port()
+    import subprocess
+    import sys
+
+    with open(tmp_path / "run.stderr", "wb") as err:
+        proc = subprocess.Popen([sys.executable, "-m", "cvo", "--log-format", "json", "run", "--identity", "pod-0",
+                                 "--release", str(DEMO["4.16.0"]), "--listen", f"127.0.0.1:{listen}",
+                                 "--lease-duration", LEASE[0], "--renew-deadline", LEASE[1], "--retry-period", LEASE[2]],
+                                env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err)
+    try:
+        wait_until("the in-cluster replica to lead", lambda: holder(e2e.cp) == "pod-0", 60, alive=proc)
+
+        def installed() -> bool:
+            cv = e2e.get(cv_ref())[0] or {}
+            return history(cv)[:1] == [("4.16.0", "Completed")]
+
+        wait_until("the in-cluster install", installed, 240, interval=1.0, alive=proc)
+        stderr = (tmp_path / "run.stderr").read_text()
+        assert "in-cluster" in stderr and answer["status"]["token"] not in stderr  # never print the token
+        assert "Forbidden" not in stderr and "forbidden" not in stderr
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0
+        assert holder(e2e.cp) == ""
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
