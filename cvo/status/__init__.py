@@ -1,6 +1,8 @@
 """The ClusterVersion's status: its conditions and history in the CVO's conventions, and their rendering.
 
 Holds the status computation from a sweep's progress (Available, Progressing, Failing, history entries)
-and the kubectl-style text view of a ClusterVersion and its ClusterOperators.
+and the kubectl-style text view of a ClusterVersion and its ClusterOperators; the ``oc adm upgrade status``
+assessment (``upgrade_status``, Go's durations and tab writer in ``godur``), its text and data
+(``upgrade_text``) and the graph-aware forecast of an update's end (``forecast``).
 May import: ``cvo.payload`` and ``cvo.gates``.
 """

@@ -1,0 +1,185 @@
+"""``cvo upgrade status`` as text (oc's layout, line for line) and as data (the Update Status API's names).
+
+A port of the output of openshift/oc ``pkg/cli/admin/upgrade/status``: the control plane template and
+``Write`` (controlplane.go), the health table and its long form (health.go), and what ``options.Run``
+prints around them (status.go).  Where oc prints node and worker-pool sections, nothing is printed.
+cvo's own addition, the graph-aware forecast (:mod:`cvo.status.forecast`), adds a ``Forecast:`` line and,
+with ``--details=operators``, the critical path; without a forecast the text is exactly oc's.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cvo.status.forecast import Forecast
+from cvo.status.godur import SECOND, go_truncate, rfc3339, short_duration, tabwrite
+from cvo.status.upgrade_status import LEVEL_NAMES, ControlPlane, Insight, UpgradeStatus
+
+DETAILS = ("none", "operators", "health", "all")
+NOT_UPDATING = "The cluster is not updating.\n"
+
+
+def _vague_under(actual: int, estimated: int, multi_arch: bool) -> str:
+    """oc's ``vagueUnder``."""
+    if multi_arch:
+        return "N/A for Multi-Architecture Migration"
+    if actual < -10 * 60 * SECOND:
+        return f"N/A; estimate duration was {short_duration(estimated)}"
+    if actual < 10 * 60 * SECOND:
+        return "<10m"
+    return short_duration(actual)
+
+
+def control_plane_text(cp: ControlPlane, detailed: bool, now: int, forecast: Forecast | None = None) -> str:
+    """``controlPlaneStatusDisplayData.Write``: the completed form, or the template and the updating table."""
+    ops = cp.operators
+    if ops.updated == ops.total:
+        return (f"= Control Plane =\nUpdate to {cp.target_version.target} successfully completed at "
+                f"{rfc3339(cp.completion_at)} (duration: {short_duration(cp.duration)})\n")
+    lines = ["= Control Plane =",
+             f"Assessment:      {cp.assessment}",
+             f"Target Version:  {cp.target_version}"]
+    if ops.updating:
+        lines.append(f"Updating:        {', '.join(o.name for o in ops.updating)}")
+    lines.append(f"Completion:      {cp.completion:.0f}% ({ops.updated} operators updated, {len(ops.updating)} "
+                 f"updating, {ops.waiting} waiting)")
+    duration = f"Duration:        {short_duration(cp.duration)}"
+    if cp.est_time_to_complete:
+        duration += (f" (Est. Time Remaining: "
+                     f"{_vague_under(cp.est_time_to_complete, cp.est_duration, cp.target_version.is_multi_arch_migration)})")
+    lines.append(duration)
+    if forecast is not None:
+        lines.append(f"Forecast:        {forecast.summary(now)}")
+    lines.append(f"Operator Health: {ops.status_summary()}")
+    text = "\n".join(lines) + "\n"
+    if detailed and ops.updating:
+        rows = "\nNAME\tSINCE\tREASON\tMESSAGE\n"
+        for o in ops.updating:
+            rows += (f"{o.name}\t{short_duration(now - o.condition.since_ns)}\t{o.condition.reason or '-'}\t"
+                     f"{o.condition.message}\n")
+        text += "\nUpdating Cluster Operators" + tabwrite(rows)
+    if detailed and forecast is not None and forecast.critical_path:
+        rows = "\nNAME\tSTATE\tEXPECTED\tFINISH\n"
+        for step in forecast.critical_path:
+            rows += f"{step.name}\t{step.state}\t{short_duration(step.expected)}\t{short_duration(step.finish - now)}\n"
+        text += "\nCritical Path (forecast)" + tabwrite(rows)
+    return text
+
+
+def _since(insight: Insight, now: int) -> str:
+    if insight.started_at is None:
+        return "-"
+    return short_duration(go_truncate(now - insight.started_at, SECOND))
+
+
+def _resource_kind(group: str, kind: str) -> str:
+    text = f"{kind.lower()}s"
+    return f"{text}.{group}: " if group else f"{text}: "
+
+
+def health_text(insights: list[Insight], detailed: bool, now: int) -> str:
+    """``updateHealthData.Write``: the table, or with ``detailed`` the long form."""
+    out = ["= Update Health =\n"]
+    if detailed:
+        pad = len("Description: ")
+        for i, insight in enumerate(insights):
+            out.append(f"Message: {insight.summary}\n")
+            out.append(f"  {'Since:':<{pad}}{_since(insight, now)}\n")
+            out.append(f"  {'Level:':<{pad}}{LEVEL_NAMES.get(insight.level, 'Unknown')}\n")
+            out.append(f"  {'Impact:':<{pad}}{insight.impact_type}\n")
+            out.append(f"  {'Reference:':<{pad}}{insight.reference}\n")
+            if insight.resources:
+                kinds: dict[str, list[str]] = {}
+                for r in insight.resources:
+                    name = f"{r.namespace}/{r.name}" if r.namespace else r.name
+                    kinds.setdefault(_resource_kind(r.group, r.kind), []).append(name)
+                kind_pad = max(len(k) for k in kinds)
+                out.append("  Resources:\n")
+                for kind in sorted(kinds):
+                    out.append(f"    {kind:<{kind_pad}}{', '.join(sorted(kinds[kind]))}\n")
+            description = insight.description.replace("\n", "\n" + " " * (pad + 2) + ", ")
+            out.append(f"  {'Description:':<{pad}}{description}\n")
+            if i + 1 < len(insights):
+                out.append("\n")
+        return "".join(out)
+    rows = "SINCE\tLEVEL\tIMPACT\tMESSAGE\n" + "".join(
+        f"{_since(i, now)}\t{LEVEL_NAMES.get(i.level, 'Unknown')}\t{i.impact_type}\t{i.summary}\n" for i in insights)
+    out.append(tabwrite(rows))
+    if len(insights) > 1 or insights[0].level != 0:
+        out.append("\nRun with --details=health for additional description and links to related online documentation\n")
+    return "".join(out)
+
+
+def render(status: UpgradeStatus, details: str = "none", forecast: Forecast | None = None) -> str:
+    """The whole text of ``cvo upgrade status``."""
+    if not status.updating or status.control_plane is None:
+        return NOT_UPDATING
+    operators = details in ("operators", "all")
+    health = details in ("health", "all")
+    text = control_plane_text(status.control_plane, operators, status.now, forecast)
+    text += "\n"
+    text += health_text(status.insights, status.health_detailed and health, status.now)
+    return text
+
+
+# --- data: the Update Status API's names --------------------------------------------------------------
+
+
+def _time(ns: int | None) -> str | None:
+    return None if ns is None else rfc3339(ns)
+
+
+def _insight_data(insight: Insight, now: int) -> dict[str, Any]:
+    """An UpdateHealthInsightStatus: startedAt, scope, impact, remediation."""
+    return {
+        "startedAt": _time(insight.started_at),
+        "since": _since(insight, now),
+        "scope": {"type": insight.scope_type,
+                  "resources": [{"group": r.group, "resource": f"{r.kind.lower()}s", "name": r.name,
+                                 **({"namespace": r.namespace} if r.namespace else {})} for r in insight.resources]},
+        "impact": {"level": LEVEL_NAMES.get(insight.level, "Unknown"), "type": insight.impact_type,
+                   "summary": insight.summary, "description": insight.description},
+        "remediation": {"reference": insight.reference},
+    }
+
+
+def to_data(status: UpgradeStatus, forecast: Forecast | None = None) -> dict[str, Any]:
+    """The assessment as data: ``controlPlane`` is a ClusterVersionProgressInsightStatus (plus what oc
+    prints that the API has no field for), ``clusterOperators`` ClusterOperatorProgressInsightStatuses,
+    ``health`` UpdateHealthInsightStatuses."""
+    doc: dict[str, Any] = {"updating": status.updating, "evaluatedAt": rfc3339(status.now)}
+    cp = status.control_plane
+    if not status.updating or cp is None:
+        return doc
+    v = cp.target_version
+    target: dict[str, Any] = {"version": v.target}
+    if v.is_target_install:
+        target["metadata"] = [{"key": "Installation"}]
+    versions: dict[str, Any] = {"target": target}
+    if not v.is_target_install:
+        versions["previous"] = {"version": v.previous, **({"metadata": [{"key": "Partial"}]}
+                                                        if v.is_previous_partial else {})}
+    ops = cp.operators
+    completion = None if ops.total == 0 else int(cp.completion)
+    doc["controlPlane"] = {
+        "name": "version",
+        "assessment": cp.assessment,
+        "versions": versions,
+        "completionPercent": completion,
+        "startedAt": _time(cp.started_at),
+        "completedAt": _time(cp.completion_at) if cp.completed else None,
+        "estimatedCompletedAt": _time(cp.estimated_completed_at),
+        "duration": short_duration(cp.duration),
+        "estimatedTimeRemaining": (None if not cp.est_time_to_complete else
+                                   _vague_under(cp.est_time_to_complete, cp.est_duration, v.is_multi_arch_migration)),
+        "operators": {"total": ops.total, "updated": ops.updated, "updating": [o.name for o in ops.updating],
+                      "waiting": ops.waiting, "unavailable": ops.unavailable, "degraded": ops.degraded,
+                      "summary": ops.status_summary()},
+        "conditions": [{"type": "Updating", "status": "False" if cp.completed else "True",
+                        "reason": "NotProgressing" if cp.completed else "Progressing"}],
+    }
+    doc["clusterOperators"] = status.operators
+    doc["health"] = [_insight_data(i, status.now) for i in status.insights]
+    if forecast is not None:
+        doc["forecast"] = forecast.to_data(status.now)
+    return doc
