@@ -28,7 +28,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import orjson
 
@@ -38,6 +38,9 @@ from cvo.cluster.api import ApiError, ApiErrorKind, Cluster
 from cvo.cluster.persist import Budget, GaveUp, persist, steady
 from cvo.operators.behaviour import Behaviours, read_behaviours
 from cvo.payload.loader import Release
+
+if TYPE_CHECKING:
+    from cvo.cluster.saved.cluster import SavedCluster
 
 T = TypeVar("T")
 DEFAULT_BUDGET = 30.0  # seconds: how long commands without --timeout (status, override, …) ride out an outage
@@ -70,6 +73,59 @@ def add_backend_flags(parser: argparse.ArgumentParser) -> None:
                        help="the kubeconfig context to use (default: its current-context); implies a real cluster")
 
 
+def add_saved_flags(parser: argparse.ArgumentParser) -> None:
+    """``--from-file`` and ``--now``: a read-only command over saved objects instead of a cluster."""
+    group = parser.add_argument_group("saved objects")
+    group.add_argument("--from-file", dest="from_file", action="append", default=None, metavar="PATH",
+                       help="read the cluster from saved objects instead (repeatable): a YAML or JSON file of objects "
+                            "(single objects or kind: List, as 'oc get -o yaml' writes them) or a directory of "
+                            "such files, e.g. a must-gather's cluster-scoped-resources; writes are refused")
+    group.add_argument("--now", default=None, metavar="RFC3339",
+                       help="with --from-file: the moment the objects describe (default: the latest "
+                            "lastTransitionTime of the ClusterVersion's and ClusterOperators' conditions)")
+
+
+def uses_saved_objects(args: argparse.Namespace) -> bool:
+    return bool(getattr(args, "from_file", None))
+
+
+def saved_cluster(args: argparse.Namespace) -> SavedCluster:
+    """The saved objects of ``--from-file``, read once per command (:class:`UsageError` for bad input)."""
+    from cvo.cluster.saved.cluster import SavedCluster
+    from cvo.payload.limits import InputError
+
+    cached = getattr(args, "_saved_cluster", None)
+    if cached is not None:
+        return cached
+    for flag, value in (("--kubeconfig", "kubeconfig"), ("--context", "context"), ("--state", "state"),
+                        ("--speed", "speed"), ("--operators", "operators")):
+        if getattr(args, value, None) is not None:
+            raise UsageError(f"{flag} cannot be used with --from-file (saved objects are the cluster)")
+    try:
+        cluster = SavedCluster.from_paths(args.from_file)
+    except InputError as err:
+        raise UsageError(str(err)) from None
+    args._saved_cluster = cluster
+    return cluster
+
+
+def saved_now(args: argparse.Namespace, cluster: SavedCluster) -> datetime:
+    """``--now``, else the moment the saved objects describe (:func:`cvo.status.upgrade_status.latest_transition`)."""
+    from cvo.status.godur import from_ns, parse_time
+    from cvo.status.upgrade_status import latest_transition
+
+    if getattr(args, "now", None) is not None:
+        parsed = parse_time(args.now)
+        if parsed is None or "T" not in args.now:
+            raise UsageError(f"--now: {args.now!r} is not an RFC 3339 time (e.g. 2024-05-01T12:00:00Z)")
+        return from_ns(parsed)
+    cv = next((o for r, o in cluster.objects.items() if (r.group, r.kind, r.name) ==
+               ("config.openshift.io", "ClusterVersion", "version")), None)
+    cos = [o for r, o in cluster.objects.items() if (r.group, r.kind) == ("config.openshift.io", "ClusterOperator")]
+    latest = latest_transition(cv, cos)
+    return from_ns(latest) if latest is not None else datetime.now(UTC)
+
+
 def uses_real_clock(args: argparse.Namespace) -> bool:
     """Whether the command talks to a real cluster (``--kubeconfig``, ``--context`` or ``--in-cluster``), on
     the real clock."""
@@ -83,6 +139,8 @@ def backend_clock(args: argparse.Namespace) -> tuple[Clock, Callable[[Callable[[
     A real cluster: the real clock and :func:`cvo.clock.run_real`.  The embedded cluster: a virtual
     clock that continues its state file's timeline, run by :func:`cvo.clock.run_virtual` at ``--speed``.
     """
+    if uses_saved_objects(args):
+        return Clock(saved_now(args, saved_cluster(args))), run_virtual
     if uses_real_clock(args):
         from cvo.clock import WallClock
 
@@ -169,6 +227,13 @@ async def open_backend(args: argparse.Namespace, clock: Clock, behaviours: Behav
     """
     if budget is None:
         budget = Budget.of(DEFAULT_BUDGET)
+    if uses_saved_objects(args):
+        if sweep is not None:
+            raise UsageError("--from-file: saved objects are read-only; only commands that read a cluster "
+                             "(status, upgrade status, upgrade --dry-run) can use them")
+        cluster = saved_cluster(args)
+        yield Backend(cluster, clock, cluster.description, budget=budget)
+        return
     if uses_real_clock(args):
         async with _open_kube(args, clock, simulate_operators, budget) as backend:
             yield backend

@@ -22,6 +22,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "upgrade": ("sweep_cmd", "upgrade the cluster to the release in --to DIR"),
     "reconcile": ("sweep_cmd", "re-apply the current release once, repairing drift"),
     "status": ("status_cmd", "show the ClusterVersion and every ClusterOperator"),
+    # `cvo upgrade status` (see _aliased): `cvo upgrade --to DIR` keeps its own parser
+    "upgrade-status": ("upgrade_status_cmd", "show the update's progress and health, like 'oc adm upgrade status'"),
     "override": ("override_cmd", "set (or --clear) an admin override of an operator's Upgradeable OperatorCondition"),
     "replay": ("replay_cmd", "replay scenario files on the embedded cluster; print the timeline and PASS/FAIL"),
     "bootstrap": ("bootstrap_cmd", "install the ClusterVersion, ClusterOperator and OperatorCondition CRDs and RBAC"),
@@ -55,13 +57,22 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def _aliased(argv: list[str]) -> list[str]:
+    """``cvo upgrade status …`` is the command ``upgrade-status``: ``upgrade`` itself takes no positional
+    argument (its release is ``--to DIR``), so ``status`` right after it can only mean the view."""
+    command = next((i for i, a in enumerate(argv) if a in COMMANDS), None)
+    if command is not None and argv[command] == "upgrade" and argv[command + 1:command + 2] == ["status"]:
+        return [*argv[:command], "upgrade-status", *argv[command + 2:]]
+    return argv
+
+
 def _command(argv: Sequence[str]) -> str | None:
     """The sub-command in ``argv`` (the first argument naming one), if any."""
     return next((a for a in argv if a in COMMANDS), None)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    arguments = list(sys.argv[1:] if argv is None else argv)
+    arguments = _aliased(list(sys.argv[1:] if argv is None else argv))
     parser = build_parser(_command(arguments))
     args = parser.parse_args(arguments)
     configure(args.log_format, args.verbose)

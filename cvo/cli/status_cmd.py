@@ -8,7 +8,7 @@ from typing import Any
 
 import orjson
 
-from cvo.cli.backend import add_backend_flags, backend_clock, open_backend
+from cvo.cli.backend import add_backend_flags, add_saved_flags, backend_clock, open_backend
 from cvo.cli.common import EXIT_OK, CommandFailed
 from cvo.cluster.api import CLUSTER_OPERATOR, cv_ref
 from cvo.gates.olm import OC_API_VERSION, OC_GROUP, OC_KIND
@@ -19,6 +19,7 @@ HELP = "show the ClusterVersion and every ClusterOperator"
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser = sub.add_parser("status", help=HELP, description=HELP.capitalize() + ".")
     add_backend_flags(parser)
+    add_saved_flags(parser)
     parser.add_argument("-o", "--output", choices=["text", "json"], default="text")
     parser.set_defaults(func=run)
 

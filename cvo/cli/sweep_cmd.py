@@ -20,6 +20,7 @@ from cvo.cli.backend import (
     Backend,
     add_backend_flags,
     add_behaviour_flags,
+    add_saved_flags,
     backend_clock,
     load_behaviours,
     open_backend,
@@ -83,6 +84,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                               "the upgrade would start, 1 if it is blocked")
     _add_selection(upgrade)
     _add_sweep_flags(upgrade)
+    add_saved_flags(upgrade)  # with --dry-run only
     upgrade.set_defaults(func=run_upgrade)
 
     reconcile = sub.add_parser("reconcile", help="re-apply the current release once, repairing drift",
@@ -256,6 +258,8 @@ def run_install(args: argparse.Namespace) -> int:
 
 
 def run_upgrade(args: argparse.Namespace) -> int:
+    if getattr(args, "from_file", None) and not args.dry_run:
+        raise UsageError("--from-file: saved objects are read-only; use it with --dry-run")
     _options(args)
     options = payload_options(args)
     target = load(args, options)

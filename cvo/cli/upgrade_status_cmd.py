@@ -1,0 +1,101 @@
+"""``cvo upgrade status``: ``oc adm upgrade status`` on any backend, or on saved objects (``--from-file``).
+
+Reads the ClusterVersion, the ClusterOperators, machine-config's operator Deployment (when there is one)
+and the update-duration records; prints :mod:`cvo.status.upgrade_text`.  With records and a release
+directory for the target, a forecast from the task graph is added (:mod:`cvo.status.forecast`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from cvo.cli.backend import add_backend_flags, add_saved_flags, backend_clock, open_backend
+from cvo.cli.common import EXIT_OK, CommandFailed
+from cvo.cluster.api import CLUSTER_OPERATOR, Ref, cv_ref
+from cvo.status.upgrade_text import DETAILS
+
+HELP = "show the progress and health of the cluster's update, like 'oc adm upgrade status'"
+MCO_DEPLOYMENT = Ref("apps", "Deployment", "openshift-machine-config-operator", "machine-config-operator")
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    parser = sub.add_parser("upgrade-status", prog="cvo upgrade status", help=HELP, description=HELP.capitalize() + ".")
+    add_backend_flags(parser)
+    add_saved_flags(parser)
+    parser.add_argument("--details", choices=DETAILS, default="none",
+                        help="show the long form of a section: operators (the updating ClusterOperators, and the "
+                             "forecast's critical path), health (every insight with its description), all")
+    parser.add_argument("-o", "--output", choices=["text", "json", "yaml"], default="text")
+    parser.set_defaults(func=run)
+
+
+def _mco_image(deployment: dict[str, Any] | None) -> str | None:
+    containers = (((deployment or {}).get("spec") or {}).get("template") or {}).get("spec", {}).get("containers")
+    if deployment is None or not isinstance(containers, list):
+        return None
+    return next((str(c.get("image", "")) for c in containers
+                 if isinstance(c, dict) and c.get("name") == "machine-config-operator"), "")
+
+
+def run(args: argparse.Namespace) -> int:
+    from cvo.status.forecast import RECORDS_NAME, RECORDS_NAMESPACE, parse_records
+    from cvo.status.godur import to_ns
+    from cvo.status.upgrade_status import StatusUnavailable, assess
+    from cvo.status.upgrade_text import render, to_data
+
+    clock, run_loop = backend_clock(args)
+    found: dict[str, Any] = {}
+
+    async def main() -> None:
+        async with open_backend(args, clock, simulate_operators=False, create=False) as backend:
+            cluster = backend.steady
+            found["cv"] = await cluster.get(cv_ref())
+            found["cos"] = sorted(await cluster.list(*CLUSTER_OPERATOR),
+                                  key=lambda o: o.get("metadata", {}).get("name", ""))
+            found["now"] = clock.now()
+            found["mco"] = await cluster.get(MCO_DEPLOYMENT) if await cluster.serves("apps/v1", "Deployment") else None
+            found["records"] = await cluster.get(Ref("", "ConfigMap", RECORDS_NAMESPACE, RECORDS_NAME))
+
+    run_loop(main)
+    now = to_ns(found["now"])
+    try:
+        status = assess(found["cv"], found["cos"], now, _mco_image(found["mco"]))
+    except StatusUnavailable as err:
+        raise CommandFailed(str(err)) from None
+    records = parse_records(found["records"])
+    forecast = _forecast(args, found["cv"], found["cos"], records, now) if records and status.updating else None
+    if args.output == "text":
+        sys.stdout.write(render(status, args.details, forecast))
+    elif args.output == "json":
+        sys.stdout.write(orjson.dumps(to_data(status, forecast), option=orjson.OPT_INDENT_2).decode() + "\n")
+    else:
+        import yaml
+
+        sys.stdout.write(yaml.safe_dump(to_data(status, forecast), sort_keys=False, allow_unicode=True))
+    return EXIT_OK
+
+
+def _forecast(args: argparse.Namespace, cv: dict[str, Any], cos: list[dict[str, Any]], records: list[Any],
+              now: int) -> Any:
+    """The graph-aware forecast, when the target release is a local directory cvo can read; else none."""
+    from cvo.payload.filters import LoadFilter
+    from cvo.payload.graph import Mode, build_graph, make_tasks
+    from cvo.payload.loader import LoadError, load_release
+    from cvo.status.forecast import co_state, expected_durations, forecast, operator_graph
+
+    desired = (cv.get("status") or {}).get("desired") or {}
+    image, target = str(desired.get("image") or ""), str(desired.get("version") or "")
+    if not image.startswith("file://"):
+        return None
+    try:
+        release = load_release(Path(image[len("file://"):]), release_image=image, load_filter=LoadFilter())
+    except (LoadError, OSError):
+        return None
+    graph = build_graph(make_tasks(release.manifests, Mode.UPDATE), Mode.UPDATE)
+    done, updating = co_state(cos, target)
+    return forecast(operator_graph(graph), expected_durations(records), done, updating, now, len(records))
