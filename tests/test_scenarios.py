@@ -110,6 +110,10 @@ def test_a_passing_scenario_passes(tmp_path: Path) -> None:
     "fields: {spec/replicas: 2}}]",
     "objects: [{kind: Deployment, namespace: openshift-alpha, name: alpha-operator, fields: {spec/paused: true}}]",
     "objects: [{kind: ConfigMap, namespace: openshift-alpha, name: missing}]",
+    "upgrade-status: [{assessment: Stalled}]",
+    "upgrade-status: [{at: 1m, assessment: not updating}]",
+    "upgrade-status: [{at: 2h, assessment: Progressing}]",
+    "upgrade-status: [{at: 1m, contains: 'Update is proceeding badly'}]",
 ])
 def test_a_wrong_expectation_fails(tmp_path: Path, expect: str) -> None:
     path = _write(tmp_path, GOOD.replace("  result: completed", "  " + expect))
@@ -187,6 +191,9 @@ def test_a_malformed_file_names_the_file_and_key(tmp_path: Path, text: str, key:
     ("events: [{name: sweep.completed, after: later}]", "expect.events.after"),
     ("objects: [{name: alpha-operator}]", "expect.objects"),
     ("conditions: [Failing]", "expect.conditions"),
+    ("upgrade-status: [{when: 1m}]", "expect.upgrade-status"),
+    ("upgrade-status: [{at: soon}]", "expect.upgrade-status.at"),
+    ("upgrade-status: [{details: everything}]", "expect.upgrade-status.details"),
 ])
 def test_a_malformed_expectation_names_the_file_and_key(tmp_path: Path, expect: str, key: str) -> None:
     path = _write(tmp_path, GOOD.replace("result: completed", expect))

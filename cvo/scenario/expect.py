@@ -15,7 +15,10 @@ from cvo.payload.conditions import find_condition
 from cvo.runner.events import Event
 from cvo.scenario.model import EXPECTATIONS, ScenarioError
 from cvo.scenario.replay import ReplayOutcome
+from cvo.status.godur import to_ns
 from cvo.status.text import write_status_text
+from cvo.status.upgrade_status import StatusUnavailable, assess
+from cvo.status.upgrade_text import DETAILS, render
 
 
 @dataclass
@@ -281,6 +284,46 @@ def _check_status_output(out: ReplayOutcome, value: Any) -> list[Check]:
     return checks
 
 
+def _upgrade_status_text(out: ReplayOutcome, spec: Mapping[str, Any]) -> tuple[str, str, str]:
+    """(label, assessment, text) of ``cvo upgrade status`` at ``spec.at`` (default: the end)."""
+    details = str(spec.get("details", "none"))
+    if details not in DETAILS:
+        raise ScenarioError(f"expect.upgrade-status.details: one of {', '.join(DETAILS)}")
+    if "at" in spec:
+        at = parse_duration(spec["at"], "expect.upgrade-status.at")
+        if at not in out.snapshots:
+            return f"upgrade status at {spec['at']}", "", f"<the replay ended after {out.elapsed:.0f}s>"
+        when, cv, cos, _records = out.snapshots[at]
+        label = f"upgrade status at {spec['at']}"
+    else:
+        when, cv, cos, label = out.finished, out.cluster_version, out.cluster_operators, "upgrade status at the end"
+    try:
+        status = assess(cv or None, cos, to_ns(when))
+    except StatusUnavailable as err:
+        return label, "", f"error: {err}"
+    assessment = status.control_plane.assessment if status.updating and status.control_plane else "not updating"
+    return label, assessment, render(status, details)
+
+
+def _check_upgrade_status(out: ReplayOutcome, value: Any) -> list[Check]:
+    """What ``cvo upgrade status`` prints at a moment of the replay (``at``, else the end): its assessment
+    (``not updating`` when the cluster is not), texts it contains, regexes it matches, texts it lacks."""
+    checks = []
+    for spec in value or []:
+        label, assessment, text = _upgrade_status_text(out, spec)
+        if "assessment" in spec:
+            checks.append(Check(f"{label}: assessment {spec['assessment']}", assessment == spec["assessment"],
+                                f"assessment {assessment!r}; output:\n{text}"))
+        for needle in _texts(spec.get("contains"), "contains"):
+            checks.append(Check(f"{label} contains {needle!r}", needle in text, f"output:\n{text}"))
+        for pattern in _texts(spec.get("matches"), "matches"):
+            checks.append(Check(f"{label} matches /{pattern}/", re.search(pattern, text, re.MULTILINE) is not None,
+                                f"output:\n{text}"))
+        for needle in _texts(spec.get("absent"), "absent"):
+            checks.append(Check(f"{label} lacks {needle!r}", needle not in text, f"output:\n{text}"))
+    return checks
+
+
 CHECKS: dict[str, Callable[[ReplayOutcome, Any], Check | list[Check]]] = {
     "result": _check_result,
     "elapsed": _check_elapsed,
@@ -291,6 +334,7 @@ CHECKS: dict[str, Callable[[ReplayOutcome, Any], Check | list[Check]]] = {
     "order": _check_order,
     "objects": _check_objects,
     "status-output": _check_status_output,
+    "upgrade-status": _check_upgrade_status,
 }
 assert set(CHECKS) == set(EXPECTATIONS), "model.EXPECTATIONS and expect.CHECKS must list the same kinds"
 

@@ -24,7 +24,8 @@ RESULTS = ("completed", "failed", "timeout", "cancelled", "blocked", "degraded")
 # Expectation kinds (cvo.scenario.expect.CHECKS implements each): checked at load time, so a typo
 # fails before a long replay.
 EXPECTATIONS = ("result", "elapsed", "conditions", "history", "operators", "events", "order", "objects",
-                "status-output")
+                "status-output", "upgrade-status")
+UPGRADE_STATUS_KEYS = {"at", "details", "assessment", "contains", "matches", "absent"}
 
 
 class ScenarioError(ValueError):
@@ -219,7 +220,13 @@ def load_scenario(path: Path) -> Scenario:
                             f"known: {', '.join(EXPECTATIONS)}")
     if "status-output" in expect and not isinstance(expect["status-output"], Mapping):
         raise ScenarioError(f"{shown}: expect.status-output: expected {{contains?, matches?, absent?}}")
-    for key in ("conditions", "operators", "events", "order", "objects"):
+    for spec in expect.get("upgrade-status") or []:
+        if not isinstance(spec, Mapping) or not set(spec) <= UPGRADE_STATUS_KEYS:
+            raise ScenarioError(f"{shown}: expect.upgrade-status: each entry is {{at?, details?, assessment?, "
+                                "contains?, matches?, absent?}")
+        if "at" in spec:
+            _duration(spec["at"], f"{shown}: expect.upgrade-status.at")
+    for key in ("conditions", "operators", "events", "order", "objects", "upgrade-status"):
         if key in expect and not isinstance(expect[key], list):
             raise ScenarioError(f"{shown}: expect.{key}: expected a list")
     result = expect.get("result")

@@ -13,7 +13,7 @@ from cvo.clock import Clock, run_virtual, to_rfc3339
 from cvo.cluster.api import ApiErrorKind, Ref, cv_ref
 from cvo.cluster.embedded.server import SimCluster
 from cvo.gates.olm import OC_GROUP, OC_KIND
-from cvo.operators.behaviour import Behaviour, Behaviours
+from cvo.operators.behaviour import Behaviour, Behaviours, parse_duration
 from cvo.operators.library.clusteroperator import Condition, report_status
 from cvo.operators.simulated import OperatorSimulator
 from cvo.payload.filters import KNOWN_CAPABILITIES, ApplyFilter
@@ -23,6 +23,7 @@ from cvo.runner.events import Event, Recorder
 from cvo.runner.upgrade import UpgradeController
 from cvo.runner.worker import SweepOptions, SweepResult, Worker
 from cvo.scenario.model import Action, Scenario, ScenarioError
+from cvo.status.forecast import RECORDS_NAME, RECORDS_NAMESPACE
 
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC)  # every replay starts here: timestamps are reproducible
 
@@ -49,6 +50,9 @@ class ReplayOutcome:
     started: datetime
     finished: datetime
     objects: dict[Ref, dict[str, Any]] = field(default_factory=dict)
+    # offset (seconds from the start) -> (when, ClusterVersion, ClusterOperators, records ConfigMap) taken then
+    snapshots: dict[float, tuple[datetime, dict[str, Any], list[dict[str, Any]], dict[str, Any] | None]] = field(
+        default_factory=dict)
 
     @property
     def elapsed(self) -> float:
@@ -313,12 +317,17 @@ class Replay:
         started = self.clock.now()
         origin = loop.time()
         self.emit("scenario.started", scenario=self.scenario.name)
+        snapshots: dict[float, tuple[datetime, dict[str, Any], list[dict[str, Any]], dict[str, Any] | None]] = {}
+        takers = [asyncio.create_task(self._snapshot_at(origin + at, at, snapshots), name=f"snapshot {at}")
+                  for at in snapshot_times(self.scenario)]
         try:
             for action in self.scenario.actions:
                 await asyncio.sleep(max(0.0, origin + action.at - loop.time()))
                 await self.do(action)
             await self._settle_bounded()
         finally:
+            for taker in takers:
+                taker.cancel()
             self._drop_deferred()
             await self.simulator.stop()
         finished = self.clock.now()
@@ -328,8 +337,16 @@ class Replay:
             cluster_version=await self.cluster.get(cv_ref()) or {},
             cluster_operators=sorted(await self.cluster.list("config.openshift.io", "ClusterOperator"),
                                      key=lambda o: o["metadata"]["name"]),
-            started=started, finished=finished, objects=await self._snapshot(),
+            started=started, finished=finished, objects=await self._snapshot(), snapshots=snapshots,
         )
+
+    async def _snapshot_at(self, when: float, at: float, into: dict[float, Any]) -> None:
+        """What ``cvo upgrade status`` reads, as it is ``at`` seconds into the replay."""
+        await asyncio.sleep(max(0.0, when - asyncio.get_running_loop().time()))
+        into[at] = (self.clock.now(), await self.cluster.get(cv_ref()) or {},
+                    sorted(await self.cluster.list("config.openshift.io", "ClusterOperator"),
+                           key=lambda o: o["metadata"]["name"]),
+                    await self.cluster.get(Ref("", "ConfigMap", RECORDS_NAMESPACE, RECORDS_NAME)))
 
     async def _settle(self) -> None:
         """After the last action: wait for the running sweep, and for an upgrade deferred behind it."""
@@ -408,6 +425,13 @@ def _merge_patch(live: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
         else:
             out[key] = value
     return out
+
+
+def snapshot_times(scenario: Scenario) -> list[float]:
+    """The offsets at which ``expect.upgrade-status`` entries look at the cluster (``at``)."""
+    times = {parse_duration(spec["at"], "expect.upgrade-status.at")
+             for spec in scenario.expect.get("upgrade-status") or [] if isinstance(spec, dict) and "at" in spec}
+    return sorted(times)
 
 
 def replay(scenario: Scenario) -> ReplayOutcome:
