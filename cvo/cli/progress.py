@@ -50,11 +50,13 @@ class LogReporter:
 class LiveDisplay:
     """A rich Live panel redrawn on every event; rich is imported only when a terminal is attached."""
 
-    def __init__(self, progress: Callable[[], Progress], clock_now: Any, title: str) -> None:
+    def __init__(self, progress: Callable[[], Progress], clock_now: Any, title: str,
+                 forecast: Callable[[], Any] | None = None) -> None:
         from rich.console import Console
         from rich.live import Live
 
         self.progress = progress
+        self.forecast = forecast  # cvo.runner.durations.LiveForecast: the update's end from its records
         self.now = clock_now
         self.title = title
         self.console = Console(stderr=True)
@@ -95,6 +97,10 @@ class LiveDisplay:
             table.add_row(name, format_duration(now - wait.since), wait.error.message)
         running = Text("running: " + (", ".join(f"node {n}: {t}" for n, t in sorted(p.running.items())[:4]) or "-"))
         parts: list[Any] = [header, bar, running]
+        if self.forecast is not None and (outlook := self.forecast()) is not None:
+            from cvo.status.godur import to_ns
+
+            parts.append(Text(f"forecast: {outlook.summary(to_ns(now))}"))
         if p.waiting:
             parts.append(table)
         parts += [Text(line, style="dim") for line in self.last_events]

@@ -148,8 +148,12 @@ def _progress(runner: Runner) -> Progress:
     return runner.worker.progress if runner.worker is not None else Progress()
 
 
+Outlook = Callable[[Callable[[], Progress]], Any]  # the live display's forecast, given the sweep's progress
+
+
 def _sweep(args: argparse.Namespace, prepare: Callable[[Backend], Awaitable[tuple[str, MakeRunner] | int]],
-           what: str, *, create: bool = False) -> int:
+           what: str, *, create: bool = False,
+           forecast_of: Callable[[Backend], Awaitable[Outlook | None]] | None = None) -> int:
     """Open the cluster, let ``prepare`` pick what runs, run it with progress, report.
 
     ``what`` names the sweep for the embedded cluster's sweep lock; only ``install`` creates a cluster.
@@ -184,8 +188,12 @@ def _sweep(args: argparse.Namespace, prepare: Callable[[Backend], Awaitable[tupl
             live: LiveDisplay | None = None
             runner: Runner | None = None
             if wants_live_display(args.log_format):
-                live = LiveDisplay(lambda: _progress(runner) if runner is not None else Progress(), clock.now, title)
+                progress = lambda: _progress(runner) if runner is not None else Progress()  # noqa: E731
+                outlook = await forecast_of(backend) if forecast_of is not None else None
+                live = LiveDisplay(progress, clock.now, title, outlook and outlook(progress))
                 reporters.append(live)
+                if outlook is not None:
+                    reporters.append(live.forecast)
             remaining = budget.remaining()
             runner = make_runner(Fanout(*reporters), dataclasses.replace(
                 options, timeout=None if remaining is None else max(0.0, remaining), budget=budget))
@@ -283,7 +291,18 @@ def run_upgrade(args: argparse.Namespace) -> int:
         return f"upgrade to {target.version}", lambda reporter, options: UpgradeController(
             backend.cluster, current, target, reporter, clock_of(backend), options, force=args.force)
 
-    return _sweep(args, prepare, f"upgrade to {target.version}")
+    async def forecast_of(backend: Backend) -> Outlook | None:
+        """The update's forecast from the records of earlier updates (none: no forecast line)."""
+        from cvo.runner.durations import RECORDS_REF, LiveForecast, release_operator_graph
+        from cvo.status.forecast import parse_records
+
+        records = parse_records(await backend.steady.get(RECORDS_REF))
+        if not records:
+            return None
+        graph = release_operator_graph(target)
+        return lambda progress: LiveForecast(graph, records, progress, clock_of(backend).now)
+
+    return _sweep(args, prepare, f"upgrade to {target.version}", forecast_of=forecast_of)
 
 
 def run_reconcile(args: argparse.Namespace) -> int:

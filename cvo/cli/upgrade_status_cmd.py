@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import Any
 
 import orjson
@@ -43,7 +42,7 @@ def _mco_image(deployment: dict[str, Any] | None) -> str | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from cvo.status.forecast import RECORDS_NAME, RECORDS_NAMESPACE, parse_records
+    from cvo.runner.durations import RECORDS_REF, cluster_forecast
     from cvo.status.godur import to_ns
     from cvo.status.upgrade_status import StatusUnavailable, assess
     from cvo.status.upgrade_text import render, to_data
@@ -59,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
                                   key=lambda o: o.get("metadata", {}).get("name", ""))
             found["now"] = clock.now()
             found["mco"] = await cluster.get(MCO_DEPLOYMENT) if await cluster.serves("apps/v1", "Deployment") else None
-            found["records"] = await cluster.get(Ref("", "ConfigMap", RECORDS_NAMESPACE, RECORDS_NAME))
+            found["records"] = await cluster.get(RECORDS_REF)
 
     run_loop(main)
     now = to_ns(found["now"])
@@ -67,8 +66,7 @@ def run(args: argparse.Namespace) -> int:
         status = assess(found["cv"], found["cos"], now, _mco_image(found["mco"]))
     except StatusUnavailable as err:
         raise CommandFailed(str(err)) from None
-    records = parse_records(found["records"])
-    forecast = _forecast(args, found["cv"], found["cos"], records, now) if records and status.updating else None
+    forecast = cluster_forecast(found["cv"], found["cos"], found["records"], now) if status.updating else None
     if args.output == "text":
         sys.stdout.write(render(status, args.details, forecast))
     elif args.output == "json":
@@ -78,24 +76,3 @@ def run(args: argparse.Namespace) -> int:
 
         sys.stdout.write(yaml.safe_dump(to_data(status, forecast), sort_keys=False, allow_unicode=True))
     return EXIT_OK
-
-
-def _forecast(args: argparse.Namespace, cv: dict[str, Any], cos: list[dict[str, Any]], records: list[Any],
-              now: int) -> Any:
-    """The graph-aware forecast, when the target release is a local directory cvo can read; else none."""
-    from cvo.payload.filters import LoadFilter
-    from cvo.payload.graph import Mode, build_graph, make_tasks
-    from cvo.payload.loader import LoadError, load_release
-    from cvo.status.forecast import co_state, expected_durations, forecast, operator_graph
-
-    desired = (cv.get("status") or {}).get("desired") or {}
-    image, target = str(desired.get("image") or ""), str(desired.get("version") or "")
-    if not image.startswith("file://"):
-        return None
-    try:
-        release = load_release(Path(image[len("file://"):]), release_image=image, load_filter=LoadFilter())
-    except (LoadError, OSError):
-        return None
-    graph = build_graph(make_tasks(release.manifests, Mode.UPDATE), Mode.UPDATE)
-    done, updating = co_state(cos, target)
-    return forecast(operator_graph(graph), expected_durations(records), done, updating, now, len(records))

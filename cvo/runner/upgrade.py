@@ -33,7 +33,8 @@ from cvo.payload.fields import dig, entries
 from cvo.payload.filters import ApplyFilter, Override
 from cvo.payload.graph import Mode
 from cvo.payload.loader import Release
-from cvo.runner.events import Event, Reporter
+from cvo.runner.durations import DurationRecorder, save_record
+from cvo.runner.events import Event, Fanout, Reporter
 from cvo.runner.notify import Notifier
 from cvo.runner.operator_conditions import OperatorConditionManager
 from cvo.runner.report_filter import ReportFilter
@@ -175,9 +176,12 @@ class UpgradeController:
 
         if self.write_spec:
             await reread_on_conflict(write_spec, self.options.budget, "set the ClusterVersion's spec.desiredUpdate")
-        self.worker = Worker(self.cluster, self.target, Mode.UPDATE, self.reporter, self.clock, options,
-                             reports=self.reports)
-        return await self.worker.run()
+        recorder = DurationRecorder(self.target.version, self.clock.now())
+        self.worker = Worker(self.cluster, self.target, Mode.UPDATE, Fanout(self.reporter, recorder), self.clock,
+                             options, reports=self.reports)
+        result = await self.worker.run()
+        await save_record(self.cluster, recorder.record)
+        return result
 
     async def _implicit_capabilities(self) -> frozenset[str]:
         """Capabilities the update must keep enabled: those the cluster has implicitly enabled already, and

@@ -20,7 +20,7 @@ from datetime import datetime
 
 import networkx as nx
 
-from cvo.clock import Clock
+from cvo.clock import Clock, to_rfc3339
 from cvo.cluster.api import CLUSTER_OPERATOR, ApiError, ApiErrorKind, Cluster, Ref
 from cvo.cluster.persist import Budget, is_transient, steady
 from cvo.gates.upgradeable import UPGRADEABLE, Blocker
@@ -630,7 +630,9 @@ class Worker:
                     if name in self.progress.waiting:
                         waited = self.clock.now() - self.progress.waiting[name].since
                         self.emit("operator.ready", operator=name, waited=waited.total_seconds())
-                    self.co_start_times.pop(name, None)
+                    started = self.co_start_times.pop(name, None)
+                    self.emit("operator.done", operator=name,  # for the update-duration records
+                              started=to_rfc3339(started or self.clock.now()))
                     return
                 if error.effect is Effect.REPORT:
                     attempt.report_errors.append(error)

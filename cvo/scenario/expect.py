@@ -12,6 +12,7 @@ from typing import Any
 from cvo.gates.olm import OC_GROUP, OC_KIND
 from cvo.operators.behaviour import parse_duration
 from cvo.payload.conditions import find_condition
+from cvo.runner.durations import RECORDS_REF, cluster_forecast
 from cvo.runner.events import Event
 from cvo.scenario.model import EXPECTATIONS, ScenarioError
 from cvo.scenario.replay import ReplayOutcome
@@ -293,16 +294,18 @@ def _upgrade_status_text(out: ReplayOutcome, spec: Mapping[str, Any]) -> tuple[s
         at = parse_duration(spec["at"], "expect.upgrade-status.at")
         if at not in out.snapshots:
             return f"upgrade status at {spec['at']}", "", f"<the replay ended after {out.elapsed:.0f}s>"
-        when, cv, cos, _records = out.snapshots[at]
+        when, cv, cos, records = out.snapshots[at]
         label = f"upgrade status at {spec['at']}"
     else:
         when, cv, cos, label = out.finished, out.cluster_version, out.cluster_operators, "upgrade status at the end"
+        records = out.objects.get(RECORDS_REF)
     try:
         status = assess(cv or None, cos, to_ns(when))
     except StatusUnavailable as err:
         return label, "", f"error: {err}"
     assessment = status.control_plane.assessment if status.updating and status.control_plane else "not updating"
-    return label, assessment, render(status, details)
+    forecast = cluster_forecast(cv, cos, records, to_ns(when)) if status.updating else None
+    return label, assessment, render(status, details, forecast)
 
 
 def _check_upgrade_status(out: ReplayOutcome, value: Any) -> list[Check]:

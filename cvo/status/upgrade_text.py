@@ -59,7 +59,7 @@ def control_plane_text(cp: ControlPlane, detailed: bool, now: int, forecast: For
                      f"{o.condition.message}\n")
         text += "\nUpdating Cluster Operators" + tabwrite(rows)
     if detailed and forecast is not None and forecast.critical_path:
-        rows = "\nNAME\tSTATE\tEXPECTED\tFINISH\n"
+        rows = "\nNAME\tSTATE\tEXPECTED\tENDS IN\n"
         for step in forecast.critical_path:
             rows += f"{step.name}\t{step.state}\t{short_duration(step.expected)}\t{short_duration(step.finish - now)}\n"
         text += "\nCritical Path (forecast)" + tabwrite(rows)
