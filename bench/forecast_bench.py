@@ -1,0 +1,219 @@
+"""The forecast benchmark: how far cvo's forecast and oc's estimate are from the true end of an update.
+
+Simulated upgrades of the corpus's task graph (update mode: run levels, parallel components, 16
+workers, the lowest-numbered ready node first, tasks of a node in order).  Every ClusterOperator has its
+own mean duration (most 1–8 minutes, a few slow ones 15–25); in each update it takes its mean ±30 %
+(uniform), and one operator, chosen at random, stalls for 20–40 minutes more.  Other tasks take
+:data:`APPLY_SECONDS` each.  A warm-up of updates fills the history and cvo's duration records.
+
+At 25 %, 50 % and 75 % of each update's true duration, both predict the time remaining from what the
+cluster shows then: cvo from its records and the graph (:func:`cvo.status.forecast.forecast`), oc from the
+previous update's duration and the share of operators updated, with the last Progressing transition
+(:func:`cvo.status.upgrade_status.estimate_completion`, as ``oc adm upgrade status`` computes it).  The
+error is ``|predicted − true| / true`` remaining time; the table gives medians over the runs.
+"""
+
+from __future__ import annotations
+
+import heapq
+import random
+import statistics
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+CORPUS = REPO.parent / "shared" / "corpus" / "ocp-5.0-nightly"
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from cvo.payload.graph import Mode, build_graph, make_tasks, max_workers, wait_for  # noqa: E402
+from cvo.payload.loader import load_release  # noqa: E402
+from cvo.status.forecast import (  # noqa: E402
+    MAX_RECORDS,
+    OperatorGraph,
+    OperatorTime,
+    UpdateRecord,
+    expected_durations,
+    forecast,
+    operator_graph,
+)
+from cvo.status.godur import SECOND  # noqa: E402
+from cvo.status.upgrade_status import MACHINE_CONFIG, baseline_duration, estimate_completion  # noqa: E402
+
+APPLY_SECONDS = 0.5
+FRACTIONS = (0.25, 0.5, 0.75)
+SLOW_OPERATORS = 3
+WARM_UP = 5
+
+
+@dataclass
+class Shape:
+    """The graph as the simulation needs it: per node its tasks (an operator name, or None for an apply)."""
+
+    tasks: dict[int, list[str | None]]
+    predecessors: dict[int, tuple[int, ...]]
+    workers: int
+    operators: list[str]
+    forecast_graph: OperatorGraph
+
+
+def corpus_shape(corpus: Path = CORPUS) -> Shape:
+    release = load_release(corpus)
+    graph = build_graph(make_tasks(release.manifests, Mode.UPDATE), Mode.UPDATE)
+    tasks: dict[int, list[str | None]] = {}
+    for node, attrs in graph.nodes(data=True):
+        names: list[str | None] = []
+        for task in attrs.get("tasks") or []:
+            wait = wait_for(task.manifest, Mode.UPDATE)
+            names.append(wait.name if wait is not None and wait.kind == "ClusterOperator" else None)
+        tasks[node] = names
+    operators = sorted({n for names in tasks.values() for n in names if n is not None})
+    return Shape(tasks, {n: tuple(graph.predecessors(n)) for n in graph.nodes}, max_workers(Mode.UPDATE, graph),
+                 operators, operator_graph(graph))
+
+
+@dataclass
+class Update:
+    """One simulated update: each operator's start and end (seconds from the update's start), its total."""
+
+    times: dict[str, tuple[float, float]]
+    total: float
+
+
+def simulate(shape: Shape, durations: dict[str, float]) -> Update:
+    """List scheduling of the nodes on ``shape.workers`` workers, the lowest-numbered ready node first."""
+    remaining_preds = {n: len(p) for n, p in shape.predecessors.items()}
+    successors: dict[int, list[int]] = {n: [] for n in shape.tasks}
+    for n, preds in shape.predecessors.items():
+        for p in preds:
+            successors[p].append(n)
+    ready = sorted(n for n, count in remaining_preds.items() if count == 0)
+    heapq.heapify(ready)
+    running: list[tuple[float, int]] = []
+    times: dict[str, tuple[float, float]] = {}
+    now = 0.0
+    while ready or running:
+        while ready and len(running) < shape.workers:
+            node = heapq.heappop(ready)
+            t = now
+            for name in shape.tasks[node]:
+                if name is None:
+                    t += APPLY_SECONDS
+                else:
+                    start = t
+                    t += durations[name]
+                    times.setdefault(name, (start, t))
+            heapq.heappush(running, (t, node))
+        now, node = heapq.heappop(running)
+        for succ in successors[node]:
+            remaining_preds[succ] -= 1
+            if remaining_preds[succ] == 0:
+                heapq.heappush(ready, succ)
+    return Update(times, now)
+
+
+def operator_means(shape: Shape, rng: random.Random) -> dict[str, float]:
+    means = {name: rng.uniform(60, 480) for name in shape.operators}
+    for name in rng.sample(shape.operators, SLOW_OPERATORS):
+        means[name] = rng.uniform(900, 1500)
+    return means
+
+
+def draw(means: dict[str, float], rng: random.Random) -> dict[str, float]:
+    durations = {name: mean * rng.uniform(0.7, 1.3) for name, mean in means.items()}
+    stalled = rng.choice(sorted(durations))
+    durations[stalled] += rng.uniform(1200, 2400)
+    return durations
+
+
+def oc_estimate(update: Update, at: float, baseline_history: list[dict[str, str]]) -> float:
+    """oc's Est. Time Remaining (seconds) at ``at``: operators updated, last Progressing transition, baseline."""
+    updated = [n for n, (_, end) in update.times.items() if end <= at]
+    transitions = [t for start, end in update.times.values() for t in (start, end) if t <= at]
+    last = max(transitions, default=0.0)
+    pending = [n for n in update.times if n not in updated]
+    mco = update.times.get(MACHINE_CONFIG)
+    if pending == [MACHINE_CONFIG] and mco is not None and mco[0] <= at:
+        last = mco[0]  # oc: the MCO's start when it is the last one updating
+    if last <= 0:
+        last = at
+    completion = len(updated) / len(update.times)
+    estimate = estimate_completion(baseline_duration(baseline_history), int(last * SECOND), int(at * SECOND),
+                                   completion)
+    return estimate / SECOND
+
+
+def cvo_forecast(shape: Shape, update: Update, at: float, records: list[UpdateRecord]) -> float:
+    done = {n for n, (_, end) in update.times.items() if end <= at}
+    updating = {n: int(start * SECOND) for n, (start, end) in update.times.items() if start <= at < end}
+    result = forecast(shape.forecast_graph, expected_durations(records), done, updating, int(at * SECOND),
+                      len(records))
+    assert result is not None
+    return result.remaining / SECOND
+
+
+def _history(totals: list[float]) -> list[dict[str, str]]:
+    """A ClusterVersion history for oc's baseline: the current update, the completed ones, the install."""
+    def entry(total: float) -> dict[str, str]:
+        return {"state": "Completed", "startedTime": "2026-01-01T00:00:00Z",
+                "completionTime": f"2026-01-01T{int(total // 3600):02d}:{int(total % 3600 // 60):02d}:"
+                                  f"{int(total % 60):02d}Z"}
+    return [{"state": "Partial"}, *[entry(t) for t in reversed(totals)], {"state": "Completed"}]
+
+
+def measure(runs: int, seed: int = 5) -> dict[float, dict[str, list[float]]]:
+    """Relative errors of cvo and oc at each fraction, over ``runs`` measured updates."""
+    shape = corpus_shape()
+    rng = random.Random(seed)
+    means = operator_means(shape, rng)
+    records: list[UpdateRecord] = []
+    totals: list[float] = []
+    errors: dict[float, dict[str, list[float]]] = {f: {"cvo": [], "oc": []} for f in FRACTIONS}
+    for i in range(WARM_UP + runs):
+        update = simulate(shape, draw(means, rng))
+        if i >= WARM_UP:
+            history = _history(totals[-1:])
+            for f in FRACTIONS:
+                at = f * update.total
+                true = update.total - at
+                errors[f]["cvo"].append(abs(cvo_forecast(shape, update, at, records) - true) / true)
+                errors[f]["oc"].append(abs(oc_estimate(update, at, history) - true) / true)
+        records = [*records, UpdateRecord(str(i), str(i), {n: OperatorTime(s, e) for n, (s, e) in
+                                                             update.times.items()})][-MAX_RECORDS:]
+        totals.append(update.total)
+    return errors
+
+
+def forecast_section(repeats: int) -> list[str]:
+    runs = max(50, repeats * 30)
+    errors = measure(runs)
+    lines = [
+        "## Forecast of an update's end: cvo's graph-aware forecast vs oc's estimate",
+        "",
+        f"Simulated upgrades of the corpus's update graph ({runs} measured after {WARM_UP} of warm-up; "
+        "`bench/forecast_bench.py`): each ClusterOperator takes its own mean ±30 % (most 1–8 min, "
+        f"{SLOW_OPERATORS} slow ones 15–25 min), one operator stalls 20–40 min more in every update. At each "
+        "point of the true duration, the median absolute error of the predicted time remaining, relative to "
+        "the true time remaining (goal: cvo ≤ 15 % and at least 2× smaller than oc's).",
+        "",
+        "| elapsed | cvo median error | oc median error | oc / cvo | cvo p90 | oc p90 |",
+        "|---|---|---|---|---|---|",
+    ]
+    met, missed = [], []
+    for f in FRACTIONS:
+        cvo, oc = errors[f]["cvo"], errors[f]["oc"]
+        cvo_median, oc_median = statistics.median(cvo), statistics.median(oc)
+        lines.append(f"| {f:.0%} | {cvo_median:.1%} | {oc_median:.1%} | {oc_median / cvo_median:.1f}× | "
+                     f"{statistics.quantiles(cvo, n=10)[-1]:.1%} | {statistics.quantiles(oc, n=10)[-1]:.1%} |")
+        (met if cvo_median <= 0.15 and oc_median >= 2 * cvo_median else missed).append(f"{f:.0%}")
+    lines += ["", f"Goal met at: {', '.join(met) or 'none'}; missed at: {', '.join(missed) or 'none'}. The stall "
+              "(20–40 minutes, in an operator no record can name in advance) is most of what remains uncertain: "
+              "early on it is still ahead in almost every update, and oc's estimate from the previous update's "
+              "whole duration already carries one; later oc extrapolates from the share of operators updated, "
+              "which the graph's long tail (a few run levels with slow operators) makes misleading.", ""]
+    return lines
+
+
+if __name__ == "__main__":
+    print("\n".join(forecast_section(int(sys.argv[1]) if len(sys.argv) > 1 else 3)))
