@@ -88,6 +88,20 @@ def test_limits_of_the_payload_loader_apply(tmp_path: Path, monkeypatch: pytest.
         read_paths([big])
 
 
+def test_too_many_documents_and_alias_bombs_are_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    many = tmp_path / "many.yaml"
+    many.write_text("---\nkind: X\nmetadata: {name: a}\n" * 5)
+    monkeypatch.setattr(limits, "MAX_DOCUMENTS_PER_FILE", 3)
+    with pytest.raises(InputError, match=str(many)):
+        read_paths([many])
+    bomb = tmp_path / "bomb.yaml"
+    lines = ["kind: X", "metadata: {name: a}", 'a0: &a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    lines += [f"a{i}: &a{i} [" + ",".join([f"*a{i - 1}"] * 9) + "]" for i in range(1, 9)]
+    bomb.write_text("\n".join(lines) + "\n")
+    with pytest.raises(InputError, match="alias"):
+        read_paths([bomb])
+
+
 def test_missing_path_and_fifo_are_refused(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="file not found"):
         read_paths([tmp_path / "nope.yaml"])
