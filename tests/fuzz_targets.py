@@ -324,6 +324,45 @@ def state_target(data: bytes) -> None:
         run_virtual(main)
 
 
+def upgrade_status_target(cv: Any, cos: list[Any]) -> None:
+    """The upgrade status assessment of objects of any shape: a view, or oc's one-line error."""
+    from cvo.status.forecast import co_state, parse_records
+    from cvo.status.upgrade_status import StatusUnavailable, assess, latest_transition
+    from cvo.status.upgrade_text import render, to_data
+
+    cv = cv if isinstance(cv, dict) else {"status": cv, "metadata": cv}
+    cos = [c if isinstance(c, dict) else {"status": c, "metadata": c} for c in cos]
+    now = latest_transition(cv, cos) or 0
+    try:
+        status = assess(cv, cos, now)
+    except StatusUnavailable as err:
+        _one_line(str(err))
+        return
+    for details in ("none", "all"):
+        render(status, details)
+    orjson.dumps(to_data(status))
+    co_state(cos, "1")
+    parse_records(cv)
+
+
+def saved_target(data: bytes) -> None:
+    """Saved objects from a file of any bytes: objects, or one error line naming the file; then their view."""
+    from cvo.cluster.saved.reader import read_paths
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "objects.yaml"
+        path.write_bytes(data)
+        try:
+            found = read_paths([path])
+        except InputError as err:
+            _one_line(str(err))
+            assert str(err).startswith(str(path))
+            return
+    objects = [obj for _, obj in found]
+    cvs = [o for o in objects if o.get("kind") == "ClusterVersion"]
+    upgrade_status_target(cvs[0] if cvs else {}, [o for o in objects if o.get("kind") == "ClusterOperator"])
+
+
 def check_input_error(err: Exception) -> None:
     assert isinstance(err, InputError)
     _one_line(str(err))
@@ -360,6 +399,10 @@ TARGETS: dict[str, tuple[st.SearchStrategy[Any], Any]] = {
     "behaviours": (document_bytes | token_text(BEHAVIOUR_TOKENS, 40).map(str.encode), behaviours_target),
     "scenario": (document_bytes | token_text(SCENARIO_TOKENS, 40).map(str.encode), scenario_target),
     "objects": (st.tuples(object_values, typed_kinds), lambda pair: objects_target(*pair)),
+    "saved": (document_bytes | token_text(YAML_TOKENS, 80).map(lambda s: s.encode("utf-8", "surrogatepass")),
+              saved_target),
+    "upgrade-status": (st.tuples(object_values, st.lists(object_values, max_size=3)),
+                       lambda pair: upgrade_status_target(*pair)),
     "state": (st.binary(max_size=600) | st.binary(max_size=400).map(lambda b: b"SQLite format 3\x00" + b)
               | st.binary(max_size=300).map(lambda b: b'{"format": 1, ' + b), state_target),
 }

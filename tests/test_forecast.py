@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from datetime import UTC, datetime, timedelta
 
-import orjson
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -79,12 +79,12 @@ def test_records_round_trip_and_keep_the_most_recent() -> None:
     assert parsed[-1].operators["a"].duration == 1.5
 
 
-@given(st.one_of(st.text(max_size=200), st.recursive(st.none() | st.integers() | st.floats() | st.text(max_size=5),
-                                                     lambda x: st.lists(x, max_size=3) | st.dictionaries(
-                                                         st.sampled_from(["operators", "started", "done", "a"]), x,
-                                                         max_size=3), max_leaves=15).map(lambda v: orjson.dumps(
-                                                             v, option=orjson.OPT_SERIALIZE_NUMPY).decode()
-                                                         if not isinstance(v, float) or v == v else "1")))
+json_values = st.recursive(st.none() | st.integers() | st.floats() | st.text(max_size=5),
+                           lambda x: st.lists(x, max_size=3) | st.dictionaries(
+                               st.sampled_from(["operators", "started", "done", "a"]), x, max_size=3), max_leaves=15)
+
+
+@given(st.text(max_size=200) | json_values.map(json.dumps))  # NaN, huge integers: json writes what orjson refuses
 def test_any_configmap_data_parses_or_is_ignored(raw: str) -> None:
     for record in parse_records({"data": {"records.json": raw}}):
         for times in record.operators.values():

@@ -101,3 +101,16 @@ def test_object_readers_never_raise(obj: Any, kind: tuple[str, str]) -> None:
 @example(b'{"format": 1, "history": "x"}')
 def test_state_file_opens_or_is_one_error_line(data: bytes) -> None:
     t.state_target(data)
+
+
+@given(t.TARGETS["saved"][0])
+@example(b"kind: List\nitems: [{kind: ClusterVersion, metadata: {name: version}, status: {conditions: 3}}]\n")
+def test_saved_objects_read_or_one_error_line(data: bytes) -> None:
+    t.saved_target(data)
+
+
+@given(t.TARGETS["upgrade-status"][0])
+@example(({"status": {"conditions": [{"type": "Progressing", "status": "True"}], "history": [{}]}},
+          [{"metadata": {"annotations": {"include.release.openshift.io/x": "true"}}}]))
+def test_upgrade_status_of_any_objects(pair: tuple[Any, list[Any]]) -> None:
+    t.upgrade_status_target(*pair)
