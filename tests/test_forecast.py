@@ -134,3 +134,23 @@ def test_live_forecast_follows_the_sweep() -> None:
     assert result is not None and result.remaining == (9 + 2) * MINUTE
     assert result.finish == to_ns(now) + 11 * MINUTE
     assert result.to_data(to_ns(now))["remainingSeconds"] == 11 * MINUTE // SECOND
+
+
+def test_the_live_display_shows_the_forecast() -> None:
+    from cvo.cli.progress import LiveDisplay
+
+    progress = Progress(done=3, total=10)
+    now = T0 + timedelta(minutes=2)
+    live = LiveForecast(GRAPH, [UpdateRecord("1", "x", {k: OperatorTime(0, v) for k, v in MEANS.items()})],
+                        lambda: progress, lambda: now)
+    text = _render_text(LiveDisplay(lambda: progress, lambda: now, "upgrade to 2", live))
+    assert "forecast: 22m remaining on the critical path, done at 2026-01-01T00:24:00Z (from 1 recorded update)" in text
+    assert "forecast" not in _render_text(LiveDisplay(lambda: progress, lambda: now, "upgrade to 2"))
+
+
+def _render_text(display: object) -> str:
+    from rich.console import Console
+
+    console = Console(width=200, record=True)
+    console.print(display._render())  # type: ignore[attr-defined]
+    return console.export_text()
