@@ -225,3 +225,18 @@ def test_cli_entry_never_crashes(tmp_path: Path, capsys: pytest.CaptureFixture[s
         code = exit_.code
     assert code in (0, 1, 2)
     assert "Traceback" not in capsys.readouterr().err
+
+
+def test_optional_reads_the_user_may_not_make_leave_ocs_view(monkeypatch: pytest.MonkeyPatch,
+                                                             tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = must_gather(tmp_path / "mg")
+    real_get = SavedCluster.get
+
+    async def forbidden_configmaps(self: SavedCluster, ref: Ref) -> dict | None:
+        if ref.kind == "ConfigMap":
+            raise ApiError(ApiErrorKind.FORBIDDEN, "configmaps is forbidden", ref)
+        return await real_get(self, ref)
+
+    monkeypatch.setattr(SavedCluster, "get", forbidden_configmaps)
+    assert main(["upgrade", "status", "--from-file", str(root)]) == 0
+    assert capsys.readouterr().out.startswith("= Control Plane =\nAssessment:      Progressing\n")

@@ -15,7 +15,7 @@ import orjson
 
 from cvo.cli.backend import add_backend_flags, add_saved_flags, backend_clock, open_backend
 from cvo.cli.common import EXIT_OK, CommandFailed
-from cvo.cluster.api import CLUSTER_OPERATOR, Ref, cv_ref
+from cvo.cluster.api import CLUSTER_OPERATOR, ApiError, ApiErrorKind, Cluster, Ref, cv_ref
 from cvo.status.upgrade_text import DETAILS
 
 HELP = "show the progress and health of the cluster's update, like 'oc adm upgrade status'"
@@ -41,6 +41,15 @@ def _mco_image(deployment: dict[str, Any] | None) -> str | None:
                  if isinstance(c, dict) and c.get("name") == "machine-config-operator"), "")
 
 
+async def _optional(cluster: Cluster, ref: Ref) -> dict[str, Any] | None:
+    try:
+        return await cluster.get(ref)
+    except ApiError as err:
+        if err.kind not in (ApiErrorKind.FORBIDDEN, ApiErrorKind.UNAUTHORIZED, ApiErrorKind.NO_KIND_MATCH):
+            raise
+        return None
+
+
 def run(args: argparse.Namespace) -> int:
     from cvo.runner.durations import RECORDS_REF, cluster_forecast
     from cvo.status.godur import to_ns
@@ -57,8 +66,10 @@ def run(args: argparse.Namespace) -> int:
             found["cos"] = sorted(await cluster.list(*CLUSTER_OPERATOR),
                                   key=lambda o: o.get("metadata", {}).get("name", ""))
             found["now"] = clock.now()
-            found["mco"] = await cluster.get(MCO_DEPLOYMENT) if await cluster.serves("apps/v1", "Deployment") else None
-            found["records"] = await cluster.get(RECORDS_REF)
+            # optional reads: without them (unserved, or not readable with the user's rights) oc's view stays
+            found["mco"] = await _optional(cluster, MCO_DEPLOYMENT) if await cluster.serves("apps/v1",
+                                                                                          "Deployment") else None
+            found["records"] = await _optional(cluster, RECORDS_REF)
 
     run_loop(main)
     now = to_ns(found["now"])
