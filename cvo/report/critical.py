@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
+from cvo.report.fmt import duration
 from cvo.report.model import AttemptSpan, NodeSpan, SweepSpan
 
 EPSILON = 1e-6
@@ -33,17 +34,6 @@ class Link:
     @property
     def duration(self) -> float:
         return self.end - self.start
-
-
-def _fmt(seconds: float) -> str:
-    seconds = round(seconds)
-    if seconds < 60:
-        return f"{seconds}s"
-    minutes, seconds = divmod(seconds, 60)
-    if minutes < 60:
-        return f"{minutes}m{seconds:02d}s"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}h{minutes:02d}m"
 
 
 def attempt_chain(attempt: AttemptSpan) -> list[NodeSpan]:
@@ -79,9 +69,9 @@ def _node_link(node: NodeSpan, start: float, end: float, total: float) -> Link:
     longest = max(node.tasks, key=lambda t: t.duration, default=None)
     what = ""
     if longest is not None:
-        what = f"{longest.task}: {_fmt(longest.duration)}"
+        what = f"{longest.task}: {duration(longest.duration)}"
         if longest.wait is not None:
-            what += (f", waited {_fmt(longest.wait.duration)} for clusteroperator {longest.wait.operator}"
+            what += (f", waited {duration(longest.wait.duration)} for clusteroperator {longest.wait.operator}"
                      + (" (ready)" if longest.wait.ready else f" ({longest.outcome})"))
     where = " ".join(x for x in (node.runlevel and f"run level {node.runlevel}", node.component) if x)
     label = f"attempt {node.attempt}, node {node.node}" + (f" ({where})" if where else "")

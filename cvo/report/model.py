@@ -8,6 +8,7 @@ out of order are taken in time order; whatever is still open when the events end
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -15,6 +16,7 @@ from typing import Any
 
 from cvo.runner.events import Event
 
+_OPERATOR_TASK = re.compile(r'^clusteroperator "([^"]+)" \(\d+ of \d+\)$')
 TEXT_LIMIT = 2000  # characters of a message kept (a report shows them on hover)
 
 
@@ -222,6 +224,11 @@ class _Builder:
     def close_task(self, span: TaskSpan, t: float, outcome: str) -> None:
         span.end = max(span.start, t)
         span.outcome = outcome
+        if span.wait is None and outcome == "done" and (match := _OPERATOR_TASK.match(span.task)):
+            # ready at the first look: a wait of no time (the summary then knows it was ready)
+            start = span.applied if span.applied is not None else span.start
+            number = self.attempt.number if self.attempt is not None else None
+            span.wait = Wait(match.group(1), start, max(start, t), ready=True, attempt=number)
         if span.wait is not None and span.wait.end <= span.wait.start:
             span.wait.end = max(span.wait.start, t)
             span.wait.ready = outcome == "done"
