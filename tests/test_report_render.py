@@ -182,3 +182,26 @@ def test_cli_any_file_is_a_report_or_one_error(tmp_path: Path, capsys: pytest.Ca
         assert len(captured.err.splitlines()) == 1 and captured.err.startswith(f"error: {path}")
     else:
         assert code == 0 and captured.out
+
+
+def test_replay_writes_a_report_per_scenario(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    scenarios = REPO / "scenarios"
+    out = tmp_path / "reports" / "nested"
+    assert main(["replay", "-q", str(scenarios / "upgrade-slow-operator.yaml"), str(scenarios / "job-barrier.yaml"),
+                 "--report", str(out)]) == 0
+    assert sorted(p.name for p in out.iterdir()) == ["job-barrier.html", "upgrade-slow-operator.html"]
+    slow = Page((out / "upgrade-slow-operator.html").read_text())
+    text = " ".join(" ".join(slow.text).split())
+    assert "scenario: upgrade slow operator" in text and "clusteroperator dns 31m22s 61.5%" in text
+    barrier = Page((out / "job-barrier.html").read_text())
+    assert "The critical path" in " ".join(barrier.text)
+
+
+def test_replay_report_into_a_file_is_one_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    capsys.readouterr()
+    assert main(["replay", "-q", str(REPO / "scenarios" / "job-barrier.yaml"), "--report", str(blocker)]) == 2
+    captured = capsys.readouterr()
+    assert captured.err.splitlines() == [f"error: {blocker}: cannot make the report directory: File exists"]
+    assert captured.out == ""  # refused before anything was replayed
