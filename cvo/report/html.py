@@ -55,6 +55,7 @@ li.backoff .sharebar span{background:#b58900}li.gap .sharebar span{background:#8
 .bar.cut{background:#b8c2d0}.bar.failed{background:#e58b82}
 .bar.crit{outline:2px solid #d33a2c;z-index:2}
 .bar .pct{position:absolute;left:100%;top:-3px;margin-left:4px;font-size:11px;color:#d33a2c;font-weight:600;white-space:nowrap}
+.bar.endish .pct{left:auto;right:100%;margin:0 4px 0 0}
 .wait{position:absolute;top:4px;height:6px;background:#2e7d32;min-width:2px;z-index:3}
 .wait.notready{background:#ef6c00}
 .tk{position:absolute;top:1px;width:1px;height:12px;background:#1d2330;opacity:.35;z-index:3}
@@ -108,7 +109,7 @@ def _level_key(level: str | None) -> tuple[int, str]:
 
 def _node_html(node: NodeSpan, scale: _Scale, crit: dict[tuple[int, int], Link], estimated: bool) -> Iterator[str]:
     link = crit.get((node.attempt, node.node))
-    classes = f"bar {node.outcome}" + (" crit" if link else "")
+    classes = f"bar {node.outcome}" + (" crit" if link else "") + (" endish" if scale.pct(node.end) > 92 else "")
     title = (f"attempt {node.attempt}, node {node.node}: {len(node.tasks)} tasks, {duration(node.duration)} "
              f"from {offset(node.start)} to {offset(node.end)} ({node.outcome})")
     if node.message:
@@ -185,7 +186,14 @@ def _gantt(sweep: SweepSpan, links: list[Link], marks: list[Mark], estimated: bo
     yield "</div>"
 
 
+UNKNOWN = ("No critical path: the operators' durations are not known (cvo plan -o html --operators FILE or "
+           "--scenario FILE gives them); every task is drawn as one second.")
+
+
 def _path_html(sweep: SweepSpan, links: list[Link], estimated: bool) -> Iterator[str]:
+    if estimated and sweep.result == "plan":
+        yield f"<h3>{e(UNKNOWN)}</h3>"
+        return
     word = "estimated critical path" if estimated else "critical path"
     yield f'<h3>The {word}: {duration(sweep.duration)}, {len([x for x in links if x.kind != "gap"])} links</h3>'
     yield '<ol class="path">'
@@ -262,7 +270,7 @@ def render_html(timeline: Timeline, title: str, source: str = "") -> str:
                  f"times are on the sweep's clock, from its first event</p>")
     parts.append(LEGEND)
     for sweep in timeline.sweeps:
-        links = critical_path(sweep)
+        links = [] if timeline.estimated and sweep.result == "plan" else critical_path(sweep)
         attempts = len(sweep.attempts)
         head = (f"{sweep.mode or 'sweep'} {sweep.version}".strip() + f": {sweep.result}, {duration(sweep.duration)}, "
                 f"{attempts} attempt{'s' if attempts != 1 else ''}, from {offset(sweep.start)}")

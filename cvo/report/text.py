@@ -26,6 +26,9 @@ def render_text(timeline: Timeline, title: str) -> str:
         n = len(sweep.attempts)
         lines += ["", f"{p(sweep.mode or 'sweep')} {p(sweep.version)}: {sweep.result}, {duration(sweep.duration)}, "
                       f"{n} attempt{'s' if n != 1 else ''}, from {offset(sweep.start)}".replace("  ", " ")]
+        if timeline.estimated and sweep.result == "plan":
+            lines.append("  no critical path: the operators' durations are not known")
+            continue
         word = "estimated critical path" if timeline.estimated else "critical path"
         lines.append(f"  {word}:")
         lines.append(f"    {'share':>6} {'time':>7}  link")
