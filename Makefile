@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint bench fuzz clean
+.PHONY: demo test lint bench fuzz clean browser
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -33,8 +33,12 @@ demo: $(STAMP)
 	  wait $$upgrade
 	$(BIN)/cvo status --state $(DEMO_STATE)
 
+## make browser: Debian's chromium (headless) for the report's browser tests, installed when missing
+browser:
+	sh hack/install-chromium.sh
+
 ## make test: lint the code and run the whole test suite
-test: $(STAMP)
+test: $(STAMP) browser
 	$(BIN)/ruff check cvo tests bench hack
 	$(BIN)/pytest -q
 
@@ -49,7 +53,7 @@ fuzz: $(STAMP)
 	$(BIN)/python tests/fuzz_main.py --seconds $(FUZZ_SECONDS) --out $(FUZZ_OUT)
 
 ## make bench: run the benchmarks and rewrite docs/benchmarks.md
-bench: $(STAMP)
+bench: $(STAMP) browser
 	$(BIN)/python bench/run.py --output docs/benchmarks.md
 
 clean:

@@ -10,6 +10,7 @@ The layers, from the bottom (docs/architecture.md has the picture):
     runner                       the sync worker: applies, waits, reports
     controller                   the long-running, leader-elected loop over the runner (cvo run)
     scenario                     replays of the runner on the embedded cluster
+    report                       sweep reports: events in, timeline and critical path out
     cli                          argument parsing and printing
 
 ``cvo.log`` and ``cvo.clock`` are shared by every layer.  A module may import its own package and
@@ -33,7 +34,7 @@ SHARED = {"cvo", "cvo.log", "cvo.clock", "cvo.__main__"}
 RANK = {"cvo.payload": 0, "cvo.cluster": 1, "cvo.cluster.embedded": 2, "cvo.cluster.kube": 2,
         "cvo.cluster.saved": 2, "cvo.plan": 2,
         "cvo.gates": 2, "cvo.status": 3, "cvo.operators": 4, "cvo.runner": 5, "cvo.controller": 6,
-        "cvo.scenario": 7, "cvo.cli": 8}
+        "cvo.scenario": 7, "cvo.report": 8, "cvo.cli": 9}
 
 
 def package_of(module: str) -> str:

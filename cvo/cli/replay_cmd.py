@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from cvo.cli.common import EXIT_FAILED, EXIT_OK, UsageError
+from cvo.runner.events import Event
 
 HELP = "replay scenario files on the embedded cluster; print the timeline and PASS/FAIL per expectation"
 
@@ -21,6 +22,10 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser.add_argument("files", nargs="+", type=Path, metavar="FILE")
     parser.add_argument("--all", action="store_true", help="print every event, not only the main ones")
     parser.add_argument("-q", "--quiet", action="store_true", help="print only the verdicts")
+    parser.add_argument("--events", type=Path, default=None, metavar="FILE",
+                        help="write the replay's events to FILE as JSON lines (one scenario FILE only; cvo report)")
+    parser.add_argument("--report", type=Path, default=None, metavar="DIR",
+                        help="write each scenario's timeline report to DIR/NAME.html (cvo report; docs/report.md)")
     parser.set_defaults(func=run)
 
 
@@ -29,11 +34,45 @@ def _fields(fields: dict[str, object]) -> str:
                     if k not in ("nested",))
 
 
+def _write_events(path: Path, events: list[Event]) -> None:
+    from cvo.report.events_io import EventsError, EventsWriter
+
+    try:
+        with EventsWriter(path) as writer:
+            for event in events:
+                writer.emit(event)
+    except EventsError as err:
+        raise UsageError(str(err)) from None
+
+
+def _write_report(directory: Path, path: Path, name: str, events: list[Event]) -> None:
+    from cvo.payload.limits import display_name
+    from cvo.report.html import render_html
+    from cvo.report.model import build_timeline
+
+    target = directory / f"{path.stem}.html"
+    try:
+        target.write_text(render_html(build_timeline(events), f"scenario: {name}", display_name(str(path))),
+                          encoding="utf-8")
+    except OSError as err:
+        raise UsageError(f"{display_name(str(target))}: cannot write the report: {err.strerror or err}") from None
+
+
 def run(args: argparse.Namespace) -> int:
     from cvo.scenario.expect import evaluate
     from cvo.scenario.model import ScenarioError, load_scenario
     from cvo.scenario.replay import replay
 
+    if args.events is not None and len(args.files) != 1:
+        raise UsageError(f"--events: one events file takes the replay of one scenario, not {len(args.files)}")
+    if args.report is not None:
+        from cvo.payload.limits import display_name
+
+        try:  # before anything is replayed: a directory that cannot be made is bad input
+            args.report.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise UsageError(f"{display_name(str(args.report))}: cannot make the report directory: "
+                             f"{err.strerror or err}") from None
     failed = 0
     for path in args.files:
         try:
@@ -42,6 +81,10 @@ def run(args: argparse.Namespace) -> int:
             checks = evaluate(outcome)
         except ScenarioError as err:
             raise UsageError(str(err)) from None
+        if args.events is not None:
+            _write_events(args.events, outcome.events)
+        if args.report is not None:
+            _write_report(args.report, path, scenario.name, outcome.events)
         if not args.quiet:
             print(f"== {scenario.name} ({path})")
             for event in outcome.events:

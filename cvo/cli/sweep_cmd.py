@@ -45,8 +45,9 @@ from cvo.log import configure, get_logger
 from cvo.operators.behaviour import parse_duration
 from cvo.payload.graph import Mode
 from cvo.payload.loader import LoadError, Release, load_release
+from cvo.report.events_io import EventsError, EventsWriter
 from cvo.runner import start
-from cvo.runner.events import Fanout, Progress, Reporter
+from cvo.runner.events import Event, Fanout, Progress, Reporter
 from cvo.runner.upgrade import UpgradeController
 from cvo.runner.worker import SweepOptions, SweepResult, Worker
 
@@ -61,6 +62,8 @@ def _add_sweep_flags(parser: argparse.ArgumentParser) -> None:
                         help="reconcile interval: apply timeouts and back-off derive from it (default 3m; at least 1s)")
     parser.add_argument("-o", "--output", choices=["text", "json"], default="text",
                         help="final report format (progress goes to stderr)")
+    parser.add_argument("--events", type=Path, default=None, metavar="FILE",
+                        help="write every event of the sweep to FILE as JSON lines (for cvo report; docs/report.md)")
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -165,6 +168,7 @@ def _sweep(args: argparse.Namespace, prepare: Callable[[Backend], Awaitable[tupl
     clock, run_loop = backend_clock(args)
     started = time.perf_counter()
     outcome: dict[str, Any] = {}
+    events = _events_writer(args)
 
     async def sweep() -> int:
         budget = Budget.of(options.timeout)
@@ -185,6 +189,8 @@ def _sweep(args: argparse.Namespace, prepare: Callable[[Backend], Awaitable[tupl
                 return prepared
             title, make_runner = prepared
             reporters: list[Any] = [LogReporter()]
+            if events is not None:
+                reporters.append(events)
             live: LiveDisplay | None = None
             runner: Runner | None = None
             if wants_live_display(args.log_format):
@@ -205,6 +211,8 @@ def _sweep(args: argparse.Namespace, prepare: Callable[[Backend], Awaitable[tupl
             else:
                 result = await runner.run()
             outcome["result"] = result
+            if events is not None:
+                _record_requests(events, backend, clock)
             outcome["cos"] = await backend.steady.list("config.openshift.io", "ClusterOperator")
             return EXIT_OK if result.ok else EXIT_FAILED
 
@@ -216,10 +224,30 @@ def _sweep(args: argparse.Namespace, prepare: Callable[[Backend], Awaitable[tupl
     except ApiError as err:
         print_error(describe_api_error(err))
         return EXIT_FAILED
+    finally:
+        if events is not None:
+            events.close()
     result: SweepResult | None = outcome.get("result")
     if result is not None:
         _report(args, result, outcome.get("cos", []), time.perf_counter() - started, clock)
     return code
+
+
+def _events_writer(args: argparse.Namespace) -> EventsWriter | None:
+    """``--events FILE``, created before anything runs: a path that cannot be written is a usage error."""
+    if getattr(args, "events", None) is None or getattr(args, "dry_run", False):
+        return None
+    try:
+        return EventsWriter(args.events).open()
+    except EventsError as err:
+        raise UsageError(str(err)) from None
+
+
+def _record_requests(events: EventsWriter, backend: Backend, clock: Clock) -> None:
+    """The requests the command sent, per verb, when the backend counts them (both do): ``cluster.requests``."""
+    verbs = getattr(getattr(backend.cluster, "stats", None), "verbs", None)
+    if verbs:
+        events.emit(Event(clock.now(), "cluster.requests", {"verbs": {str(k): int(v) for k, v in verbs.items()}}))
 
 
 def _report(args: argparse.Namespace, result: SweepResult, cos: list[dict[str, Any]], wall: float,

@@ -418,7 +418,7 @@ class Worker:
             attempt_deadline = min(attempt_deadline, deadline)
 
         async def node_fn(node: int, node_tasks: list[Task]) -> None:
-            await self._run_node(node, node_tasks, attempt)
+            await self._run_node(node, node_tasks, attempt, sorted(graph.predecessors(node)))
 
         result = await run_graph(graph, workers, node_fn, attempt_deadline)
         for node, error in result.errors.items():
@@ -446,8 +446,11 @@ class Worker:
             if blocked:
                 self.emit("node.blocked", node=node, dependents=len(blocked))
 
-    async def _run_node(self, node: int, tasks: list[Task], attempt: _Attempt) -> None:
-        self.emit("node.started", node=node, tasks=len(tasks))
+    async def _run_node(self, node: int, tasks: list[Task], attempt: _Attempt, after: list[int] | None = None) -> None:
+        # runlevel, component and the nodes it ran after: what a timeline report needs (cvo report)
+        first = tasks[0] if tasks else None
+        self.emit("node.started", node=node, tasks=len(tasks), runlevel=first.runlevel if first else None,
+                  component=first.component if first else None, after=after or [])
         for task in tasks:  # the precreate pass: errors are ignored
             if task.skip is None and task.manifest.kind == "ClusterOperator" and not task.delete:
                 with contextlib.suppress(ApiError, UpdateError):
@@ -458,9 +461,9 @@ class Worker:
                 position = index
                 self.progress.running[node] = str(task)
                 if task.skip is not None:
-                    self.emit("task.skipped", task=str(task), reason=task.skip)
+                    self.emit("task.skipped", task=str(task), reason=task.skip, node=node)
                     continue
-                await self._run_task(task, attempt)
+                await self._run_task(task, attempt, node)
                 self.progress.done += 1
                 await self._write_status()
         except UpdateError as err:
@@ -471,21 +474,21 @@ class Worker:
             self.progress.running.pop(node, None)
         self.emit("node.done", node=node)
 
-    async def _run_task(self, task: Task, attempt: _Attempt) -> None:
+    async def _run_task(self, task: Task, attempt: _Attempt, node: int | None = None) -> None:
         calls, delays = (INSTALL_BACKOFF if self.mode is Mode.INSTALL else UPDATE_BACKOFF).schedule()
         last: Exception | None = None
         index = waits = 0
-        self.emit("task.started", task=str(task))
+        self.emit("task.started", task=str(task), node=node)
         while index < calls:
             try:
                 mutate = None if task.delete else self._mutator(await self.olm.prepare(task.manifest), task)
                 outcome = await apply_task(self.cluster, task, self.mode, self.deletes, mutate)
-                self.emit("task.applied", task=str(task), action=outcome.action, file=task.manifest.path)
-                await self._health(task, outcome.live, attempt)
-                self.emit("task.done", task=str(task))
+                self.emit("task.applied", task=str(task), action=outcome.action, file=task.manifest.path, node=node)
+                await self._health(task, outcome.live, attempt, node)
+                self.emit("task.done", task=str(task), node=node)
                 return
             except UpdateError as err:
-                self.emit("task.failed", task=str(task), reason=err.reason, message=err.message, nested=err.nested)
+                self.emit("task.failed", task=str(task), reason=err.reason, message=err.message, nested=err.nested, node=node)
                 raise
             except ApiError as err:
                 last = err
@@ -493,16 +496,16 @@ class Worker:
                 if dependency is not None:
                     waits += 1
                     self.emit("task.dependency", task=str(task), kind=dependency.kind, dependency=dependency.name,
-                              error=err.kind.value)
+                              error=err.kind.value, node=node)
                     if await self._await_dependency(dependency, attempt):
                         continue  # it is there now: apply again, without using up a retry
                 index += 1
-                self.emit("task.retry", task=str(task), error=err.kind.value, message=str(err), call=index)
+                self.emit("task.retry", task=str(task), error=err.kind.value, message=str(err), call=index, node=node)
                 if index - 1 < len(delays):
                     await asyncio.sleep(delays[index - 1])
         assert last is not None
         error = wrap_apply_error(last, str(task), task.manifest.path)
-        self.emit("task.failed", task=str(task), reason=error.reason, message=error.message, nested=error.nested)
+        self.emit("task.failed", task=str(task), reason=error.reason, message=error.message, nested=error.nested, node=node)
         raise error
 
     # --- install mode: objects that need a CRD or Namespace the same attempt applies ------------------
@@ -556,12 +559,12 @@ class Worker:
             elif (m.group, m.kind) == ("", "Namespace"):
                 self.ns_notifier.poke(m.name)
 
-    async def _health(self, task: Task, live: dict | None, attempt: _Attempt) -> None:
+    async def _health(self, task: Task, live: dict | None, attempt: _Attempt, node: int | None = None) -> None:
         m = task.manifest
         if task.delete or (task.create_only and m.kind != "ClusterOperator"):
             return
         if m.kind == "ClusterOperator" and m.group == "config.openshift.io":
-            await self._wait_cluster_operator(task, attempt)
+            await self._wait_cluster_operator(task, attempt, node)
             return
         if self.mode is Mode.INSTALL or live is None:
             return
@@ -610,7 +613,7 @@ class Worker:
                 f"this one: it is never applied while the sweep waits here, so this wait cannot end "
                 f"(cvo lint: clusteroperator-before-operator)")
 
-    async def _wait_cluster_operator(self, task: Task, attempt: _Attempt) -> None:
+    async def _wait_cluster_operator(self, task: Task, attempt: _Attempt, node: int | None = None) -> None:
         name = task.manifest.name
         versions = operator_versions(task.manifest)
         if not versions:
@@ -629,21 +632,23 @@ class Worker:
                 if error is None:
                     if name in self.progress.waiting:
                         waited = self.clock.now() - self.progress.waiting[name].since
-                        self.emit("operator.ready", operator=name, waited=waited.total_seconds())
+                        self.emit("operator.ready", operator=name, waited=waited.total_seconds(), task=str(task),
+                                  node=node)
                     started = self.co_start_times.pop(name, None)
                     self.emit("operator.done", operator=name,  # for the update-duration records
                               started=to_rfc3339(started or self.clock.now()))
                     return
                 if error.effect is Effect.REPORT:
                     attempt.report_errors.append(error)
-                    self.emit("operator.degraded", operator=name, message=error.message, nested=error.nested)
+                    self.emit("operator.degraded", operator=name, message=error.message, nested=error.nested,
+                              task=str(task), node=node)
                     return
                 previous = self.progress.waiting.get(name)
                 if previous is None or previous.error.reason != error.reason or previous.error.nested != error.nested:
                     since = previous.since if previous else self.clock.now()
                     self.progress.waiting[name] = Waiting(str(task), name, since, error)
                     self.emit("task.waiting", task=str(task), operator=name, reason=error.reason,
-                              message=error.message, nested=error.nested)
+                              message=error.message, nested=error.nested, node=node)
                     await self._write_status(force=True)
                 await self.co_notifier.wait_change(name, mark, None)
         except asyncio.CancelledError:

@@ -331,6 +331,8 @@ class Replay:
             self._drop_deferred()
             await self.simulator.stop()
         finished = self.clock.now()
+        # what the replay asked of the cluster, per verb (the simulated operators' requests included): cvo report
+        self.emit("cluster.requests", verbs=dict(sorted(self.cluster.stats.verbs.items())))
         self.emit("scenario.finished")
         return ReplayOutcome(
             scenario=self.scenario, events=self.recorder.events, result=self._result(), last=self._last_result(),

@@ -1,0 +1,56 @@
+"""The report for a terminal: each sweep's critical path and what it went to, then the summary tables.
+
+Text from events is made printable (control characters escaped): an events file must not be able to
+move a terminal's cursor or change its colours.
+"""
+
+from __future__ import annotations
+
+from cvo.payload.limits import printable
+from cvo.report.critical import causes, critical_path
+from cvo.report.fmt import duration, offset, percent
+from cvo.report.model import Timeline
+from cvo.report.summary import summarize
+
+
+def p(value: object, limit: int = 140) -> str:
+    return printable(str(value), limit)
+
+
+def render_text(timeline: Timeline, title: str) -> str:
+    lines = [p(title, 200)]
+    if not timeline.sweeps:
+        lines.append("no sweep in these events")
+    for sweep in timeline.sweeps:
+        links = critical_path(sweep)
+        n = len(sweep.attempts)
+        lines += ["", f"{p(sweep.mode or 'sweep')} {p(sweep.version)}: {sweep.result}, {duration(sweep.duration)}, "
+                      f"{n} attempt{'s' if n != 1 else ''}, from {offset(sweep.start)}".replace("  ", " ")]
+        if timeline.estimated and sweep.result == "plan":
+            lines.append("  no critical path: the operators' durations are not known")
+            continue
+        word = "estimated critical path" if timeline.estimated else "critical path"
+        lines.append(f"  {word}:")
+        lines.append(f"    {'share':>6} {'time':>7}  link")
+        for link in links:
+            if link.kind == "gap" and link.share < 0.01:
+                continue
+            lines.append(f"    {percent(link.share):>6} {duration(link.duration):>7}  {p(link.label)}")
+            if link.what:
+                lines.append(f"    {'':>6} {'':>7}    {p(link.what)}")
+        lines.append("  the path's time went to:")
+        for cause in causes(links, sweep.duration)[:10]:
+            lines.append(f"    {percent(cause.share):>6} {duration(cause.seconds):>7}  {p(cause.name)}")
+    summary = summarize(timeline)
+    lines += ["", "slowest operators:"]
+    lines += [f"  {p(r.operator, 40):<32} {duration(r.waited):>7} in {r.waits} wait(s), "
+              + (f"ready at {offset(r.ready_at)}" if r.ready_at is not None else "not ready")
+              for r in summary.operators] or ["  none"]
+    lines += ["longest waits:"]
+    lines += [f"  {p(w.operator, 40):<32} {duration(w.duration):>7} from {offset(w.start)} (attempt {w.attempt}, "
+              f"{'ready' if w.ready else 'not ready'})" for w in summary.waits] or ["  none"]
+    lines += ["retries and failures by reason:"]
+    lines += [f"  {r.count:>5} {p(r.kind)} {p(r.reason or '-')}: {p(r.example, 100)}" for r in summary.reasons] or ["  none"]
+    lines += ["requests by verb:"]
+    lines += [f"  {p(verb, 40):<16} {count:>7}" for verb, count in summary.requests] or ["  not known"]
+    return "\n".join(lines) + "\n"
