@@ -19,7 +19,19 @@ from typing import IO, Any
 
 import pytest
 from conftest import PAYLOADS, REPO, state_kind
-from test_store_processes import DEMO_OPERATORS, ENV, MINOR, OLD, PATCH, cvo, events, history, start_cvo, stop, wait_for
+from test_store_processes import (
+    DEMO_OPERATORS,
+    ENV,
+    MINOR,
+    OLD,
+    PATCH,
+    cvo,
+    events,
+    history,
+    start_cvo,
+    stop,
+    wait_for,
+)
 
 SPEED = "120"
 

@@ -174,6 +174,39 @@ def test_two_replicas_one_leads_failover_mid_upgrade_drift_metrics_and_sigterm(e
             replica.proxy.stop()
 
 
+def test_cvo_upgrade_with_a_running_controller_sets_the_target_and_follows_it(e2e: E2E) -> None:
+    """``cvo upgrade --to DIR`` while ``cvo run`` leads: the command writes ``spec.desiredUpdate`` and follows the
+    ClusterVersion; the controller (its writes seen by its proxy) runs the update; the report and exit code
+    are a sweep's."""
+    e2e.sim_operators({"default": {"delay": "2s"}}, DEMO["4.16.0"], DEMO["4.16.3"])
+    a = Replica(e2e, "a")
+    try:
+        wait_until("replica a to lead", lambda: holder(e2e.cp) == "a", 60, alive=a.proc.popen)
+
+        def installed() -> bool:
+            return history(e2e.get(cv_ref())[0] or {})[:1] == [("4.16.0", "Completed")]
+
+        wait_until("the leader to install 4.16.0", installed, 240, interval=1.0, alive=a.proc.popen)
+        began = time.time()
+        res = e2e.cvo("upgrade", "--to", str(DEMO["4.16.3"]), "--timeout", "4m", timeout=300)
+        assert res.returncode == 0, res.stderr[-3000:]
+        assert "upgrade.requested" in res.stderr and "controller=a" in res.stderr
+        assert "\ncompleted by the controller a: " in res.stdout
+        cv = e2e.get(cv_ref())[0] or {}
+        assert history(cv) == [("4.16.3", "Completed"), ("4.16.0", "Completed")]
+        assert cv["spec"]["desiredUpdate"]["image"] == f"file://{DEMO['4.16.3'].resolve()}"
+        cv_path = "/apis/config.openshift.io/v1/clusterversions/version"
+        writes = a.writes_after(began)
+        assert f"PUT {cv_path}/status" in writes  # the controller reported the update
+        assert f"PUT {cv_path}" not in writes  # and never wrote the spec: the command did
+        assert any(w.startswith("PUT /apis/apps/v1/") for w in writes)  # it applied the new release
+    finally:
+        if a.proc.popen.poll() is None:
+            a.proc.popen.send_signal(signal.SIGTERM)
+            a.proc.popen.wait(timeout=30)
+        a.proxy.stop()
+
+
 def test_in_cluster_with_the_manifests_service_account(e2e: E2E, tmp_path: Path) -> None:
     """The pod's environment: KUBERNETES_SERVICE_HOST/PORT, and the token and CA of the service account the
     manifests bind, mounted where $CVO_SERVICEACCOUNT_DIR says.  It installs: the RBAC is sufficient."""
