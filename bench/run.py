@@ -25,6 +25,7 @@ REPO = Path(__file__).resolve().parent.parent
 CORPUS = REPO.parent / "shared" / "corpus" / "ocp-5.0-nightly"
 sys.path.insert(0, str(REPO))
 
+from bench.failover import failover_section  # noqa: E402
 from bench.forecast_bench import forecast_section  # noqa: E402
 from bench.kube import kube_section  # noqa: E402
 from bench.report_bench import report_section  # noqa: E402
@@ -335,7 +336,8 @@ def store_section(repeats: int) -> list[str]:
 
 
 SECTIONS: dict[str, Section] = {"plan": plan_section, "sweep": sweep_section, "store": store_section,
-                                "kube": kube_section, "forecast": forecast_section, "report": report_section}
+                                "kube": kube_section, "forecast": forecast_section, "report": report_section,
+                                "failover": failover_section}
 
 
 def _sections(text: str) -> dict[str, list[str]]:

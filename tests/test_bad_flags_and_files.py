@@ -241,3 +241,21 @@ def test_cvo_run_flags_of_any_text_end_in_one_error_line(lease: str, renew: str,
     assert main(args) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: "), err
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(to=st.text(max_size=10), timeout=st.text(max_size=6), watch=st.booleans(), output=st.sampled_from(["text", "json"]))
+def test_upgrade_no_wait_and_status_watch_of_any_text_end_in_one_error_line(
+        to: str, timeout: str, watch: bool, output: str, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """``cvo upgrade --no-wait`` and ``cvo status -w``: a release that is not there is exit 2 with one line; a
+    cluster that was never installed is exit 1 with one line (a watch does not wait for a state file)."""
+    if to.startswith("-") or timeout.startswith("-"):
+        return  # argparse reads a value starting with "-" as a flag (its own usage error)
+    missing = str(tmp_path / "never-installed.db")
+    assert main(["upgrade", "--to", f"/nonexistent-release/{to}", "--no-wait", "--timeout", timeout or "1h",
+                 "--state", missing]) == 2
+    status = ["status", "-o", output, "--state", missing, *(["-w"] if watch else [])]
+    assert main(status) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and all(line.startswith("error: ") for line in err), err
+    assert "no cluster has been installed yet" in err[1]

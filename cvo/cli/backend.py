@@ -252,6 +252,12 @@ async def open_backend(args: argparse.Namespace, clock: Clock, behaviours: Behav
         try:
             lock = SweepLock.acquire(path, sweep)
         except SweepLockHeld as err:
+            if err.controller:
+                assert err.record is not None
+                raise ClusterBusy(f"the controller {err.record.get('what')} (pid {err.record.get('pid')}) leads the "
+                                  f"embedded cluster {path}: it runs the sweeps; ask it for an update with "
+                                  f"'cvo upgrade --to DIR' (or stop it)",
+                                  controller=controller_name(str(err.record.get("what", "")))) from None
             raise ClusterBusy(str(err)) from None
         except OSError as err:
             raise UsageError(f"{path}: cannot lock the state for a sweep: {err.strerror}") from None
@@ -275,7 +281,26 @@ async def open_backend(args: argparse.Namespace, clock: Clock, behaviours: Behav
 
 
 class ClusterBusy(CommandFailed):
-    """Another cvo process is running a sweep on the same embedded cluster; exits 1."""
+    """Another cvo process is running a sweep on the same embedded cluster; exits 1.
+
+    ``controller``: the identity of the leading ``cvo run`` that holds it, if it is one (``""`` otherwise).
+    """
+
+    def __init__(self, message: str, controller: str = "") -> None:
+        super().__init__(message)
+        self.controller = controller
+
+
+def controller_lock_record(identity: str) -> str:
+    """What a leading ``cvo run`` writes in the embedded cluster's sweep lock (:func:`controller_name` reads it)."""
+    from cvo.cluster.embedded.sweep_lock import CONTROLLER
+
+    return f"{CONTROLLER} (controller {identity})"
+
+
+def controller_name(what: str) -> str:
+    prefix = "cvo run (controller "
+    return what[len(prefix):-1] if what.startswith(prefix) and what.endswith(")") else what
 
 
 def _refuse_simulator_flags(args: argparse.Namespace, simulate_operators: bool) -> None:

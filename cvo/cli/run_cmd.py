@@ -9,6 +9,7 @@ or a bad release directory: 2.  API errors never end it.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import math
 import signal
 import socket
@@ -23,6 +24,7 @@ from cvo.cli.backend import (
     backend_clock,
     load_behaviours,
     open_backend,
+    state_path,
 )
 from cvo.cli.common import EXIT_OK, UsageError, payload_options
 from cvo.cli.signals import Interrupted, cancelled_by_signals
@@ -191,6 +193,9 @@ def run(args: argparse.Namespace) -> int:
                     if uses_embedded:
                         from cvo.operators.simulated import OperatorSimulator
 
+                        if (path := state_path(args)) is not None:
+                            simulator["lock"] = await _sweep_lock(path, identity, elector)
+
                         sim = simulator["sim"] = OperatorSimulator(fenced, clock, behaviours)
                         for release in known:
                             sim.register_release(release)
@@ -200,6 +205,9 @@ def run(args: argparse.Namespace) -> int:
                     sim = simulator.pop("sim", None)
                     if sim is not None:
                         await sim.stop()
+                    lock = simulator.pop("lock", None)
+                    if lock is not None:
+                        lock.release()
 
                 uses_embedded = backend.simulator is None and not (args.kubeconfig or args.context or args.in_cluster)
                 await _ensure_namespace(backend.steady, args.lease_namespace)
@@ -227,6 +235,30 @@ def run(args: argparse.Namespace) -> int:
             return EXIT_OK
         raise
     return EXIT_OK
+
+
+async def _sweep_lock(path: Path, identity: str, elector: Any) -> Any:
+    """The embedded cluster's sweep lock, for as long as this replica leads: a foreground ``cvo upgrade`` then
+    becomes the controller's client, and ``install``/``reconcile`` are refused, instead of sweeping beside it.
+    A foreground sweep already running is waited for (the lease is renewed meanwhile); ``None`` if the lease
+    is lost first."""
+    from cvo.cli.backend import controller_lock_record
+    from cvo.cluster.embedded.sweep_lock import SweepLock, SweepLockHeld
+
+    log = get_logger("cvo.cli")
+    said = False
+    while elector.may_write():
+        try:
+            return SweepLock.acquire(path, controller_lock_record(identity))
+        except SweepLockHeld as held:
+            if not said:
+                log.info("controller.waiting_for_sweep", message=str(held))
+                said = True
+        await asyncio.sleep(SWEEP_LOCK_RETRY)
+    return None
+
+
+SWEEP_LOCK_RETRY = 1.0  # seconds between tries for the sweep lock a foreground command holds
 
 
 def _log_reporter() -> Any:

@@ -1,16 +1,30 @@
-"""``cvo status``: the ClusterVersion and the ClusterOperators, like ``oc get clusterversion,co``."""
+"""``cvo status``: the ClusterVersion and the ClusterOperators, like ``oc get clusterversion,co``.
+
+``-w``/``--watch`` prints them, then again whenever the ClusterVersion, a ClusterOperator or an
+OperatorCondition changes (``kubectl get -w``), until Ctrl-C: the way to follow a controller
+(``cvo run``) at work.  Text views are separated by a blank line; ``-o json`` prints one document per
+line.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from datetime import datetime
 from typing import Any
 
 import orjson
 
-from cvo.cli.backend import add_backend_flags, add_saved_flags, backend_clock, open_backend
-from cvo.cli.common import EXIT_OK, CommandFailed
-from cvo.cluster.api import CLUSTER_OPERATOR, cv_ref
+from cvo.cli.backend import (
+    Backend,
+    add_backend_flags,
+    add_saved_flags,
+    backend_clock,
+    open_backend,
+    uses_saved_objects,
+)
+from cvo.cli.common import EXIT_OK, CommandFailed, UsageError
+from cvo.cluster.api import CLUSTER_OPERATOR, CLUSTER_VERSION, Cluster, cv_ref
 from cvo.gates.olm import OC_API_VERSION, OC_GROUP, OC_KIND
 
 HELP = "show the ClusterVersion and every ClusterOperator"
@@ -21,32 +35,111 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     add_backend_flags(parser)
     add_saved_flags(parser)
     parser.add_argument("-o", "--output", choices=["text", "json"], default="text")
+    parser.add_argument("-w", "--watch", action="store_true",
+                        help="print again whenever the ClusterVersion, a ClusterOperator or an OperatorCondition "
+                             "changes, until Ctrl-C (-o json: one document per line)")
     parser.set_defaults(func=run)
 
 
+async def _read(cluster: Cluster, now: datetime) -> dict[str, Any]:
+    found: dict[str, Any] = {"cv": await cluster.get(cv_ref())}
+    found["cos"] = sorted(await cluster.list(*CLUSTER_OPERATOR), key=lambda o: o.get("metadata", {}).get("name", ""))
+    found["now"] = now
+    served = await cluster.serves(OC_API_VERSION, OC_KIND)
+    found["ocs"] = await cluster.list(OC_GROUP, OC_KIND) if served else []
+    return found
+
+
+def _render(found: dict[str, Any], output: str, *, one_line: bool = False) -> str:
+    if output == "json":
+        doc = {"clusterVersion": found["cv"], "clusterOperators": found["cos"], "operatorConditions": found["ocs"]}
+        return orjson.dumps(doc, option=0 if one_line else orjson.OPT_INDENT_2).decode() + "\n"
+    import io
+
+    from cvo.status.text import write_status_text
+
+    out = io.StringIO()
+    write_status_text(found["cv"], found["cos"], found["now"], out, found["ocs"])
+    return out.getvalue()
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.watch:
+        if uses_saved_objects(args):
+            raise UsageError("-w cannot be used with --from-file: saved objects do not change")
+        return _watch(args)
     clock, run_loop = backend_clock(args)
     found: dict[str, Any] = {}
 
     async def main() -> None:
         async with open_backend(args, clock, simulate_operators=False, create=False) as backend:
-            cluster = backend.steady  # reads ride out a failing server for a while (cvo.cluster.persist)
-            found["cv"] = await cluster.get(cv_ref())
-            found["cos"] = sorted(await cluster.list(*CLUSTER_OPERATOR),
-                                  key=lambda o: o.get("metadata", {}).get("name", ""))
-            found["now"] = clock.now()
-            served = await cluster.serves(OC_API_VERSION, OC_KIND)
-            found["ocs"] = await cluster.list(OC_GROUP, OC_KIND) if served else []
+            # reads ride out a failing server for a while (cvo.cluster.persist)
+            found.update(await _read(backend.steady, clock.now()))
 
     run_loop(main)
     if found.get("cv") is None:
         raise CommandFailed("no cluster has been installed yet: there is no ClusterVersion (cvo install RELEASE_DIR)")
-    if args.output == "json":
-        doc = {"clusterVersion": found["cv"], "clusterOperators": found["cos"],
-               "operatorConditions": found["ocs"]}
-        sys.stdout.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n")
-    else:
-        from cvo.status.text import write_status_text
-
-        write_status_text(found["cv"], found["cos"], found["now"], sys.stdout, found["ocs"])
+    sys.stdout.write(_render(found, args.output))
     return EXIT_OK
+
+
+def _watch(args: argparse.Namespace) -> int:
+    """Print, then print again on every change, until a signal (exit 130 for Ctrl-C, 143 for SIGTERM).
+
+    In real time on either backend: on the embedded cluster, other processes' writes reach the watches
+    through the store's poller (:mod:`cvo.cluster.embedded.poller`).
+    """
+    from cvo.cli.signals import cancelled_by_signals
+    from cvo.clock import run_real
+    from cvo.runner.notify import Notifier
+
+    clock, _ = backend_clock(args)
+
+    async def watch(backend: Backend) -> None:
+        from cvo.cluster.persist import Budget, steady
+
+        reads = steady(backend.cluster, Budget.of(None))  # a watch rides out any outage
+        watchers = [Notifier(reads, *CLUSTER_VERSION), Notifier(reads, *CLUSTER_OPERATOR)]
+        if await reads.serves(OC_API_VERSION, OC_KIND):
+            watchers.append(Notifier(reads, OC_GROUP, OC_KIND))
+        for w in watchers:
+            await w.start()
+        last, waiting_said = "", False
+        try:
+            while True:
+                marks = [w.mark() for w in watchers]
+                found = await _read(reads, clock.now())
+                if found["cv"] is None:
+                    if not waiting_said:
+                        print("no ClusterVersion yet: waiting for one (cvo install, or cvo run)", file=sys.stderr,
+                              flush=True)
+                        waiting_said = True
+                else:
+                    view = _render(found, args.output, one_line=True)
+                    if view != last:
+                        sys.stdout.write(("\n" if last and args.output == "text" else "") + view)
+                        sys.stdout.flush()
+                        last = view
+                await _any_change(watchers, marks)
+        finally:
+            for w in watchers:
+                await w.stop()
+
+    async def main() -> None:
+        async with open_backend(args, clock, simulate_operators=False, create=False) as backend:
+            await watch(backend)
+
+    run_real(lambda: cancelled_by_signals(main))
+    return EXIT_OK
+
+
+async def _any_change(watchers: list[Any], marks: list[int]) -> None:
+    import asyncio
+
+    tasks = [asyncio.create_task(w.wait_change(None, m, None)) for w, m in zip(watchers, marks, strict=True)]
+    try:
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)

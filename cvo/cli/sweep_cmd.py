@@ -18,12 +18,14 @@ from typing import Any
 
 from cvo.cli.backend import (
     Backend,
+    ClusterBusy,
     add_backend_flags,
     add_behaviour_flags,
     add_saved_flags,
     backend_clock,
     load_behaviours,
     open_backend,
+    uses_real_clock,
 )
 from cvo.cli.common import (
     EXIT_FAILED,
@@ -77,11 +79,18 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     upgrade = sub.add_parser("upgrade", help="upgrade the cluster to the release in --to DIR",
                              description="Upgrade: set spec.desiredUpdate and walk the new release in update "
                                          "mode (by run level, 16 workers) until every ClusterOperator reports "
-                                         "the new versions.")
+                                         "the new versions.  With a controller running ('cvo run' holding "
+                                         "the lease), only set spec.desiredUpdate and follow the "
+                                         "ClusterVersion until the controller has completed it (or it is "
+                                         "blocked or failed); without one, run the controller's sweep "
+                                         "in this process until the target is reached.")
     upgrade.add_argument("--to", dest="release_dir", type=Path, required=True, metavar="RELEASE_DIR",
                          help="the release to upgrade to")
     upgrade.add_argument("--force", action="store_true",
                          help="go ahead despite blocking preconditions (recorded on the history entry)")
+    upgrade.add_argument("--no-wait", action="store_true",
+                         help="set spec.desiredUpdate and return at once: a running controller (cvo run) applies "
+                              "it ('cvo status -w' follows it); without one, the next 'cvo run' does")
     upgrade.add_argument("--dry-run", action="store_true",
                          help="print every gate (pass or blocked, by whom, why, how to override) and exit: 0 if "
                               "the upgrade would start, 1 if it is blocked")
@@ -154,12 +163,25 @@ def _progress(runner: Runner) -> Progress:
 Outlook = Callable[[Callable[[], Progress]], Any]  # the live display's forecast, given the sweep's progress
 
 
+class ControllerLeads(Exception):
+    """A controller leads the cluster: the command becomes its client (``holder`` names it)."""
+
+    def __init__(self, holder: str) -> None:
+        super().__init__(holder)
+        self.holder = holder
+
+
 def _sweep(args: argparse.Namespace, prepare: Callable[[Backend], Awaitable[tuple[str, MakeRunner] | int]],
            what: str, *, create: bool = False,
-           forecast_of: Callable[[Backend], Awaitable[Outlook | None]] | None = None) -> int:
+           forecast_of: Callable[[Backend], Awaitable[Outlook | None]] | None = None,
+           client: Callable[[str], int] | None = None) -> int:
     """Open the cluster, let ``prepare`` pick what runs, run it with progress, report.
 
     ``what`` names the sweep for the embedded cluster's sweep lock; only ``install`` creates a cluster.
+    With ``client``, a command that finds a controller leading becomes its client instead of sweeping:
+    ``prepare`` raises :class:`ControllerLeads` when the Lease is held on a real cluster; on the embedded one
+    the sweep lock held by ``cvo run`` says so (:class:`ClusterBusy` from a controller).  ``client(holder)``
+    then does the command's work through the controller and returns the exit code.
     """
     behaviours = load_behaviours(args)
     options = _options(args)
@@ -221,6 +243,13 @@ def _sweep(args: argparse.Namespace, prepare: Callable[[Backend], Awaitable[tupl
 
     try:
         code = run_loop(main)
+    except ClusterBusy as busy:
+        if client is None or not busy.controller:
+            raise
+        return client(busy.controller)
+    except ControllerLeads as leads:
+        assert client is not None
+        return client(leads.holder)
     except ApiError as err:
         print_error(describe_api_error(err))
         return EXIT_FAILED
@@ -294,6 +323,14 @@ def run_install(args: argparse.Namespace) -> int:
 
 
 def run_upgrade(args: argparse.Namespace) -> int:
+    """Without a controller: the controller's decision (:func:`cvo.controller.loop.decide`) on the
+    ClusterVersion with this target as ``spec.desiredUpdate``, run in this process until it ends.  With one:
+    its client (:func:`_upgrade_through_controller`)."""
+    from cvo.controller.client import lease_holder
+    from cvo.controller.loop import decide, runner_for
+    from cvo.controller.releases import Catalogue, Releases, RetrieveFailed, default_loader
+    from cvo.runner.upgrade import desired_update, set_desired_update
+
     if getattr(args, "from_file", None) and not args.dry_run:
         raise UsageError("--from-file: saved objects are read-only; use it with --dry-run")
     _options(args)
@@ -301,23 +338,41 @@ def run_upgrade(args: argparse.Namespace) -> int:
     target = load(args, options)
 
     async def prepare(backend: Backend) -> tuple[str, MakeRunner] | int:
-        begin = start.check_upgrade(await backend.steady.get(cv_ref()), target)
-        current = (_loader(args)(start.image_directory(begin.current_image), None)
-                   if begin.current_image != target.image else target)
-        backend.register(current)
-        backend.register(target)
-        if args.dry_run:
+        if not args.dry_run and uses_real_clock(args):
+            holder = await lease_holder(backend.steady, time.time())
+            if holder:
+                raise ControllerLeads(holder)
+        cv = await backend.steady.get(cv_ref())
+        begin = start.check_upgrade(cv, target)
+        if args.dry_run:  # reads only: the current release is not needed (saved objects may name any image)
             from cvo.cli.gates import print_verdict
             from cvo.runner.upgrade import preflight
 
             check = await preflight(backend.steady, target, args.force, clock_of(backend).now())
             print_verdict(check, target, args.release_dir)
             return EXIT_FAILED if check.verdict.blocked else EXIT_OK
+        releases = Releases(Catalogue(None), default_loader(options.load_filter))
+        releases.add(target)
+        wanted = desired_update(target, args.force)
+        try:  # the controller's decision, on the ClusterVersion as it would be with the target asked for
+            plan = decide({**(cv or {}), "spec": {**((cv or {}).get("spec") or {}), "desiredUpdate": wanted}},
+                          releases)
+        except RetrieveFailed as err:
+            raise UsageError(f"the cluster's current release: {err.message}") from None
+        assert plan is not None
+        for release in (plan.current, plan.release):
+            if release is not None:
+                backend.register(release)
         if begin.already_there:
             print(f"the cluster already runs {target.version}", file=sys.stderr)
             return EXIT_OK
-        return f"upgrade to {target.version}", lambda reporter, options: UpgradeController(
-            backend.cluster, current, target, reporter, clock_of(backend), options, force=args.force)
+        if args.no_wait:
+            await set_desired_update(backend.steady, wanted, backend.budget)
+            print(f"spec.desiredUpdate: {target.version} ({target.image}); no controller leads this cluster: "
+                  f"'cvo run' applies it when started", file=sys.stderr)
+            return EXIT_OK
+        return f"upgrade to {target.version}", lambda reporter, options: runner_for(
+            plan, backend.cluster, reporter, clock_of(backend), options, write_spec=True)
 
     async def forecast_of(backend: Backend) -> Outlook | None:
         """The update's forecast from the records of earlier updates (none: no forecast line)."""
@@ -330,7 +385,101 @@ def run_upgrade(args: argparse.Namespace) -> int:
         graph = release_operator_graph(target)
         return lambda progress: LiveForecast(graph, records, progress, clock_of(backend).now)
 
-    return _sweep(args, prepare, f"upgrade to {target.version}", forecast_of=forecast_of)
+    return _sweep(args, prepare, f"upgrade to {target.version}", forecast_of=forecast_of,
+                  client=lambda holder: _upgrade_through_controller(args, target, holder))
+
+
+def _upgrade_through_controller(args: argparse.Namespace, target: Release, holder: str) -> int:
+    """``cvo upgrade`` as the client of the controller ``holder``: set ``spec.desiredUpdate``, follow the
+    ClusterVersion until the controller is done with it (:func:`cvo.controller.client.follow`), report as a
+    sweep run here would.  ``--timeout`` is real time here: the controller's sweep runs on its own clock."""
+    from cvo.clock import run_real
+    from cvo.cluster.api import CLUSTER_OPERATOR
+    from cvo.controller.client import Verdict, follow
+    from cvo.runner.upgrade import desired_update, set_desired_update
+
+    options = _options(args)
+    configure(args.log_format, max(args.verbose, 1))  # the controller's progress is the info log
+    log = get_logger("cvo.cli")
+    clock, _ = backend_clock(args)
+    started = time.perf_counter()
+    outcome: dict[str, Any] = {}
+
+    def on_change(verdict: Verdict, cv: dict[str, Any]) -> None:
+        log.info("upgrade.progress", controller=holder, state=verdict.state, message=verdict.message)
+
+    async def main() -> int:
+        budget = Budget.of(options.timeout)
+        async with open_backend(args, clock, simulate_operators=False, create=False, budget=budget) as backend:
+            log.info("cluster", backend=backend.description, controller=holder)
+            try:
+                begin = start.check_upgrade(await backend.steady.get(cv_ref()), target)
+            except start.NotInstalled as err:
+                raise CommandFailed(str(err)) from None
+            if begin.already_there:
+                print(f"the cluster already runs {target.version}", file=sys.stderr)
+                return EXIT_OK
+            await set_desired_update(backend.steady, desired_update(target, args.force), budget)
+            log.info("upgrade.requested", controller=holder, version=target.version, image=target.image,
+                     force=args.force)
+            if args.no_wait:
+                print(f"spec.desiredUpdate: {target.version} ({target.image}); the controller {holder} applies it "
+                      f"('cvo status -w' follows it)", file=sys.stderr)
+                return EXIT_OK
+            verdict, cv = await follow(backend.cluster, target.version, target.image, options.timeout,
+                                       args.timeout, on_change, budget)
+            outcome.update(verdict=verdict, cv=cv, now=clock.now(),
+                           cos=await backend.steady.list(*CLUSTER_OPERATOR))
+            return EXIT_OK if verdict.state == "completed" else EXIT_FAILED
+
+    try:
+        code = run_real(lambda: cancelled_by_signals(main))
+    except ApiError as err:
+        print_error(describe_api_error(err))
+        return EXIT_FAILED
+    if "verdict" in outcome:
+        _report_client(args, outcome, holder, time.perf_counter() - started)
+    return code
+
+
+def _report_client(args: argparse.Namespace, outcome: dict[str, Any], holder: str, wall: float) -> None:
+    """The report of :func:`_report` for an update the controller ran: same shape, from the ClusterVersion."""
+    from cvo.clock import parse_rfc3339
+    from cvo.payload.fields import dig
+    from cvo.status.text import write_status_text
+
+    verdict, cv = outcome["verdict"], outcome["cv"]
+    history = dig(cv, "status", "history")
+    head = history[0] if isinstance(history, list) and history and isinstance(history[0], dict) else {}
+    simulated = None
+    try:
+        if verdict.state == "completed" and head.get("startedTime") and head.get("completionTime"):
+            simulated = parse_rfc3339(head["completionTime"]) - parse_rfc3339(head["startedTime"])
+    except ValueError:
+        simulated = None
+    ok = verdict.state == "completed"
+    if args.output == "json":
+        import orjson
+
+        doc = {"ok": ok, "completed": ok, "attempts": None, "message": "" if ok else verdict.message,
+               "done": None, "total": None,
+               "simulatedSeconds": simulated.total_seconds() if simulated is not None else None,
+               "wallSeconds": round(wall, 3), "lastProgress": dig(cv, "status", "lastProgress"),
+               "clusterVersion": cv, "clusterOperators": outcome["cos"], "controller": holder,
+               "outcome": verdict.state}
+        sys.stdout.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n")
+    else:
+        write_status_text(cv, outcome["cos"], outcome["now"], sys.stdout)
+        if verdict.state == "blocked":
+            print(f"\nblocked: the upgrade did not start ({wall:.2f}s wall)")
+        elif ok:
+            took = f"{format_duration(simulated)} on the cluster's clock, " if simulated is not None else ""
+            print(f"\ncompleted by the controller {holder}: {took}{wall:.2f}s wall")
+        else:
+            print(f"\ndid not complete ({verdict.state}), the controller {holder} goes on with "
+                  f"spec.desiredUpdate: {wall:.2f}s wall")
+    if not ok:
+        print_error(verdict.message)
 
 
 def run_reconcile(args: argparse.Namespace) -> int:

@@ -138,39 +138,12 @@ class Controller:
 
     async def decide(self, cv: dict[str, Any] | None) -> Plan | None:
         """The sweep the ClusterVersion calls for now; ``None``: nothing to do (no release known)."""
-        cv = cv or {}
-        desired = Desired.of(dig(cv, "spec", "desiredUpdate"))
-        history = [h for h in dig(cv, "status", "history") or [] if isinstance(h, dict)]
-        running = str(dig(cv, "status", "desired", "image") or "")
-        if not has_completed(cv):
-            if history and running:  # an install in progress goes on with its release
-                release = self.releases.by_image(running)  # (the CVO ignores a version change meanwhile)
-            elif desired is not None:
-                release = self.releases.resolve(desired)
-            elif self.options.own_image:
-                release = self.releases.by_image(self.options.own_image)
-            else:
-                return None
-            return Plan("Initializing", release)
-        target = self.releases.resolve(desired) if desired is not None else self.releases.by_image(running)
-        head = history[0] if history else {}
-        if target.image == running and head.get("image") == running and head.get("state") == "Completed":
-            return Plan("Reconciling", target)
-        current = target if target.image == running else self.releases.by_image(running)
-        return Plan("Updating", target, current, force=bool(desired and desired.force))
+        return decide(cv, self.releases, self.options.own_image)
 
     def _runner(self, plan: Plan) -> Worker | UpgradeController:
         options = SweepOptions(interval=self.options.interval, timeout=None, capabilities=self.options.capabilities,
                                budget=self.budget)
-        for release in (plan.current, plan.release):
-            if release is not None:
-                self.on_release(release)
-        if plan.state == "Updating":
-            assert plan.current is not None
-            return UpgradeController(self.cluster, plan.current, plan.release, self.reporter, self.clock, options,
-                                     force=plan.force, write_spec=False)
-        mode = Mode.INSTALL if plan.state == "Initializing" else Mode.RECONCILE
-        return Worker(self.cluster, plan.release, mode, self.reporter, self.clock, options)
+        return runner_for(plan, self.cluster, self.reporter, self.clock, options, self.on_release)
 
     # --- reporting what cannot be retrieved ---------------------------------------------------
 
@@ -275,3 +248,52 @@ class Controller:
                 if pending is not None and not pending.done():
                     pending.cancel()
                     await asyncio.gather(pending, return_exceptions=True)
+
+
+def decide(cv: dict[str, Any] | None, releases: Releases, own_image: str = "") -> Plan | None:
+    """The sweep a ClusterVersion calls for now; ``None``: nothing to do (no release known).
+
+    The one decision: the controller takes it at every turn, and ``cvo install``/``cvo upgrade`` take
+    it once, in process, when no controller runs (:mod:`cvo.cli.sweep_cmd`).  Raises
+    :class:`~cvo.controller.releases.RetrieveFailed` for a release that cannot be found.
+    """
+    cv = cv or {}
+    desired = Desired.of(dig(cv, "spec", "desiredUpdate"))
+    history = [h for h in dig(cv, "status", "history") or [] if isinstance(h, dict)]
+    running = str(dig(cv, "status", "desired", "image") or "")
+    if not has_completed(cv):
+        if history and running:  # an install in progress goes on with its release
+            release = releases.by_image(running)  # (the CVO ignores a version change meanwhile)
+        elif desired is not None:
+            release = releases.resolve(desired)
+        elif own_image:
+            release = releases.by_image(own_image)
+        else:
+            return None
+        return Plan("Initializing", release)
+    target = releases.resolve(desired) if desired is not None else releases.by_image(running)
+    head = history[0] if history else {}
+    if target.image == running and head.get("image") == running and head.get("state") == "Completed":
+        return Plan("Reconciling", target)
+    current = target if target.image == running else releases.by_image(running)
+    return Plan("Updating", target, current, force=bool(desired and desired.force))
+
+
+def runner_for(plan: Plan, cluster: Cluster, reporter: Reporter, clock: Clock, options: SweepOptions,
+               on_release: Callable[[Release], None] | None = None, *, write_spec: bool = False,
+               ) -> Worker | UpgradeController:
+    """What runs ``plan``: the sync worker in the plan's mode, or the upgrade through its gates.
+
+    ``write_spec``: the upgrade sets ``spec.desiredUpdate`` itself once its gates pass (a command run
+    without a controller, which holds the intent in memory until then); the controller never writes
+    the spec, as the CVO does not.
+    """
+    for release in (plan.current, plan.release):
+        if release is not None and on_release is not None:
+            on_release(release)
+    if plan.state == "Updating":
+        assert plan.current is not None
+        return UpgradeController(cluster, plan.current, plan.release, reporter, clock, options,
+                                 force=plan.force, write_spec=write_spec)
+    mode = Mode.INSTALL if plan.state == "Initializing" else Mode.RECONCILE
+    return Worker(cluster, plan.release, mode, reporter, clock, options)

@@ -112,6 +112,10 @@ class Releases:
         self._load = load
         self._cache: dict[str, Release] = {}
 
+    def add(self, release: Release) -> None:
+        """Know ``release`` by its image without reading it again (a command has loaded it already)."""
+        self._cache[release.image] = release
+
     def resolve(self, desired: Desired) -> Release:
         """The release ``desired`` names; :class:`RetrieveFailed` when there is none to be had."""
         image = desired.image

@@ -298,7 +298,7 @@ def load_release(
     if not is_utf8_name(str(root)):
         raise LoadError([f"{display_name(str(root))}: the directory's path is not UTF-8 (cvo's rule)"])
     if not root.is_dir():
-        raise LoadError([f"{root}: not a directory"])
+        raise LoadError([f"{display_name(str(root))}: not a directory"])
     release_dir = root / RELEASE_MANIFEST_DIR
     metadata: ReleaseMetadata | None = None
     image_refs: ImageReferences | None = None

@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from cvo.clock import Clock
-from cvo.cluster.api import CLUSTER_OPERATOR, CLUSTER_VERSION, Cluster, cv_ref
+from cvo.cluster.api import CLUSTER_OPERATOR, CLUSTER_VERSION, ApiError, ApiErrorKind, Cluster, cv_ref
 from cvo.cluster.landed import contains
-from cvo.cluster.persist import reread_on_conflict, steady
+from cvo.cluster.persist import Budget, reread_on_conflict, steady
 from cvo.gates.olm import OC_API_VERSION, OC_GROUP, OC_KIND
 from cvo.gates.preconditions import Verdict, run_checks
 from cvo.gates.upgradeable import Blocker, apply_upgradeable, blockers
@@ -165,17 +165,8 @@ class UpgradeController:
                                max_workers=self.options.max_workers, capabilities=self.options.capabilities,
                                accepted_risks=check.verdict.accepted_risks, budget=self.options.budget,
                                implicit_capabilities=await self._implicit_capabilities())
-        wanted = {"version": self.target.version, "image": self.target.image, "force": self.force}
-
-        async def write_spec() -> None:
-            cv = await self.steady.get(cv_ref()) or {}
-            desired = (cv.get("spec") or {}).get("desiredUpdate") or {}
-            if contains(wanted, desired):
-                return  # already asked for (by this command's earlier write, whose answer may have been lost)
-            await self.steady.update({**cv, "spec": {**(cv.get("spec") or {}), "desiredUpdate": wanted}})
-
         if self.write_spec:
-            await reread_on_conflict(write_spec, self.options.budget, "set the ClusterVersion's spec.desiredUpdate")
+            await set_desired_update(self.steady, desired_update(self.target, self.force), self.options.budget)
         recorder = DurationRecorder(self.target.version, self.clock.now())
         self.worker = Worker(self.cluster, self.target, Mode.UPDATE, Fanout(self.reporter, recorder), self.clock,
                              options, reports=self.reports)
@@ -204,6 +195,33 @@ class UpgradeController:
         return SweepResult(ok=False, completed=False, attempts=0, failure=None,
                            message=f"upgrade to {self.target.version} is blocked: {self.blocked_message}",
                            started=now, finished=now, cluster_version=cv, blocked=True)
+
+
+def desired_update(target: Release, force: bool = False) -> dict[str, object]:
+    """``spec.desiredUpdate`` naming ``target`` (``configv1.Update``: version, image, force)."""
+    return {"version": target.version, "image": target.image, "force": force}
+
+
+async def set_desired_update(cluster: Cluster, wanted: dict[str, object], budget: Budget | None) -> bool:
+    """Write ``spec.desiredUpdate`` (what ``oc adm upgrade --to-image`` does); False when it was set already.
+
+    ``cluster`` should retry transient errors (:func:`cvo.cluster.persist.steady`); a Conflict reads the
+    ClusterVersion again.  An earlier write whose answer was lost is not written again.
+    """
+    wrote: list[bool] = []
+
+    async def write() -> None:
+        cv = await cluster.get(cv_ref())
+        if cv is None:
+            raise ApiError(ApiErrorKind.NOT_FOUND, "the ClusterVersion 'version' does not exist", cv_ref())
+        desired = (cv.get("spec") or {}).get("desiredUpdate") or {}
+        if contains(wanted, desired):
+            return  # already asked for (by this command's earlier write, whose answer may have been lost)
+        await cluster.update({**cv, "spec": {**(cv.get("spec") or {}), "desiredUpdate": wanted}})
+        wrote.append(True)
+
+    await reread_on_conflict(write, budget, "set the ClusterVersion's spec.desiredUpdate")
+    return bool(wrote)
 
 
 async def _first_change(watchers: list[Notifier], marks: list[int], timeout: float) -> None:

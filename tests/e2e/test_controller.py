@@ -174,10 +174,50 @@ def test_two_replicas_one_leads_failover_mid_upgrade_drift_metrics_and_sigterm(e
             replica.proxy.stop()
 
 
-def test_in_cluster_with_the_manifests_service_account(e2e: E2E, tmp_path: Path) -> None:
-    """The pod's environment: KUBERNETES_SERVICE_HOST/PORT, and the token and CA of the service account the
-    manifests bind, mounted where $CVO_SERVICEACCOUNT_DIR says.  It installs: the RBAC is sufficient."""
-    e2e.sim_operators({"default": {"delay": "2s"}}, DEMO["4.16.0"])
+def test_cvo_upgrade_with_a_running_controller_sets_the_target_and_follows_it(e2e: E2E) -> None:
+    """``cvo upgrade --to DIR`` while ``cvo run`` leads: the command writes ``spec.desiredUpdate`` and follows the
+    ClusterVersion; the controller (its writes seen by its proxy) runs the update; the report and exit code
+    are a sweep's."""
+    e2e.sim_operators({"default": {"delay": "2s"}}, DEMO["4.16.0"], DEMO["4.16.3"])
+    a = Replica(e2e, "a")
+    try:
+        wait_until("replica a to lead", lambda: holder(e2e.cp) == "a", 60, alive=a.proc.popen)
+
+        def installed() -> bool:
+            return history(e2e.get(cv_ref())[0] or {})[:1] == [("4.16.0", "Completed")]
+
+        wait_until("the leader to install 4.16.0", installed, 240, interval=1.0, alive=a.proc.popen)
+        began = time.time()
+        res = e2e.cvo("upgrade", "--to", str(DEMO["4.16.3"]), "--timeout", "4m", timeout=300)
+        assert res.returncode == 0, res.stderr[-3000:]
+        assert "upgrade.requested" in res.stderr and "controller=a" in res.stderr
+        assert "\ncompleted by the controller a: " in res.stdout
+        cv = e2e.get(cv_ref())[0] or {}
+        assert history(cv) == [("4.16.3", "Completed"), ("4.16.0", "Completed")]
+        assert cv["spec"]["desiredUpdate"]["image"] == f"file://{DEMO['4.16.3'].resolve()}"
+        cv_path = "/apis/config.openshift.io/v1/clusterversions/version"
+        writes = a.writes_after(began)
+        assert f"PUT {cv_path}/status" in writes  # the controller reported the update
+        assert f"PUT {cv_path}" not in writes  # and never wrote the spec: the command did
+        assert any(w.startswith("PUT /apis/apps/v1/") for w in writes)  # it applied the new release
+    finally:
+        if a.proc.popen.poll() is None:
+            a.proc.popen.send_signal(signal.SIGTERM)
+            a.proc.popen.wait(timeout=30)
+        a.proxy.stop()
+
+
+SA = "system:serviceaccount:openshift-cluster-version:cluster-version-operator"
+CONTROLLER_MANIFESTS = Path(__file__).resolve().parents[2] / "manifests" / "controller"
+
+
+def in_cluster(e2e: E2E, tmp_path: Path, identity: str, *args: str) -> tuple[Any, str, int]:
+    """``cvo run --in-cluster`` as a pod runs it: KUBERNETES_SERVICE_HOST/PORT, and a real token and the CA of the
+    manifests' service account where $CVO_SERVICEACCOUNT_DIR says.  Returns the process, the token, the port of
+    its /metrics."""
+    import subprocess
+    import sys
+
     code, answer = request(e2e.cp, "POST", "/api/v1/namespaces/openshift-cluster-version/serviceaccounts/"
                            "cluster-version-operator/token", {"apiVersion": "authentication.k8s.io/v1",
                                                               "kind": "TokenRequest", "spec": {"expirationSeconds": 3600}})
@@ -190,14 +230,20 @@ def test_in_cluster_with_the_manifests_service_account(e2e: E2E, tmp_path: Path)
     env = {**{k: v for k, v in os.environ.items() if k != "KUBECONFIG"}, "PYTHONUNBUFFERED": "1",
            "KUBERNETES_SERVICE_HOST": host, "KUBERNETES_SERVICE_PORT": port, "CVO_SERVICEACCOUNT_DIR": str(mount)}
     listen = free_port()
-    import subprocess
-    import sys
-
     with open(tmp_path / "run.stderr", "wb") as err:
-        proc = subprocess.Popen([sys.executable, "-m", "cvo", "--log-format", "json", "run", "--identity", "pod-0",
-                                 "--release", str(DEMO["4.16.0"]), "--listen", f"127.0.0.1:{listen}",
-                                 "--lease-duration", LEASE[0], "--renew-deadline", LEASE[1], "--retry-period", LEASE[2]],
+        proc = subprocess.Popen([sys.executable, "-m", "cvo", "--log-format", "json", "run", "--identity", identity,
+                                 "--listen", f"127.0.0.1:{listen}", "--lease-duration", LEASE[0], "--renew-deadline",
+                                 LEASE[1], "--retry-period", LEASE[2], *args],
                                 env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err)
+    return proc, answer["status"]["token"], listen
+
+
+def test_in_cluster_with_the_manifests_service_account(e2e: E2E, tmp_path: Path) -> None:
+    """The deployment as ``cvo bootstrap`` and ``manifests/controller/`` make it: the service account bound to
+    cluster-admin (what applying a payload takes, as for the CVO).  It installs, with no Forbidden.  What the
+    controller needs *without* cluster-admin is the next test's."""
+    e2e.sim_operators({"default": {"delay": "2s"}}, DEMO["4.16.0"])
+    proc, token, _ = in_cluster(e2e, tmp_path, "pod-0", "--release", str(DEMO["4.16.0"]))
     try:
         wait_until("the in-cluster replica to lead", lambda: holder(e2e.cp) == "pod-0", 60, alive=proc)
 
@@ -207,11 +253,90 @@ def test_in_cluster_with_the_manifests_service_account(e2e: E2E, tmp_path: Path)
 
         wait_until("the in-cluster install", installed, 240, interval=1.0, alive=proc)
         stderr = (tmp_path / "run.stderr").read_text()
-        assert "in-cluster" in stderr and answer["status"]["token"] not in stderr  # never print the token
+        assert "in-cluster" in stderr and token not in stderr  # never print the token
         assert "Forbidden" not in stderr and "forbidden" not in stderr
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=30) == 0
         assert holder(e2e.cp) == ""
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+RBAC_PATHS = {"ClusterRole": "/apis/rbac.authorization.k8s.io/v1/clusterroles",
+              "ClusterRoleBinding": "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+              "Role": "/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/roles",
+              "RoleBinding": "/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/rolebindings"}
+
+
+def can(e2e: E2E, verb: str, group: str, resource: str, namespace: str = "", subresource: str = "",
+        name: str = "") -> bool:
+    """A SubjectAccessReview for the controller's service account (what RBAC grants it, asked of the server)."""
+    attributes = {k: v for k, v in {"verb": verb, "group": group, "resource": resource, "namespace": namespace,
+                                    "subresource": subresource, "name": name}.items() if v}
+    code, answer = request(e2e.cp, "POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews",
+                           {"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+                            "spec": {"user": SA, "groups": ["system:serviceaccounts",
+                                                            "system:serviceaccounts:openshift-cluster-version",
+                                                            "system:authenticated"],
+                                     "resourceAttributes": attributes}})
+    assert code == 201, answer
+    return bool(answer["status"].get("allowed"))
+
+
+def test_least_privilege_rbac_the_controller_runs_on_its_clusterrole_and_lease_role_alone(
+        e2e: E2E, tmp_path: Path) -> None:
+    """Proof of what manifests/controller/ claims: with the cluster-admin binding removed and only its ClusterRole
+    and Lease Role bound (applied from the files as shipped), ``cvo run`` in-cluster leads (the Lease), watches
+    and serves /metrics (the reads), and reports a release it cannot find on the ClusterVersion (its one
+    write, the status), with no Forbidden.  And the other half of the claim: an update it can find fails
+    Forbidden on the payload's objects, so applying really is the cluster-admin binding's."""
+    import yaml
+
+    e2e.sim_operators({"default": {"delay": "1s"}}, DEMO["4.16.0"], DEMO["4.16.3"])
+    res = e2e.cvo("install", str(DEMO["4.16.0"]), "--timeout", "4m", timeout=300)  # as the admin
+    assert res.returncode == 0, res.stderr[-3000:]
+    code, _ = request(e2e.cp, "DELETE", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/cluster-version-operator")
+    assert code == 200  # cvo bootstrap's cluster-admin binding
+    for path in sorted(CONTROLLER_MANIFESTS.glob("*.yaml")):
+        for doc in yaml.safe_load_all(path.read_text()):
+            if doc["kind"] in RBAC_PATHS:
+                where = RBAC_PATHS[doc["kind"]].format(ns=doc["metadata"].get("namespace", ""))
+                code, answer = request(e2e.cp, "POST", where, doc)
+                assert code == 201, (path.name, answer)
+    wait_until("the roles to be in force", lambda: can(e2e, "update", "config.openshift.io", "clusterversions",
+                                                       subresource="status", name="version"), 30)
+    assert not can(e2e, "update", "config.openshift.io", "clusterversions", name="version")  # never the spec
+    assert not can(e2e, "create", "apps", "deployments", "openshift-etcd-operator")
+    assert not can(e2e, "*", "*", "*")
+    patch_desired(e2e.cp, {"version": "4.99.0", "image": "file:///nowhere/4.99.0"})
+
+    proc, token, port = in_cluster(e2e, tmp_path, "least")
+    stderr_path = tmp_path / "run.stderr"
+    try:
+        wait_until("the least-privileged replica to lead", lambda: holder(e2e.cp) == "least", 60, alive=proc)
+
+        def reported() -> bool:
+            accepted = conditions(e2e.get(cv_ref())[0])["ReleaseAccepted"]
+            return accepted["reason"] == "RetrievePayload" and "file:///nowhere/4.99.0" in accepted["message"]
+
+        wait_until("ReleaseAccepted=False (RetrievePayload) written by the controller", reported, 60, alive=proc)
+        wait_until("/metrics with the ClusterOperators it watches",
+                   lambda: 'cluster_operator_up{name="etcd",reason="AsExpected",version="4.16.0"} 1.0' in scrape(port)[1],
+                   30, alive=proc)
+        assert "cvo_controller_leader 1.0" in scrape(port)[1]
+        stderr = stderr_path.read_text()
+        assert "forbidden" not in stderr.lower() and token not in stderr
+
+        patch_desired(e2e.cp, {"version": "4.16.3", "image": f"file://{DEMO['4.16.3'].resolve()}"})
+        wait_until("the update to fail Forbidden on the payload's objects",
+                   lambda: "forbidden" in stderr_path.read_text().lower(), 120, alive=proc)
+        assert SA in stderr_path.read_text()  # the API server's refusal names the account
+        assert history(e2e.get(cv_ref())[0] or {})[0] != ("4.16.3", "Completed")
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0
+        assert holder(e2e.cp) == ""  # released: the Lease Role's update
     finally:
         if proc.poll() is None:
             proc.kill()
