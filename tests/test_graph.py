@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import networkx as nx
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from cvo.payload.graph import (
     GraphCycleError,
@@ -12,14 +14,18 @@ from cvo.payload.graph import (
     TaskNode,
     _Builder,
     build_graph,
+    build_nodes,
     by_number_and_component,
     check_acyclic,
     flatten_by_number_and_component,
     make_tasks,
     max_workers,
+    node_steps,
     parse_filename,
+    predecessors,
     shift_order,
     steps,
+    to_digraph,
     wait_for,
 )
 from cvo.payload.manifest import Manifest
@@ -325,3 +331,37 @@ def test_waits_depend_on_kind_and_mode() -> None:
     crd_wait = wait_for(crd, Mode.UPDATE)
     assert crd_wait is not None and crd_wait.conditions == (("Established", "True"),)
     assert wait_for(manifest("0000_50_x_cm.yaml", "ConfigMap"), Mode.UPDATE) is None
+
+
+# --- the plan's graph without networkx -----------------------------------------------------------
+
+_FILES = st.lists(
+    st.tuples(st.sampled_from(["0000_03", "0000_10", "0000_20", "0000_30", "zz"]),
+              st.sampled_from(["a", "b", "c"]), st.booleans()),
+    max_size=30,
+)
+
+
+@given(files=_FILES, attempt=st.integers(min_value=0, max_value=20))
+def test_node_list_steps_and_edges_are_networkx_s(files: list[tuple[str, str, bool]], attempt: int) -> None:
+    """The plan reads the node list directly; it must say what the networkx graph says, node for node."""
+    ms = [manifest(f"{level}_{component}_{i}.yaml", *(("Job", "batch/v1") if is_job else ("ConfigMap", "v1")))
+          for i, (level, component, is_job) in enumerate(files)]
+    for mode in Mode:
+        nodes = build_nodes(make_tasks(ms, mode), mode, attempt)
+        graph = to_digraph(nodes)
+        assert node_steps(nodes) == steps(graph)
+        assert predecessors(nodes) == [sorted(graph.predecessors(n)) for n in sorted(graph.nodes)]
+        assert max_workers(mode, len(nodes)) == max_workers(mode, graph)
+
+
+def test_a_cycle_in_the_node_list_is_named_as_networkx_names_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    a, b = pod("0000_10_a_x"), pod("0000_20_b_x")
+
+    def cyclic(self: _Builder, _break: object) -> None:
+        self.nodes = [TaskNode([a], [1], [1]), TaskNode([b], [0], [0])]
+
+    monkeypatch.setattr(_Builder, "parallelize", cyclic)
+    assert node_steps([TaskNode([a], [1], [1]), TaskNode([b], [0], [0])]) is None
+    with pytest.raises(GraphCycleError, match=r"cycle: node 0 \(pod \"0000_10_a_x\".*-> node 1 .* -> node 0"):
+        build_nodes([a, b], Mode.UPDATE)

@@ -4,8 +4,10 @@ The construction is the CVO's, step by step, so node numbering matches it: one n
 task; ``split_on_jobs`` isolates each ``batch/v1`` Job as a barrier; ``parallelize`` replaces a
 node by steps of parallel nodes from a break function (by run level and component for updates,
 flattened for install and reconcile), with empty anchor and spacer nodes where the CVO adds them.
-The result is a ``networkx.DiGraph`` whose nodes are integers (the CVO's node indexes) carrying
-``tasks``: the ordered list of :class:`Task` run serially in that node.
+The result is a list of :class:`TaskNode` (the CVO's node indexes), each with ``tasks``: the ordered
+list of :class:`Task` run serially in that node, and ``outs``; :func:`build_graph` turns it into a
+``networkx.DiGraph`` for the runner.  networkx is imported only there (its import costs ~100 ms, more
+than a cached ``cvo plan`` of the corpus): the plan needs only the node list, its steps and edges.
 """
 
 from __future__ import annotations
@@ -15,9 +17,10 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import networkx as nx
+if TYPE_CHECKING:
+    import networkx as nx
 
 from cvo.payload.filters import ApplyFilter, apply_exclusion
 from cvo.payload.manifest import CREATE_ONLY_ANNOTATION, DELETE_ANNOTATION, Manifest
@@ -347,30 +350,88 @@ def break_function(mode: Mode, attempt: int = 0) -> BreakFunc:
     return shift_order(permute_order(flatten_by_number_and_component, random.Random(attempt // 8)), attempt % 8, 8)
 
 
-def max_workers(mode: Mode, graph: nx.DiGraph) -> int:
+def max_workers(mode: Mode, graph: nx.DiGraph | int) -> int:
+    """The mode's parallelism; ``graph`` is the graph or its number of nodes."""
     if mode is Mode.INSTALL:
-        return max(1, graph.number_of_nodes())
+        return max(1, graph if isinstance(graph, int) else graph.number_of_nodes())
     if mode is Mode.UPDATE:
         return 16
     return 2
 
 
-def build_graph(tasks: list[Task], mode: Mode, attempt: int = 0) -> nx.DiGraph:
-    """The task graph for ``mode``; raises :class:`GraphCycleError` naming a cycle if there is one."""
+def build_nodes(tasks: list[Task], mode: Mode, attempt: int = 0) -> list[TaskNode]:
+    """The task graph for ``mode`` as the CVO's node list (index = node id, ``outs`` = edges).
+
+    Raises :class:`GraphCycleError` naming a cycle if there is one.
+    """
     builder = _Builder(tasks)
     builder.split(lambda t: t.manifest.is_job)
     builder.parallelize(break_function(mode, attempt))
+    nodes = builder.nodes
+    if node_steps(nodes) is None:
+        check_acyclic(to_digraph(nodes))  # names the cycle as networkx finds it
+    return nodes
+
+
+def to_digraph(nodes: list[TaskNode]) -> nx.DiGraph:
+    """``nodes`` as a ``networkx.DiGraph``: integer nodes carrying ``tasks``, an edge per ``outs`` entry."""
+    import networkx as nx
+
     graph = nx.DiGraph()
-    for index, node in enumerate(builder.nodes):
+    for index, node in enumerate(nodes):
         graph.add_node(index, tasks=node.tasks)
-    for index, node in enumerate(builder.nodes):
+    for index, node in enumerate(nodes):
         for out in node.outs:
             graph.add_edge(index, out)
-    check_acyclic(graph)
     return graph
 
 
+def build_graph(tasks: list[Task], mode: Mode, attempt: int = 0) -> nx.DiGraph:
+    """The task graph for ``mode``; raises :class:`GraphCycleError` naming a cycle if there is one."""
+    return to_digraph(build_nodes(tasks, mode, attempt))
+
+
+def predecessors(nodes: list[TaskNode]) -> list[list[int]]:
+    """For each node, the sorted nodes with an edge to it (from ``outs``, as the graph's edges are)."""
+    preds: list[set[int]] = [set() for _ in nodes]
+    for index, node in enumerate(nodes):
+        for out in node.outs:
+            preds[out].add(index)
+    return [sorted(p) for p in preds]
+
+
+def node_steps(nodes: list[TaskNode]) -> list[list[int]] | None:
+    """Nodes with tasks grouped by depth, as :func:`steps` gives for the graph; ``None`` on a cycle.
+
+    The same generations as ``networkx.topological_generations`` (Kahn's algorithm by levels): a
+    node's generation is one more than its deepest predecessor's.
+    """
+    outs = [set(node.outs) for node in nodes]
+    indegree = [0] * len(nodes)
+    for targets in outs:
+        for out in targets:
+            indegree[out] += 1
+    generation = [i for i, d in enumerate(indegree) if d == 0]
+    seen = 0
+    out: list[list[int]] = []
+    while generation:
+        seen += len(generation)
+        with_tasks = sorted(n for n in generation if nodes[n].tasks)
+        if with_tasks:
+            out.append(with_tasks)
+        following = []
+        for n in generation:
+            for m in outs[n]:
+                indegree[m] -= 1
+                if indegree[m] == 0:
+                    following.append(m)
+        generation = following
+    return out if seen == len(nodes) else None
+
+
 def check_acyclic(graph: nx.DiGraph) -> None:
+    import networkx as nx
+
     try:
         cycle = nx.find_cycle(graph)
     except nx.NetworkXNoCycle:
@@ -385,6 +446,8 @@ def check_acyclic(graph: nx.DiGraph) -> None:
 
 def steps(graph: nx.DiGraph) -> list[list[int]]:
     """Nodes with tasks grouped by depth: each group can run in parallel once the earlier ones did."""
+    import networkx as nx
+
     out = []
     for generation in nx.topological_generations(graph):
         nodes = sorted(n for n in generation if graph.nodes[n]["tasks"])

@@ -2,14 +2,26 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
-from typing import Any
-
-import networkx as nx
+from typing import TYPE_CHECKING, Any
 
 from cvo.payload.filters import ApplyFilter
-from cvo.payload.graph import Mode, Task, build_graph, make_tasks, max_workers, steps
+from cvo.payload.graph import (
+    Mode,
+    Task,
+    TaskNode,
+    build_nodes,
+    make_tasks,
+    max_workers,
+    node_steps,
+    predecessors,
+    to_digraph,
+)
 from cvo.payload.loader import Release
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 
 @dataclass
@@ -20,20 +32,36 @@ class Plan:
     feature_set: str
     feature_gates: frozenset[str]
     capabilities: frozenset[str]
-    graph: nx.DiGraph
+    nodes: list[TaskNode]  # the graph: node id = index, edges = each node's ``outs``
     tasks: list[Task]
     steps: list[list[int]] = field(default_factory=list)
 
+    @functools.cached_property
+    def graph(self) -> nx.DiGraph:
+        """The graph as the runner gets it (networkx is imported only when this is used)."""
+        return to_digraph(self.nodes)
+
     @property
     def workers(self) -> int:
-        return max_workers(self.mode, self.graph)
+        return max_workers(self.mode, len(self.nodes))
+
+    @property
+    def node_ids(self) -> range:
+        return range(len(self.nodes))
+
+    @property
+    def edges(self) -> list[tuple[int, int]]:
+        return sorted({(i, out) for i, node in enumerate(self.nodes) for out in node.outs})
 
     def node_tasks(self, node: int) -> list[Task]:
-        tasks: list[Task] = self.graph.nodes[node]["tasks"]
-        return tasks
+        return self.nodes[node].tasks
+
+    @functools.cached_property
+    def _predecessors(self) -> list[list[int]]:
+        return predecessors(self.nodes)
 
     def after(self, node: int) -> list[int]:
-        return sorted(self.graph.predecessors(node))
+        return self._predecessors[node]
 
     @property
     def waited_operators(self) -> list[Task]:
@@ -53,7 +81,7 @@ def make_plan(
 ) -> Plan:
     apply_filter = apply_filter or ApplyFilter(feature_gates=feature_gates)
     tasks = make_tasks(release.manifests, mode, apply_filter)
-    graph = build_graph(tasks, mode, attempt)
+    nodes = build_nodes(tasks, mode, attempt)
     return Plan(
         release=release,
         mode=mode,
@@ -61,9 +89,9 @@ def make_plan(
         feature_set=feature_set,
         feature_gates=feature_gates,
         capabilities=apply_filter.enabled_capabilities,
-        graph=graph,
+        nodes=nodes,
         tasks=tasks,
-        steps=steps(graph),
+        steps=node_steps(nodes) or [],
     )
 
 
@@ -118,6 +146,6 @@ def plan_json(plan: Plan) -> dict[str, Any]:
         "steps": plan.steps,
         "nodes": [
             {"id": node, "after": plan.after(node), "tasks": [task_json(t) for t in plan.node_tasks(node)]}
-            for node in sorted(plan.graph.nodes)
+            for node in plan.node_ids
         ],
     }

@@ -42,8 +42,7 @@ def _task_line(task: Task) -> str:
 
 def write_text(plan: Plan, out: TextIO, show_excluded: bool = False) -> None:
     release = plan.release
-    graph = plan.graph
-    with_tasks = sum(1 for n in graph.nodes if plan.node_tasks(n))
+    with_tasks = sum(1 for n in plan.node_ids if plan.node_tasks(n))
     skipped = sum(1 for t in plan.tasks if t.skip)
     out.write(
         f"Release {release.version} ({release.image})\n"
@@ -95,12 +94,12 @@ def _dot_escape(text: str) -> str:
 def write_dot(plan: Plan, out: TextIO) -> None:
     out.write("digraph tasks {\n  labelloc=t;\n  rankdir=TB;\n")
     out.write(f'  label="{_dot_escape(plan.release.version)} ({plan.mode})";\n')
-    for node in sorted(plan.graph.nodes):
+    for node in plan.node_ids:
         tasks = plan.node_tasks(node)
         label = "\\n".join([_dot_escape(str(t)) for t in tasks] or ["no manifests"])
         shape = "box" if tasks else "point"
         out.write(f'  {node} [ label="{label}" shape="{shape}" ];\n')
-    for src, dst in sorted(plan.graph.edges):
+    for src, dst in plan.edges:
         out.write(f"  {src} -> {dst};\n")
     out.write("}\n")
 
@@ -111,12 +110,12 @@ def _mermaid_escape(text: str) -> str:
 
 def write_mermaid(plan: Plan, out: TextIO) -> None:
     out.write("flowchart TD\n")
-    for node in sorted(plan.graph.nodes):
+    for node in plan.node_ids:
         tasks = plan.node_tasks(node)
         if tasks:
             label = "<br/>".join(_mermaid_escape(str(t)) for t in tasks)
             out.write(f'  n{node}["{label}"]\n')
         else:
             out.write(f"  n{node}(( ))\n")
-    for src, dst in sorted(plan.graph.edges):
+    for src, dst in plan.edges:
         out.write(f"  n{src} --> n{dst}\n")
