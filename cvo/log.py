@@ -5,7 +5,6 @@ Logs go to stderr so that ``-o json`` output on stdout stays machine-readable.
 
 from __future__ import annotations
 
-import logging
 import sys
 import threading
 from typing import Any
@@ -77,6 +76,8 @@ def configure(log_format: str = "text", verbosity: int = 0) -> None:
 
 
 def _apply(structlog: Any) -> None:
+    import logging  # here, not at the top: ``cvo plan`` usually logs nothing
+
     log_format, verbosity = _settings["format"], _settings["verbosity"]
     level = logging.WARNING - 10 * verbosity
     as_json = log_format == "json"

@@ -46,6 +46,11 @@ ReleaseFactory = Callable[..., Path]
 @pytest.fixture
 def make_release(tmp_path: Path) -> ReleaseFactory:
     """Build a release directory: ``files`` maps names under release-manifests/ to documents or text."""
+    return release_factory(tmp_path)
+
+
+def release_factory(tmp_path: Path) -> ReleaseFactory:
+    """:func:`make_release` outside a fixture (hypothesis tests make a directory per example)."""
 
     def build(files: dict[str, object], version: str = "4.16.0", cvo_files: dict[str, object] | None = None,
               previous: list[str] | None = None, images: dict[str, str] | None = None,

@@ -6,9 +6,9 @@ import argparse
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cvo.cli.load_progress import for_terminal
-from cvo.cluster.api import ApiError
 from cvo.payload.filters import (
     DEFAULT_PROFILE,
     KNOWN_CAPABILITIES,
@@ -19,7 +19,10 @@ from cvo.payload.filters import (
     parse_list,
 )
 from cvo.payload.limits import display_name, is_utf8_name
-from cvo.payload.loader import LoadError, Release, load_release
+from cvo.payload.loader import LoadError, ProgressCallback, ReadRelease, Release, finish_release, read_release
+
+if TYPE_CHECKING:
+    from cvo.cluster.api import ApiError
 
 EXIT_OK = 0
 EXIT_FAILED = 1  # the command ran and found problems (lint errors, a failed sweep)
@@ -117,19 +120,27 @@ def load(args: argparse.Namespace, options: PayloadOptions) -> Release:
     """The release of ``args.release_dir``; a long load shows its progress on a terminal."""
     progress = for_terminal(getattr(args, "log_format", "text"))
     try:
-        return load_release(
-            args.release_dir,
-            version=options.version,
-            release_image=options.release_image,
-            load_filter=options.load_filter,
-            use_cache=options.use_cache,
-            on_progress=progress,
-        )
-    except LoadError as err:
-        raise UsageError("\n".join(err.errors)) from None
+        return finish(read(args, options, progress), options, progress)
     finally:
         if progress is not None:
             progress.close()
+
+
+def read(args: argparse.Namespace, options: PayloadOptions, progress: ProgressCallback | None = None) -> ReadRelease:
+    """The files of ``args.release_dir``, read but not parsed (the first half of :func:`load`)."""
+    try:
+        return read_release(args.release_dir, version=options.version, release_image=options.release_image,
+                            load_filter=options.load_filter, on_progress=progress)
+    except LoadError as err:
+        raise UsageError("\n".join(err.errors)) from None
+
+
+def finish(read: ReadRelease, options: PayloadOptions, progress: ProgressCallback | None = None) -> Release:
+    """What :func:`read` read, parsed and filtered (the second half of :func:`load`)."""
+    try:
+        return finish_release(read, use_cache=options.use_cache, on_progress=progress)
+    except LoadError as err:
+        raise UsageError("\n".join(err.errors)) from None
 
 
 def describe_api_error(err: ApiError) -> str:

@@ -10,7 +10,6 @@ from collections.abc import Sequence
 from cvo import __version__
 from cvo.cli.common import EXIT_FAILED, EXIT_USAGE, CommandFailed, UsageError, describe_api_error, print_error
 from cvo.cli.signals import Interrupted, terminate_like_interrupt
-from cvo.cluster.api import ApiError
 from cvo.log import configure
 
 # command -> (module that registers it, one-line help).  Only the module of the command being run
@@ -89,14 +88,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CommandFailed as err:
         print_error(str(err))
         return EXIT_FAILED
-    except ApiError as err:
-        print_error(describe_api_error(err))
-        return 1
     except KeyboardInterrupt:
         print_error("interrupted")
         return 130
     except BrokenPipeError:
         return 0
+    except Exception as err:
+        # The cluster's errors, imported only when something failed: `cvo plan` never loads the cluster API.
+        from cvo.cluster.api import ApiError
+
+        if not isinstance(err, ApiError):
+            raise
+        print_error(describe_api_error(err))
+        return 1
 
 
 if __name__ == "__main__":

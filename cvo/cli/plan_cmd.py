@@ -1,16 +1,32 @@
-"""``cvo plan``: print the sweep plan of a release without touching a cluster."""
+"""``cvo plan``: print the sweep plan of a release without touching a cluster.
+
+A finished plan is cached (``cvo.plan.cache``): the files are read and hashed every time, and when
+they, the options and cvo's code are what they were, the stored output is printed without parsing,
+graph building or formatting.  ``--no-cache`` bypasses it, as it bypasses the parse cache.  The HTML
+page is not cached: it depends on the operators' durations in other files.
+"""
 
 from __future__ import annotations
 
 import argparse
+import io
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from cvo.cli.common import EXIT_OK, UsageError, add_payload_flags, load, non_negative_int, payload_options
-from cvo.payload.graph import GraphCycleError, Mode
-from cvo.plan.build import make_plan
-from cvo.plan.output import write_dot, write_json, write_mermaid, write_text
+from cvo.cli.common import (
+    EXIT_OK,
+    PayloadOptions,
+    UsageError,
+    add_payload_flags,
+    finish,
+    non_negative_int,
+    payload_options,
+    read,
+)
+from cvo.cli.load_progress import for_terminal
+from cvo.payload.cache import default_cache_dir
+from cvo.payload.loader import Release
 
 if TYPE_CHECKING:
     from cvo.operators.behaviour import Behaviours
@@ -18,11 +34,14 @@ if TYPE_CHECKING:
 
 HELP = "print the task graph a sweep of RELEASE_DIR would run (dry run)"
 
+# The values of cvo.payload.graph.Mode (tested): the graph module is imported only when a plan is built.
+MODES = ("install", "update", "reconcile")
+
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser = sub.add_parser("plan", help=HELP, description=HELP.capitalize() + ".")
     add_payload_flags(parser)
-    parser.add_argument("--mode", choices=[m.value for m in Mode], default=Mode.UPDATE.value,
+    parser.add_argument("--mode", choices=MODES, default="update",
                         help="install (flattened), update (by run level; default) or reconcile (permuted)")
     parser.add_argument("--attempt", type=non_negative_int, default=0, metavar="N",
                         help="reconcile attempt number, 0 or more: picks the permutation (default 0)")
@@ -54,33 +73,48 @@ def _behaviours(args: argparse.Namespace) -> Behaviours | None:
     return None
 
 
-def write_html(plan: Plan, args: argparse.Namespace) -> None:
+def write_html(plan: Plan, args: argparse.Namespace) -> str:
     from cvo.report.estimate import estimate_timeline
     from cvo.report.html import render_html
 
     behaviours = _behaviours(args)
     timeline = estimate_timeline(plan, behaviours)
     source = "durations: " + (str(args.operators or args.scenario) if behaviours is not None else "unknown")
-    sys.stdout.write(render_html(timeline, f"cvo plan: {plan.mode} {plan.release.version} ({plan.profile})", source))
+    return render_html(timeline, f"cvo plan: {plan.mode} {plan.release.version} ({plan.profile})", source)
 
 
-def run(args: argparse.Namespace) -> int:
-    if args.output != "html" and (args.operators is not None or args.scenario is not None):
-        raise UsageError("--operators and --scenario give durations for -o html only")
-    options = payload_options(args)
-    release = load(args, options)
-    mode = Mode(args.mode)
+def output_options(args: argparse.Namespace, options: PayloadOptions) -> list[str]:
+    """Every option the printed plan depends on, beyond the files read, in a fixed order."""
+    lf, af = options.load_filter, options.apply_filter
+    return [
+        "profile", lf.profile, "feature-set", lf.feature_set, "feature-gates", ",".join(sorted(lf.feature_gates)),
+        "exclude", "" if lf.exclude_id is None else "=" + lf.exclude_id,
+        "major", "" if lf.major_version is None else str(lf.major_version),
+        "capabilities", ",".join(sorted(af.enabled_capabilities)),
+        "apply-gates", ",".join(sorted(af.feature_gates)),
+        "mode", args.mode, "attempt", str(args.attempt), "output", args.output,
+        "show-excluded", str(bool(args.show_excluded)),
+        # In the release as read too; here so that each image gets an entry of its own.
+        "release-image", options.release_image or "", "version", options.version or "",
+    ]
+
+
+def render(args: argparse.Namespace, options: PayloadOptions, release: Release) -> str:
+    from cvo.payload.graph import GraphCycleError, Mode
+    from cvo.plan.build import make_plan
+    from cvo.plan.output import write_dot, write_json, write_mermaid, write_text
+
     try:
-        plan = make_plan(release, mode, profile=options.load_filter.profile,
+        plan = make_plan(release, Mode(args.mode), profile=options.load_filter.profile,
                          feature_set=options.load_filter.feature_set,
                          feature_gates=options.load_filter.feature_gates,
                          apply_filter=options.apply_filter, attempt=args.attempt)
     except GraphCycleError as err:
         raise UsageError(str(err)) from None
-    out = sys.stdout
     if args.output == "html":
-        write_html(plan, args)
-    elif args.output == "json":
+        return write_html(plan, args)
+    out = io.StringIO()
+    if args.output == "json":
         write_json(plan, out)
     elif args.output == "dot":
         write_dot(plan, out)
@@ -88,4 +122,34 @@ def run(args: argparse.Namespace) -> int:
         write_mermaid(plan, out)
     else:
         write_text(plan, out, show_excluded=args.show_excluded)
+    return out.getvalue()
+
+
+def run(args: argparse.Namespace) -> int:
+    from cvo.plan.cache import PlanCache, code_fingerprint, plan_key
+
+    if args.output != "html" and (args.operators is not None or args.scenario is not None):
+        raise UsageError("--operators and --scenario give durations for -o html only")
+    options = payload_options(args)
+    progress = for_terminal(getattr(args, "log_format", "text"))
+    try:
+        files = read(args, options, progress)
+        cache = entry = key = None
+        if options.use_cache and not files.errors and args.output != "html":
+            names = output_options(args, options)
+            cache = PlanCache(default_cache_dir())
+            entry = cache.entry_path(files.root, names)
+            key = plan_key(files.fingerprint(), names, code_fingerprint())
+            stored = cache.get(entry, key)
+            if stored is not None:
+                sys.stdout.write(stored.decode("utf-8", "surrogateescape"))
+                return EXIT_OK
+        release = finish(files, options, progress)
+    finally:
+        if progress is not None:
+            progress.close()
+    text = render(args, options, release)
+    sys.stdout.write(text)
+    if cache is not None and entry is not None and key is not None:
+        cache.put(entry, key, text.encode("utf-8", "surrogateescape"))
     return EXIT_OK

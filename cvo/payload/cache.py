@@ -13,7 +13,6 @@ import contextlib
 import hashlib
 import marshal
 import os
-import tempfile
 from pathlib import Path
 
 from cvo.payload.manifest import Header
@@ -63,6 +62,8 @@ class ParseCache:
 
     def save(self, entries: dict[bytes, list[Header]]) -> None:
         """Replace the pack with ``entries``; a cache that cannot be written is not an error."""
+        import tempfile  # only when writing: a warm load never does
+
         with contextlib.suppress(OSError):
             self.path.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".pack-")

@@ -9,6 +9,7 @@ sub-directories are ignored.  ``manifests/`` is rendered as a Go template first.
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
 import threading
 from collections.abc import Callable
@@ -106,6 +107,11 @@ class _Source:
     path: str  # relative to the release directory
     file: str  # base name
     data: bytes
+
+    @functools.cached_property
+    def key(self) -> bytes:
+        """The parse cache's key: the digest of :attr:`data`."""
+        return digest(self.data)
 
 
 def _sorted_entries(directory: Path) -> list[os.DirEntry[str]]:
@@ -278,6 +284,48 @@ def default_jobs() -> int:
     return max(1, min(os.cpu_count() or 1, 8))
 
 
+@dataclass
+class ReadRelease:
+    """A release directory read but not parsed: every input a :class:`Release` is made of.
+
+    ``sources`` hold each manifest file's bytes (templates rendered), ``errors`` the files that could
+    not be read; :func:`finish_release` parses them into a :class:`Release` (and raises the errors).
+    """
+
+    root: Path
+    version: str
+    image: str
+    load_filter: LoadFilter
+    metadata: ReleaseMetadata | None
+    image_references: ImageReferences | None
+    warnings: list[str]
+    sources: list[_Source]
+    skipped: list[SkippedFile]
+    errors: list[tuple[str, str]]  # (path, message)
+    side_files: list[tuple[str, bytes]] = field(default_factory=list)  # release-metadata, image-references
+
+    def fingerprint(self) -> bytes:
+        """SHA-256 over everything read: each file's path and bytes, the files not read, the version and
+        image.  Two reads with the same fingerprint make the same :class:`Release` (for one filter)."""
+        h = hashlib.sha256()
+
+        def put(*parts: str | bytes) -> None:
+            for part in parts:
+                data = part.encode("utf-8", "surrogateescape") if isinstance(part, str) else part
+                h.update(len(data).to_bytes(8, "little"))
+                h.update(data)
+
+        put(str(self.root), self.version, self.image, str(len(self.sources)))
+        for path, data in self.side_files:
+            put(path, data)
+        for src in self.sources:
+            put(src.path, src.file, src.key)
+        put(str(len(self.skipped)))
+        for sk in self.skipped:
+            put(sk.path, sk.reason)
+        return h.digest()
+
+
 def load_release(
     directory: str | os.PathLike[str],
     *,
@@ -293,6 +341,20 @@ def load_release(
 
     ``on_progress(stage, done, total)`` is called as files are read and parsed.
     """
+    read = read_release(directory, version=version, release_image=release_image, load_filter=load_filter,
+                        on_progress=on_progress)
+    return finish_release(read, use_cache=use_cache, cache_dir=cache_dir, jobs=jobs, on_progress=on_progress)
+
+
+def read_release(
+    directory: str | os.PathLike[str],
+    *,
+    version: str | None = None,
+    release_image: str | None = None,
+    load_filter: LoadFilter | None = None,
+    on_progress: ProgressCallback | None = None,
+) -> ReadRelease:
+    """Read (not parse) a release directory; :class:`LoadError` for a directory that is not one."""
     root = Path(directory)
     load_filter = load_filter or LoadFilter()
     if not is_utf8_name(str(root)):
@@ -303,12 +365,16 @@ def load_release(
     metadata: ReleaseMetadata | None = None
     image_refs: ImageReferences | None = None
     warnings: list[str] = []
+    side_files: list[tuple[str, bytes]] = []
     if release_dir.is_dir():
         meta_path = f"{RELEASE_MANIFEST_DIR}/{METADATA_FILE}"
         refs_path = f"{RELEASE_MANIFEST_DIR}/{IMAGE_REFERENCES_FILE}"
         try:
-            metadata = parse_release_metadata(read_input(release_dir / METADATA_FILE, meta_path), meta_path)
-            image_refs = parse_image_references(read_input(release_dir / IMAGE_REFERENCES_FILE, refs_path), refs_path)
+            meta_bytes = read_input(release_dir / METADATA_FILE, meta_path)
+            metadata = parse_release_metadata(meta_bytes, meta_path)
+            refs_bytes = read_input(release_dir / IMAGE_REFERENCES_FILE, refs_path)
+            image_refs = parse_image_references(refs_bytes, refs_path)
+            side_files = [(meta_path, meta_bytes), (refs_path, refs_bytes)]
         except InputError as err:
             raise LoadError([str(err)]) from None
         warnings.extend(f"{meta_path}: {w}" for w in metadata.warnings)
@@ -360,15 +426,30 @@ def load_release(
     else:
         sources += _collect(root, "", frozenset(), None, skipped, errors, budget, on_progress)
 
+    return ReadRelease(root=root, version=version, image=image, load_filter=load_filter, metadata=metadata,
+                       image_references=image_refs, warnings=warnings, sources=sources, skipped=skipped,
+                       errors=errors, side_files=side_files)
+
+
+def finish_release(
+    read: ReadRelease,
+    *,
+    use_cache: bool = True,
+    cache_dir: Path | None = None,
+    jobs: int | None = None,
+    on_progress: ProgressCallback | None = None,
+) -> Release:
+    """Parse what :func:`read_release` read (through the parse cache) and filter it into a Release."""
+    root, version, sources, load_filter = read.root, read.version, read.sources, read.load_filter
+    errors = list(read.errors)
     cache: ParseCache | None = None
     if use_cache:
         cache = ParseCache(cache_dir or default_cache_dir(), root)
         cache.load()
-    digests = [digest(s.data) for s in sources]
     parsed: list[list[Header] | None] = [None] * len(sources)
     misses: list[int] = []
-    for i, key in enumerate(digests):
-        hit = cache.get(key) if cache else None
+    for i, src in enumerate(sources):
+        hit = cache.get(src.key) if cache else None  # no digest without a cache
         if hit is None:
             misses.append(i)
         else:
@@ -385,7 +466,7 @@ def load_release(
         errors.sort(key=lambda e: _payload_order(e[0]))
         raise LoadError([message for _, message in errors])
     if cache is not None and misses:
-        cache.save({key: parsed[i] for i, key in enumerate(digests) if parsed[i] is not None})  # type: ignore[misc]
+        cache.save({src.key: parsed[i] for i, src in enumerate(sources) if parsed[i] is not None})  # type: ignore[misc]
 
     major = semver.parse(version).major
     filt = LoadFilter(
@@ -410,12 +491,12 @@ def load_release(
     return Release(
         directory=root,
         version=version,
-        image=image,
-        metadata=metadata,
-        image_references=image_refs,
+        image=read.image,
+        metadata=read.metadata,
+        image_references=read.image_references,
         manifests=kept,
         excluded=excluded,
-        skipped_files=skipped,
+        skipped_files=read.skipped,
         all_manifests=everything,
-        warnings=warnings,
+        warnings=read.warnings,
     )
