@@ -535,6 +535,11 @@ def test_parallel_parser_gives_exactly_the_serial_result(make_release: ReleaseFa
     assert len(serial["manifests"]) == 32
     assert parallel["manifests"] == serial["manifests"]
     assert parallel["annotations"] == serial["annotations"]
+    shared = result["shared"]
+    assert all(shared["squares"]) and len(shared["squares"]) == 1500
+    assert shared["dies"] is True
+    assert shared["progress"] == [True, True]  # this process's progress counts every participant's claims
+    assert (shared["empty"], shared["one"]) == ({}, {"4": 16})
 
 
 def test_parallel_parser_reports_the_same_errors_in_the_same_order(make_release: ReleaseFactory) -> None:
@@ -554,13 +559,12 @@ def test_no_parser_processes_are_forked_while_other_threads_run(corpus: Path, mo
                                                                tmp_path: Path) -> None:
     """fork() copies only the calling thread, so a lock another thread holds stays locked in the child: a
     test run once hung in a forked parser.  With another thread alive the loader parses in its own process."""
-    import multiprocessing
     import threading
 
     def no_fork(*args: object, **kwargs: object) -> None:
         raise AssertionError("a parser process was started while another thread ran")
 
-    monkeypatch.setattr(multiprocessing, "get_context", no_fork)
+    monkeypatch.setattr(os, "fork", no_fork)
     stop = threading.Event()
     other = threading.Thread(target=stop.wait, daemon=True)
     other.start()

@@ -205,76 +205,35 @@ def _payload_order(path: str) -> tuple[int, bytes]:
     return (1 if directory == RELEASE_MANIFEST_DIR else 0, os.fsencode(name))
 
 
-# Work shared with forked parser processes: set before the pool starts, read by index.
-_PENDING: list[_Source] = []
-
-
-def _parse_chunk(indexes: list[int]) -> list[tuple[int, list[Header] | None, str | None]]:
-    out: list[tuple[int, list[Header] | None, str | None]] = []
-    for i in indexes:
-        src = _PENDING[i]
-        try:
-            out.append((i, parse_headers(src.data, src.path), None))
-        except ManifestError as err:
-            out.append((i, None, str(err)))
-    return out
-
-
-def _worker_signals() -> None:
-    """A parser process ends on SIGTERM (``Pool.terminate``) and leaves Ctrl-C to the command.
-
-    It is forked while the command's SIGTERM handler (``cvo.cli.signals``) is installed; inherited, that
-    handler raised ``Interrupted`` in workers as the pool shut down.
-    """
-    import signal
-
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+def _parse_one(src: _Source) -> tuple[list[Header] | None, str | None]:
+    try:
+        return parse_headers(src.data, src.path), None
+    except ManifestError as err:
+        return None, str(err)
 
 
 def _parse_all(sources: list[_Source], jobs: int, on_progress: ProgressCallback | None = None,
                ) -> list[tuple[int, list[Header] | None, str | None]]:
-    global _PENDING
     total = sum(len(s.data) for s in sources)
     workers = min(jobs, len(sources))
     # fork() copies only the calling thread: a lock another thread held at that moment (a watch, the
     # store's poller, the logging lock) stays locked in the child for ever.  Parse in this process then.
     if workers <= 1 or total < PARALLEL_THRESHOLD or threading.active_count() > 1:
-        _PENDING = sources
-        try:
-            if on_progress is None:
-                return _parse_chunk(list(range(len(sources))))
-            out = []
-            for i in range(len(sources)):
-                out += _parse_chunk([i])
+        out = []
+        for i, src in enumerate(sources):
+            out.append((i, *_parse_one(src)))
+            if on_progress is not None:
                 on_progress("parsing", i + 1, len(sources))
-            return out
-        finally:
-            _PENDING = []
-    import multiprocessing
+        return out
+    from cvo.payload.parallel import run_shared
 
-    # Balance the work by size: biggest files first, each to the least loaded chunk; a few chunks per
-    # worker, so that progress moves and a worker that finishes early takes the next one.
-    chunks = min(len(sources), workers * 4)
-    bins: list[list[int]] = [[] for _ in range(chunks)]
-    loads = [0] * chunks
-    for i in sorted(range(len(sources)), key=lambda i: -len(sources[i].data)):
-        w = loads.index(min(loads))
-        bins[w].append(i)
-        loads[w] += len(sources[i].data)
-    bins.sort(key=lambda b: -sum(len(sources[i].data) for i in b))
-    _PENDING = sources
-    results: list[tuple[int, list[Header] | None, str | None]] = []
-    try:
-        ctx = multiprocessing.get_context("fork")
-        with ctx.Pool(workers, initializer=_worker_signals) as pool:
-            for chunk in pool.imap_unordered(_parse_chunk, bins, chunksize=1):
-                results += chunk
-                if on_progress is not None:
-                    on_progress("parsing", len(results), len(sources))
-    finally:
-        _PENDING = []
-    return results
+    def progress(done: int, count: int) -> None:
+        if on_progress is not None:
+            on_progress("parsing", done, count)
+
+    results = run_shared(list(range(len(sources))), [len(s.data) for s in sources],
+                         lambda i: _parse_one(sources[i]), workers, progress)
+    return [(i, *results[i]) for i in range(len(sources))]
 
 
 def default_jobs() -> int:
