@@ -39,6 +39,8 @@ class CommandFailed(Exception):
 
 @dataclass(frozen=True)
 class PayloadOptions:
+    """What a command reads of a release: filters, version, image, cache."""
+
     load_filter: LoadFilter
     apply_filter: ApplyFilter
     version: str | None

@@ -15,7 +15,6 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from pathlib import Path
 
 KIB = 1024
 MIB = 1024 * KIB
@@ -111,7 +110,7 @@ def _not_regular(mode: int) -> str:
     return f"is {kind}, not a regular file (cvo reads only regular files)"
 
 
-def _os_problem(err: OSError, path: Path) -> str:
+def _os_problem(err: OSError) -> str:
     if err.errno == errno.ELOOP:
         return "symbolic link loop (too many levels of symbolic links)"
     if err.errno == errno.ENOENT:
@@ -139,13 +138,13 @@ def read_input(path: str | os.PathLike[str], display: str, limit: int | None = N
     """
     if limit is None:
         limit = MAX_FILE_BYTES
-    p = Path(path)
+    p = os.fspath(path)  # not a Path: read once per file, 900 times for the corpus
     try:
         st = os.stat(p)
     except OSError as err:
         if err.errno == errno.ENOENT and os.path.islink(p):
             raise InputError(display, "file not found (dangling symbolic link)") from None
-        raise InputError(display, _os_problem(err, p)) from None
+        raise InputError(display, _os_problem(err)) from None
     if not stat.S_ISREG(st.st_mode):
         raise InputError(display, _not_regular(st.st_mode))
     check_size(st.st_size, display, limit)
@@ -153,7 +152,7 @@ def read_input(path: str | os.PathLike[str], display: str, limit: int | None = N
     try:
         fd = os.open(p, flags)
     except OSError as err:
-        raise InputError(display, _os_problem(err, p)) from None
+        raise InputError(display, _os_problem(err)) from None
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):  # replaced between the stat and the open
@@ -169,7 +168,7 @@ def read_input(path: str | os.PathLike[str], display: str, limit: int | None = N
             remaining -= len(chunk)
             want = MIB
     except OSError as err:
-        raise InputError(display, _os_problem(err, p)) from None
+        raise InputError(display, _os_problem(err)) from None
     finally:
         os.close(fd)
     data = chunks[0] if len(chunks) == 1 else b"".join(chunks)

@@ -67,18 +67,24 @@ class LoadError(Exception):
 
 @dataclass(frozen=True)
 class SkippedFile:
+    """A file of the release directory that is not read, and why."""
+
     path: str
     reason: str
 
 
 @dataclass(frozen=True)
 class Excluded:
+    """A document the load-time filters left out, and why."""
+
     manifest: Manifest
     reason: str
 
 
 @dataclass
 class Release:
+    """A loaded release: its metadata and its manifests in payload order."""
+
     directory: Path
     version: str
     image: str
@@ -104,6 +110,8 @@ class Release:
 
 @dataclass
 class _Source:
+    """One manifest file as read: its path, name and bytes (templates rendered)."""
+
     path: str  # relative to the release directory
     file: str  # base name
     data: bytes

@@ -17,6 +17,8 @@ ARCHITECTURE_KEY = "release.openshift.io/architecture"
 
 @dataclass(frozen=True)
 class ReleaseMetadata:
+    """The release-metadata file (cincinnati-metadata-v0)."""
+
     version: str
     previous: tuple[str, ...] = ()
     next: tuple[str, ...] = ()
@@ -28,6 +30,8 @@ class ReleaseMetadata:
 
 @dataclass(frozen=True)
 class ImageReferences:
+    """The image-references ImageStream: the release's images by tag."""
+
     name: str
     images: dict[str, str] = field(default_factory=dict)
 

@@ -22,6 +22,8 @@ class SemverError(ValueError):
 @total_ordering
 @dataclass(frozen=True, slots=True)
 class Version:
+    """A semantic version."""
+
     major: int
     minor: int
     patch: int

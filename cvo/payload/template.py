@@ -35,6 +35,8 @@ class RenderTooLarge(ValueError):
 
 @dataclass(frozen=True)
 class TemplateContext:
+    """The values a manifests/ template may use."""
+
     release_image: str
     cluster_profile: str
     images: dict[str, str] = field(default_factory=dict)
