@@ -84,3 +84,30 @@ def test_poke_wakes_a_waiter_without_a_watch_event() -> None:
 
     woke, waited = run_virtual(main)
     assert woke and waited == 3.0
+
+
+def test_without_a_baseline_nothing_is_listed_and_the_first_event_wakes() -> None:
+    """The CRD notifier lists nothing at start (a list decodes every CRD at once): a first event whose key
+    did not change wakes the waiters, who read again; the next one like it does not."""
+
+    async def main() -> tuple[int, bool, bool]:
+        clock = Clock(EPOCH)
+        cluster = SimCluster(clock=clock, namespaces=(*DEFAULT_NAMESPACES, "ns"))
+        await cluster.create(cm("a", "1"))
+        lists = cluster.stats.verbs["list"]
+        notifier = Notifier(cluster, "", "ConfigMap", key=lambda obj: (obj.get("metadata") or {}).get("labels"),
+                            baseline=False)
+        await notifier.start()
+        listed = cluster.stats.verbs["list"] - lists
+        woke = []
+        for value in ("2", "3"):
+            mark = notifier.mark("a")
+            waiter = asyncio.create_task(notifier.wait_change("a", mark, 5.0))
+            live = await cluster.get(Ref("", "ConfigMap", "ns", "a"))
+            await cluster.update({**live, "data": {"v": value}})  # not a key change
+            woke.append(await waiter)
+        await notifier.stop()
+        return listed, woke[0], woke[1]
+
+    listed, first, second = run_virtual(main)
+    assert (listed, first, second) == (0, True, False)

@@ -19,7 +19,15 @@ from cvo.payload.filters import (
     parse_list,
 )
 from cvo.payload.limits import display_name, is_utf8_name
-from cvo.payload.loader import LoadError, ProgressCallback, ReadRelease, Release, finish_release, read_release
+from cvo.payload.loader import (
+    LoadError,
+    ProgressCallback,
+    ReadRelease,
+    Release,
+    finish_release,
+    load_release,
+    read_release,
+)
 
 if TYPE_CHECKING:
     from cvo.cluster.api import ApiError
@@ -122,14 +130,18 @@ def load(args: argparse.Namespace, options: PayloadOptions) -> Release:
     """The release of ``args.release_dir``; a long load shows its progress on a terminal."""
     progress = for_terminal(getattr(args, "log_format", "text"))
     try:
-        return finish(read(args, options, progress), options, progress)
+        return load_release(args.release_dir, version=options.version, release_image=options.release_image,
+                            load_filter=options.load_filter, use_cache=options.use_cache, on_progress=progress)
+    except LoadError as err:
+        raise UsageError("\n".join(err.errors)) from None
     finally:
         if progress is not None:
             progress.close()
 
 
 def read(args: argparse.Namespace, options: PayloadOptions, progress: ProgressCallback | None = None) -> ReadRelease:
-    """The files of ``args.release_dir``, read but not parsed (the first half of :func:`load`)."""
+    """The files of ``args.release_dir``, read but not parsed, every file's bytes kept (``cvo plan``
+    hashes them all before it knows whether it needs to parse anything)."""
     try:
         return read_release(args.release_dir, version=options.version, release_image=options.release_image,
                             load_filter=options.load_filter, on_progress=progress)
@@ -138,7 +150,7 @@ def read(args: argparse.Namespace, options: PayloadOptions, progress: ProgressCa
 
 
 def finish(read: ReadRelease, options: PayloadOptions, progress: ProgressCallback | None = None) -> Release:
-    """What :func:`read` read, parsed and filtered (the second half of :func:`load`)."""
+    """What :func:`read` read, parsed and filtered."""
     try:
         return finish_release(read, use_cache=options.use_cache, on_progress=progress)
     except LoadError as err:

@@ -122,7 +122,7 @@ class OperatorSimulator:
             co = cluster_operators[name]
             model = self.operators.setdefault(name, OperatorModel(name))
             model.versions[release.version] = dict(operator_versions(co))
-            refs = {Ref(d.group, d.kind, d.namespace, d.name): _images(d.obj) for d in deployments}
+            refs = {Ref(d.group, d.kind, d.namespace, d.name): _images(d.copy_obj()) for d in deployments}
             model.deployments[release.version] = refs
             for ref in refs:
                 self._by_deployment[ref].add(name)

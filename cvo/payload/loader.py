@@ -114,7 +114,8 @@ class _Source:
 
     path: str  # relative to the release directory
     file: str  # base name
-    data: bytes
+    data: bytes  # b"" once parsed from the cache: not held while the rest is read
+    headers: list[Header] | None = None  # from the parse cache, when it had them
 
     @functools.cached_property
     def key(self) -> bytes:
@@ -167,7 +168,7 @@ def _render(data: bytes, path: str, ctx: TemplateContext) -> bytes:
 def _collect(
     directory: Path, rel: str, skip_names: frozenset[str], render_ctx: TemplateContext | None,
     skipped: list[SkippedFile], errors: list[tuple[str, str]], budget: _ReadBudget,
-    on_progress: ProgressCallback | None = None,
+    on_progress: ProgressCallback | None = None, parse_cache: ParseCache | None = None,
 ) -> list[_Source]:
     sources: list[_Source] = []
     entries = _sorted_entries(directory)
@@ -203,7 +204,10 @@ def _collect(
             log.warning("skipping manifest that does not render", file=path, reason=str(err))
             skipped.append(SkippedFile(path, f"template: {err} (skipped)"))
             continue
-        sources.append(_Source(path, entry.name, data))
+        src = _Source(path, entry.name, data)
+        if parse_cache is not None and (hit := parse_cache.get(src.key)) is not None:
+            src.headers, src.data = hit, b""  # parsed already: its bytes need not wait for the others
+        sources.append(src)
     return sources
 
 
@@ -308,9 +312,17 @@ def load_release(
 
     ``on_progress(stage, done, total)`` is called as files are read and parsed.
     """
-    read = read_release(directory, version=version, release_image=release_image, load_filter=load_filter,
-                        on_progress=on_progress)
-    return finish_release(read, use_cache=use_cache, cache_dir=cache_dir, jobs=jobs, on_progress=on_progress)
+    cache = ParseCache(cache_dir or default_cache_dir(), Path(directory)) if use_cache else None
+    if cache is not None:
+        cache.load()  # first, so that each file's bytes are dropped as soon as the cache has its parse
+    try:
+        read = read_release(directory, version=version, release_image=release_image, load_filter=load_filter,
+                            on_progress=on_progress, parse_cache=cache)
+        return finish_release(read, use_cache=use_cache, cache_dir=cache_dir, jobs=jobs, on_progress=on_progress,
+                              parse_cache=cache)
+    finally:
+        if cache is not None:
+            cache.close()
 
 
 def read_release(
@@ -320,8 +332,12 @@ def read_release(
     release_image: str | None = None,
     load_filter: LoadFilter | None = None,
     on_progress: ProgressCallback | None = None,
+    parse_cache: ParseCache | None = None,
 ) -> ReadRelease:
-    """Read (not parse) a release directory; :class:`LoadError` for a directory that is not one."""
+    """Read (not parse) a release directory; :class:`LoadError` for a directory that is not one.
+
+    With a loaded ``parse_cache``, a file the cache has parsed keeps its headers, not its bytes.
+    """
     root = Path(directory)
     load_filter = load_filter or LoadFilter()
     if not is_utf8_name(str(root)):
@@ -385,13 +401,14 @@ def read_release(
                 cluster_profile=load_filter.profile,
                 images=dict(image_refs.images) if image_refs else {},
             )
-            sources += _collect(cvo_dir, CVO_MANIFEST_DIR, frozenset(), ctx, skipped, errors, budget, on_progress)
+            sources += _collect(cvo_dir, CVO_MANIFEST_DIR, frozenset(), ctx, skipped, errors, budget, on_progress,
+                                parse_cache)
         sources += _collect(
             release_dir, RELEASE_MANIFEST_DIR, frozenset({METADATA_FILE, IMAGE_REFERENCES_FILE}), None,
-            skipped, errors, budget, on_progress,
+            skipped, errors, budget, on_progress, parse_cache,
         )
     else:
-        sources += _collect(root, "", frozenset(), None, skipped, errors, budget, on_progress)
+        sources += _collect(root, "", frozenset(), None, skipped, errors, budget, on_progress, parse_cache)
 
     return ReadRelease(root=root, version=version, image=image, load_filter=load_filter, metadata=metadata,
                        image_references=image_refs, warnings=warnings, sources=sources, skipped=skipped,
@@ -405,18 +422,24 @@ def finish_release(
     cache_dir: Path | None = None,
     jobs: int | None = None,
     on_progress: ProgressCallback | None = None,
+    parse_cache: ParseCache | None = None,
 ) -> Release:
-    """Parse what :func:`read_release` read (through the parse cache) and filter it into a Release."""
+    """Parse what :func:`read_release` read (through the parse cache) and filter it into a Release.
+
+    ``parse_cache``: the cache ``read`` was read with (loaded); otherwise one is opened here.
+    """
     root, version, sources, load_filter = read.root, read.version, read.sources, read.load_filter
     errors = list(read.errors)
-    cache: ParseCache | None = None
-    if use_cache:
+    cache = parse_cache
+    if cache is None and use_cache:
         cache = ParseCache(cache_dir or default_cache_dir(), root)
         cache.load()
     parsed: list[list[Header] | None] = [None] * len(sources)
     misses: list[int] = []
     for i, src in enumerate(sources):
-        hit = cache.get(src.key) if cache else None  # no digest without a cache
+        hit = src.headers
+        if hit is None and cache is not None:
+            hit = cache.get(src.key)  # no digest without a cache
         if hit is None:
             misses.append(i)
         else:
@@ -434,6 +457,8 @@ def finish_release(
         raise LoadError([message for _, message in errors])
     if cache is not None and misses:
         cache.save({src.key: parsed[i] for i, src in enumerate(sources) if parsed[i] is not None})  # type: ignore[misc]
+    if cache is not None and parse_cache is None:
+        cache.close()
 
     major = semver.parse(version).major
     filt = LoadFilter(

@@ -46,6 +46,9 @@ class Manifest:
     annotations: dict[str, str]
     raw: bytes
     _obj: dict[str, Any] | None = field(default=None, repr=False)
+    # cvo.payload.shapes' verdict on the object, once known (``None`` before): a sweep checks every
+    # manifest on every attempt, and keeping the decoded object for that would hold a release twice.
+    _shape: object = field(default=None, repr=False)
 
     @property
     def group(self) -> str:

@@ -155,6 +155,19 @@ def object_problem(group: str, kind: str, obj: dict[str, Any]) -> str | None:
     return c.problem
 
 
+_UNCHECKED = None  # Manifest._shape's default: not checked yet
+_FINE = ""  # checked: no problem
+
+
 def shape_problem(m: Manifest) -> str | None:
-    """:func:`object_problem` for a manifest."""
-    return object_problem(m.group, m.kind, m.obj)
+    """:func:`object_problem` for a manifest, remembered on it.
+
+    The object is decoded for the check and dropped (unless something else already decoded it): a
+    sweep checks every manifest on every attempt, and :attr:`Manifest.obj` would keep every object of
+    the release decoded for the rest of the process, beside the cluster's own copies.
+    """
+    known = m._shape
+    if known is _UNCHECKED:
+        problem = object_problem(m.group, m.kind, m._obj if m._obj is not None else m.copy_obj())
+        m._shape = known = _FINE if problem is None else problem
+    return None if known == _FINE else str(known)

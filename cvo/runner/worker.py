@@ -175,7 +175,9 @@ class Worker:
                                    budget=self.options.budget)
         watched = steady(cluster, self.options.budget)  # the watches' first lists ride out an outage
         self.co_notifier = Notifier(watched, *CLUSTER_OPERATOR, key=operator_health_key)
-        self.crd_notifier = Notifier(watched, "apiextensions.k8s.io", "CustomResourceDefinition", key=established_key)
+        # No baseline list: it would decode every CRD at once (the CRD waits mark, then read).
+        self.crd_notifier = Notifier(watched, "apiextensions.k8s.io", "CustomResourceDefinition", key=established_key,
+                                     baseline=False)
         self.ns_notifier = Notifier(watched, "", "Namespace", key=_exists)
         self._payload_crds: dict[tuple[str, str, str], Manifest] | None = None  # built on first need
         self._payload_namespaces = {m.name: m for m in release.manifests if (m.group, m.kind) == ("", "Namespace")}
