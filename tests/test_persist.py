@@ -314,3 +314,32 @@ def test_when_the_server_does_not_answer_the_last_clusterversion_read_is_used() 
         return first
 
     assert run(test)["metadata"]["name"] == "version"
+
+
+def test_a_status_write_starts_from_its_last_answer_and_reads_only_after_a_conflict() -> None:
+    """The writer's last answer is the newest ClusterVersion it knows of: the next write needs no read.
+    A write by someone else in between makes the server refuse the stale one; it reads, and writes
+    its report onto what the other wrote (the other's change stays)."""
+
+    async def test(cluster: Faulty) -> tuple[int, int, Object]:
+        w = writer(cluster, Budget.of(600))
+        await w.ensure("1.0.0", "file:///r", ("True", "PayloadLoaded", "loaded"))
+        reads = cluster.calls.get("get", 0)
+        await w.write(force=True, **REPORT)
+        await w.write(force=True, **{**REPORT, "done": 2})
+        quiet_reads = cluster.calls.get("get", 0) - reads
+        other = await cluster.cluster.get(cv_ref())
+        assert other is not None
+        other["spec"] = {**(other.get("spec") or {}), "channel": "stable-1.0"}
+        await cluster.cluster.update(other)  # another writer: the spec changes, so does the resourceVersion
+        reads = cluster.calls.get("get", 0)
+        await w.write(force=True, **{**REPORT, "done": 3})
+        final = await cluster.cluster.get(cv_ref())
+        assert final is not None
+        return quiet_reads, cluster.calls.get("get", 0) - reads, final
+
+    quiet_reads, conflict_reads, final = run(test)
+    assert quiet_reads == 0
+    assert conflict_reads == 1
+    assert final["spec"]["channel"] == "stable-1.0"
+    assert "3 of 2" in next(c["message"] for c in final["status"]["conditions"] if c["type"] == "Progressing")

@@ -38,8 +38,9 @@ def widget_payload() -> dict[str, object]:
     return {"0000_10_a_widget.yaml": widget(), "0000_10_b_crd.yaml": crd()}
 
 
-async def sweep(cluster: SimCluster, clock: Clock, release: Release, mode: Mode) -> tuple[SweepResult, Recorder]:
-    rec = Recorder()
+async def sweep(cluster: SimCluster, clock: Clock, release: Release, mode: Mode,
+                rec: Recorder | None = None) -> tuple[SweepResult, Recorder]:
+    rec = rec or Recorder()
     result = await Worker(cluster, release, mode, rec, clock, SweepOptions(timeout=3600.0, interval=180.0)).run()
     return result, rec
 
@@ -159,3 +160,43 @@ def test_install_creates_without_reading_first(make_release: ReleaseFactory) -> 
     assert large_again["get"] - small_again["get"] == 20
     assert large_again.get("update", 0) == small_again.get("update", 0)
 
+
+
+class ReadCounting:
+    """The embedded cluster, counting reads of each kind (it serves everything else unchanged)."""
+
+    def __init__(self, cluster: SimCluster) -> None:
+        self.cluster = cluster
+        self.reads: dict[str, int] = {}
+
+    async def get(self, ref: Ref) -> Any:
+        self.reads[ref.kind] = self.reads.get(ref.kind, 0) + 1
+        return await self.cluster.get(ref)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.cluster, name)
+
+
+def test_install_reads_no_operator_object_before_its_health_check(make_release: ReleaseFactory) -> None:
+    """An install creates the ClusterOperator in its node's precreate pass and the OperatorCondition, Role
+    and RoleBinding for the operator's Deployment: none is read first (the cluster is empty), and the
+    ClusterOperator task reads its object only to check its health, as the CVO's Initializing mode."""
+    from test_runner_worker import operator_payload, start_sim
+
+    release = release_of(make_release, "4.17.0", operator_payload("4.17.0"))
+
+    async def main() -> tuple[SweepResult, dict[str, int], int]:
+        clock = Clock(EPOCH)
+        cluster = cluster_with(clock)
+        sim = await start_sim(cluster, clock, [release])
+        counting = ReadCounting(cluster)
+        rec = Recorder()
+        result, _ = await sweep(counting, clock, release, Mode.INSTALL, rec)  # type: ignore[arg-type]
+        await sim.stop()
+        return result, counting.reads, len(named(rec, "task.waiting", operator="foo"))
+
+    result, reads, waits = virtual(main)
+    assert result.ok, result.message
+    assert reads.get("OperatorCondition", 0) == 0 and reads.get("Role", 0) == 0 and reads.get("RoleBinding", 0) == 0
+    # The health check's first read, and one more for each change it waited through; none before it.
+    assert 1 <= reads.get("ClusterOperator", 0) <= 1 + 2 * max(waits, 1)

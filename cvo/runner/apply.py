@@ -190,14 +190,15 @@ async def apply_task(cluster: Cluster, task: Task, mode: Mode, deletes: DeleteTr
     return ApplyOutcome("updated", await cluster.update(update))
 
 
-async def precreate_cluster_operator(cluster: Cluster, task: Task, create_first: bool = False) -> None:
+async def precreate_cluster_operator(cluster: Cluster, task: Task, create_first: bool = False) -> dict[str, Any] | None:
     """The precreate pass: create the ClusterOperator (no status but relatedObjects) if it is missing.
 
-    ``create_first`` (install mode) skips the read: AlreadyExists means there is nothing to do."""
+    ``create_first`` (install mode) skips the read: AlreadyExists means there is nothing to do.
+    Returns the object as created (with its relatedObjects), ``None`` when it was there already."""
     m = task.manifest
     ref = Ref(m.group, m.kind, "", m.name)
     if not create_first and await cluster.get(ref) is not None:
-        return
+        return None
     obj = task.manifest.copy_obj()
     related = entries(mapping(obj.get("status")).get("relatedObjects"))  # apply_task names a malformed one
     obj.pop("status", None)
@@ -209,16 +210,18 @@ async def precreate_cluster_operator(cluster: Cluster, task: Task, create_first:
         created = await cluster.create(obj)
         if related:
             created["status"] = {**(created.get("status") or {}), "relatedObjects": related}
-            await cluster.update_status(created)
+            created = await cluster.update_status(created)
+        return created
     except ApiError as err:
         if err.kind not in (ApiErrorKind.ALREADY_EXISTS, ApiErrorKind.CONFLICT):
             raise
+        return None
 
 
 async def _cluster_operator(cluster: Cluster, task: Task, live: dict[str, Any] | None, mode: Mode) -> ApplyOutcome:
     if live is None:
-        await precreate_cluster_operator(cluster, task)
-        return ApplyOutcome("created", await cluster.get(Ref.of(task.manifest.obj)))
+        created = await precreate_cluster_operator(cluster, task, create_first=True)
+        return ApplyOutcome("created", created if created is not None else await cluster.get(Ref.of(task.manifest.obj)))
     if mode is Mode.RECONCILE:
         merged = dict(live)
         merged["metadata"] = dict(mapping(live.get("metadata")))

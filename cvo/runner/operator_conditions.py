@@ -48,8 +48,10 @@ def _key(oc: dict[str, Any]) -> tuple[str, str]:
 
 
 class OperatorConditionManager:
-    def __init__(self, cluster: Cluster, manifests: Sequence[Manifest]) -> None:
+    def __init__(self, cluster: Cluster, manifests: Sequence[Manifest], *, create_first: bool = False) -> None:
         self.cluster = cluster
+        # An install finds nothing there: create first, read only on AlreadyExists (a request less each).
+        self.create_first = create_first
         self.owner: dict[tuple[str, str], str] = {}  # (namespace, deployment) -> ClusterOperator name
         # (namespace, ClusterOperator) -> its operator Deployments there, in payload order
         self.deployments: dict[tuple[str, str], list[dict[str, Any]]] = {}
@@ -92,7 +94,7 @@ class OperatorConditionManager:
         """The live OperatorCondition, created or with the generator's fields put back (OLM's
         ``ensureOperatorCondition``: ``spec.conditions`` and ``spec.overrides`` are never touched)."""
         ref = Ref.of(wanted)
-        live = await self.cluster.get(ref)
+        live = None if self.create_first else await self.cluster.get(ref)
         if live is None:
             try:
                 return await self.cluster.create(wanted)
@@ -111,7 +113,7 @@ class OperatorConditionManager:
     async def _ensure_owned(self, obj: dict[str, Any], oc: dict[str, Any]) -> None:
         """Create the Role or RoleBinding, or put back its rules, subjects, roleRef and owner."""
         ref = Ref.of(obj)
-        live = await self.cluster.get(ref)
+        live = None if self.create_first else await self.cluster.get(ref)
         if live is None:
             try:
                 await self.cluster.create(obj)

@@ -57,6 +57,10 @@ class StatusWriter:
         self._last_write: float | None = None
         self._release_accepted: tuple[str, str, str] | None = None
         self._cv: dict[str, Any] | None = None
+        # Whether ``_cv`` is the newest ClusterVersion this writer knows of (the answer to its own last
+        # write, or its last read): a write then starts from it instead of reading first.  Any other
+        # write since carries a newer resourceVersion, so this one gets a Conflict, and reads again.
+        self._cv_current = False
         self._pending: dict[str, Any] | None = None  # a write that failed transiently, to be made again
         self._lock = asyncio.Lock()  # one writer at a time: parallel nodes report through one object
         # Where the Upgradeable condition comes from; evaluated on every forced (edge) write.
@@ -78,7 +82,7 @@ class StatusWriter:
                 log.debug("ClusterVersion not readable; using the last one read", error=str(err))
                 return self._cv
         if cv is not None:
-            self._cv = cv
+            self._cv, self._cv_current = cv, True
         return self._cv or {}
 
     async def ensure(self, version: str, image: str, release_accepted: tuple[str, str, str]) -> dict[str, Any]:
@@ -93,7 +97,7 @@ class StatusWriter:
                 if err.kind is not ApiErrorKind.ALREADY_EXISTS:
                     raise
                 cv = await cluster.get(self.ref) or {}
-        self._cv = cv
+        self._cv, self._cv_current = cv, bool(cv)
         return cv
 
     def due(self) -> bool:
@@ -113,6 +117,10 @@ class StatusWriter:
             async def write_once() -> None:
                 try:
                     await self._write(**state)
+                except ApiError as err:
+                    if err.kind is ApiErrorKind.CONFLICT:
+                        self._cv_current = False  # someone else wrote: read before the next try
+                    raise
                 finally:
                     state["force"] = True  # a write made again is not throttled away
 
@@ -143,7 +151,9 @@ class StatusWriter:
         now_mono = self.clock.monotonic()
         if not force and not self.due():
             return
-        cv = await self.current()
+        # No read before the write when this writer's last answer is the newest it knows of (the
+        # resourceVersion it sends makes the server refuse the write if anything changed since).
+        cv = self._cv if self._cv_current and self._cv is not None else await self.current()
         old_status = cv.get("status") or {}
         sync = SyncStatus(
             version=version, image=image, done=done, total=total, completed=completed, reconciling=reconciling,
@@ -161,7 +171,9 @@ class StatusWriter:
             return
         updated = dict(cv)
         updated["status"] = new_status
+        self._cv_current = False  # until the answer is in: a write whose answer is lost may have landed
         self._cv = await self.cluster.update_status(updated)
+        self._cv_current = True
         self._last_write = now_mono
         if self.reporter is not None:
             before, after = _condition_key(old_status), _condition_key(new_status)

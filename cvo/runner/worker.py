@@ -36,7 +36,7 @@ from cvo.payload.loader import Release
 from cvo.payload.manifest import Manifest
 from cvo.payload.operators import operator_deployments
 from cvo.payload.schema import fill_required, required_zero_values
-from cvo.runner.apply import DeleteTracker, Mutator, apply_task, precreate_cluster_operator
+from cvo.runner.apply import ApplyOutcome, DeleteTracker, Mutator, apply_task, precreate_cluster_operator
 from cvo.runner.events import Event, Progress, Reporter, Waiting
 from cvo.runner.graph_runner import run_graph
 from cvo.runner.health import check_crd, check_deployment, check_job, check_operator_health, no_versions_error
@@ -153,6 +153,7 @@ class _Attempt:
         self.report_errors: list[UpdateError] = []
         self.interrupted_waits: dict[str, UpdateError] = {}  # ClusterOperator waits cut by the deadline
         self.unapplied: set[int] = set()  # id() of manifests a failed node will not apply in this attempt
+        self.precreated: dict[int, dict] = {}  # id() of tasks -> the ClusterOperator this attempt just created
 
 
 class Worker:
@@ -181,7 +182,7 @@ class Worker:
         self.ns_notifier = Notifier(watched, "", "Namespace", key=_exists)
         self._payload_crds: dict[tuple[str, str, str], Manifest] | None = None  # built on first need
         self._payload_namespaces = {m.name: m for m in release.manifests if (m.group, m.kind) == ("", "Namespace")}
-        self.olm = OperatorConditionManager(cluster, release.manifests)
+        self.olm = OperatorConditionManager(cluster, release.manifests, create_first=mode is Mode.INSTALL)
         self._operator_deployments = operator_deployments(release.manifests)
         self._zero_values = required_zero_values(release.manifests)
         self._index = {id(m): i for i, m in enumerate(release.manifests, start=1)}
@@ -456,7 +457,11 @@ class Worker:
         for task in tasks:  # the precreate pass: errors are ignored
             if task.skip is None and task.manifest.kind == "ClusterOperator" and not task.delete:
                 with contextlib.suppress(ApiError, UpdateError):
-                    await precreate_cluster_operator(self.cluster, task, create_first=self.mode is Mode.INSTALL)
+                    created = await precreate_cluster_operator(self.cluster, task, create_first=self.mode is Mode.INSTALL)
+                    if created is not None and self.mode is Mode.INSTALL:
+                        # Its task needs no read: in install mode it would only find what was just created
+                        # (the CVO's Initializing mode writes nothing there; its health check reads).
+                        attempt.precreated[id(task)] = created
         position = 0
         try:
             for index, task in enumerate(tasks):
@@ -484,7 +489,9 @@ class Worker:
         while index < calls:
             try:
                 mutate = None if task.delete else self._mutator(await self.olm.prepare(task.manifest), task)
-                outcome = await apply_task(self.cluster, task, self.mode, self.deletes, mutate)
+                precreated = attempt.precreated.pop(id(task), None)
+                outcome = (ApplyOutcome("created", precreated) if precreated is not None
+                           else await apply_task(self.cluster, task, self.mode, self.deletes, mutate))
                 self.emit("task.applied", task=str(task), action=outcome.action, file=task.manifest.path, node=node)
                 await self._health(task, outcome.live, attempt, node)
                 self.emit("task.done", task=str(task), node=node)
@@ -499,7 +506,7 @@ class Worker:
                     waits += 1
                     self.emit("task.dependency", task=str(task), kind=dependency.kind, dependency=dependency.name,
                               error=err.kind.value, node=node)
-                    if await self._await_dependency(dependency, attempt):
+                    if await self._await_dependency(dependency, attempt, task):
                         continue  # it is there now: apply again, without using up a retry
                 index += 1
                 self.emit("task.retry", task=str(task), error=err.kind.value, message=str(err), call=index, node=node)
@@ -533,8 +540,12 @@ class Worker:
             dependency = self._payload_namespaces.get(m.namespace)
         return dependency if dependency is not m else None
 
-    async def _await_dependency(self, dependency: Manifest, attempt: _Attempt) -> bool:
-        """Wait until ``dependency`` is there (a CRD: Established); False if it will not be in this attempt."""
+    async def _await_dependency(self, dependency: Manifest, attempt: _Attempt, task: Task) -> bool:
+        """Wait until ``dependency`` is there (a CRD: Established, so that ``task``'s kind is served);
+        False if it will not be in this attempt.
+
+        For a CRD the question is asked of discovery (``serves``), which the CRD watch keeps current
+        on a real cluster: no read of the CRD for every object that waits for it."""
         crd = dependency.kind == "CustomResourceDefinition"
         notifier = self.crd_notifier if crd else self.ns_notifier
         ref = Ref(dependency.group, dependency.kind, "", dependency.name)
@@ -544,8 +555,10 @@ class Worker:
             mark = notifier.mark(dependency.name)
             if id(dependency) in attempt.unapplied:
                 return False
-            live = await self.cluster.get(ref)
-            if live is not None and (not crd or check_crd(live) is None):
+            if crd:
+                if await self.cluster.serves(task.manifest.api_version, task.manifest.kind):
+                    return True
+            elif await self.cluster.get(ref) is not None:
                 return True
             remaining = end - loop.time()
             if remaining <= 0 or not await notifier.wait_change(dependency.name, mark, remaining):

@@ -271,6 +271,39 @@ def test_a_kind_is_served_once_its_crd_is_established(control_plane: ControlPlan
     run_with(control_plane, body)
 
 
+def test_a_crd_watch_feeds_discovery_and_saves_the_crd_reads(control_plane: ControlPlane, namespace: str) -> None:
+    """While every CRD is watched, a CRD this client wrote is registered by the watch event that says it is
+    Established: a look-up of its kind meanwhile does not read the CRD (an install's ~190 custom resources
+    each read it before), and once the event is in, the kind is served without a request."""
+    group = unique_group()
+
+    async def body(cluster: KubeCluster) -> None:
+        await make_namespace(cluster, namespace)
+        stream = cluster.watch(*CRD)
+        try:
+            await asyncio.sleep(0.5)  # the watch is open
+            name = f"widgets.{group}"
+            await cluster.create(crd(group, "Widget"))
+            requests = cluster.stats.requests
+            await cluster.serves(f"{group}/v1", "Widget")  # likely not yet: one discovery fetch, no CRD read
+            assert cluster.stats.requests - requests <= 1
+            async with asyncio.timeout(30):
+                async for event in stream:
+                    if event.obj["metadata"]["name"] == name and any(
+                            c.get("type") == "Established" and c.get("status") == "True"
+                            for c in (event.obj.get("status") or {}).get("conditions") or []):
+                        break
+            requests = cluster.stats.requests
+            assert await cluster.serves(f"{group}/v1", "Widget")
+            assert cluster.stats.requests == requests  # the watch registered it: no request
+            created = await cluster.create(obj("Widget", "w", namespace, api=f"{group}/v1", spec={"size": 1}))
+            assert created["kind"] == "Widget"
+        finally:
+            await stream.aclose()  # type: ignore[attr-defined]
+
+    run_with(control_plane, body)
+
+
 def test_an_unserved_kind_is_no_kind_match_with_the_cvo_reason(control_plane: ControlPlane, namespace: str,
                                                                make_release: ReleaseFactory) -> None:
     route = obj("Route", "console", namespace, api="route.openshift.io/v1", spec={"to": {"name": "console"}})

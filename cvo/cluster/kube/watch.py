@@ -71,6 +71,9 @@ class WatchedCluster(Protocol):
 
     def note_resource_version(self, obj: Mapping[str, Any]) -> None: ...
 
+    def observe(self, obj: Object) -> None:
+        """Every object a watch delivers, before its consumer sees it (a CRD Established feeds discovery)."""
+
 log = get_logger("cvo.cluster.kube.watch")
 _END = object()
 MIN_TIMEOUT = 240  # seconds; each watch request asks for a random timeout in [MIN, 1.5·MIN]
@@ -236,6 +239,7 @@ class WatchThread(threading.Thread):
             self._known.pop(key, None)
         else:
             self._known[key] = _stub(obj)
+            self.cluster.observe(obj)  # before the consumer is woken: whoever it wakes finds discovery current
         self._emit(WatchEvent(type_, obj))
 
     def _stream(self, res: Resource, rv: str) -> Any:
