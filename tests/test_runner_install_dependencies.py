@@ -75,15 +75,18 @@ def test_a_namespaced_object_waits_for_its_namespace(make_release: ReleaseFactor
     }
     release = release_of(make_release, "4.17.0", files)
 
-    async def main() -> tuple[SweepResult, Recorder]:
+    async def main() -> tuple[SweepResult, Recorder, dict[str, int]]:
         clock = Clock(EPOCH)
         cluster = cluster_with(clock)
         # The node that creates the namespace is held up by 3 failures (1 + 2 + 4 s of retries).
         cluster.inject_failure(Ref("", "ConfigMap", "ns", "slow"), ApiErrorKind.TIMEOUT, count=3)
-        return await sweep(cluster, clock, release, Mode.INSTALL)
+        counting = ReadCounting(cluster)
+        result, rec = await sweep(counting, clock, release, Mode.INSTALL)  # type: ignore[arg-type]
+        return result, rec, counting.reads
 
-    result, rec = virtual(main)
+    result, rec, reads = virtual(main)
     assert result.ok and result.attempts == 1, result.message
+    assert reads.get("Namespace", 0) == 0  # the namespace watch says when it is there: no reads of it
     dependency = first(rec, "task.dependency")
     assert (dependency.fields["kind"], dependency.fields["dependency"], dependency.fields["error"]) == (
         "Namespace", "late", "NotFound")

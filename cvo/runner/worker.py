@@ -180,6 +180,11 @@ class Worker:
         self.crd_notifier = Notifier(watched, "apiextensions.k8s.io", "CustomResourceDefinition", key=established_key,
                                      baseline=False)
         self.ns_notifier = Notifier(watched, "", "Namespace", key=_exists)
+        # Namespaces there now, from the watch (and its baseline list): an object waiting for its namespace
+        # learns from it, as the CVO's informers would tell it, instead of reading the namespace each time.
+        self._namespaces: set[str] = set()
+        self.ns_notifier.listeners.append(
+            lambda name, obj: self._namespaces.add(name) if obj is not None else self._namespaces.discard(name))
         self._payload_crds: dict[tuple[str, str, str], Manifest] | None = None  # built on first need
         self._payload_namespaces = {m.name: m for m in release.manifests if (m.group, m.kind) == ("", "Namespace")}
         self.olm = OperatorConditionManager(cluster, release.manifests, create_first=mode is Mode.INSTALL)
@@ -557,6 +562,9 @@ class Worker:
                 return False
             if crd:
                 if await self.cluster.serves(task.manifest.api_version, task.manifest.kind):
+                    return True
+            elif self.ns_notifier.running:
+                if dependency.name in self._namespaces:
                     return True
             elif await self.cluster.get(ref) is not None:
                 return True
