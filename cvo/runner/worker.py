@@ -144,6 +144,9 @@ class WrongRelease(Exception):
     """
 
 
+CRD_RECHECK = 2.0  # seconds between looks at discovery while a custom resource waits for its CRD
+
+
 class _Attempt:
     """State of one walk over the graph."""
 
@@ -569,7 +572,13 @@ class Worker:
             elif await self.cluster.get(ref) is not None:
                 return True
             remaining = end - loop.time()
-            if remaining <= 0 or not await notifier.wait_change(dependency.name, mark, remaining):
+            if remaining <= 0:
+                return False
+            if crd:
+                # Woken by the CRD's events, and every few seconds to ask discovery again: the event can
+                # come before discovery serves the kind (a real server's discovery lags Established).
+                await notifier.wait_change(dependency.name, mark, min(remaining, CRD_RECHECK))
+            elif not await notifier.wait_change(dependency.name, mark, remaining):
                 return False
 
     def _unapplied(self, tasks: list[Task], attempt: _Attempt) -> None:

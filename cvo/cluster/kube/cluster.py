@@ -148,6 +148,9 @@ class KubeCluster:
         self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="cvo-kube")
         self._watch_threads: set[Any] = set()
         self._crds: dict[tuple[str, str], str] = {}  # (group, kind) -> name of a CRD this client wrote
+        # (group, kind) -> what a CRD seen Established serves: registered again when discovery misses it
+        # (a refresh of discovery racing a registration can drop it), with no request.
+        self._established: dict[tuple[str, str], list[Resource]] = {}
         self._max_rv: int | None = None  # the newest resourceVersion any response carried
         self._rv_lock = threading.Lock()
         self._closed = False
@@ -256,6 +259,7 @@ class KubeCluster:
                                 body=body, allow_404=True)
         if (ref.group, ref.kind) == (CRD_GROUP, CRD_KIND) and gone is not None:
             spec = gone.get("spec") or {}
+            self._established.pop((spec.get("group", ""), (spec.get("names") or {}).get("kind", "")), None)
             self.discovery.forget(spec.get("group", ""), (spec.get("names") or {}).get("kind", ""))
         return gone is not None
 
@@ -445,9 +449,13 @@ class KubeCluster:
             res = self.discovery.lookup(api_version, kind)
         return res
 
-    def observe(self, obj: Object) -> None:
+    def observe(self, obj: Object, deleted: bool = False) -> None:
         """A watch delivers ``obj`` (called in its thread): a CRD seen Established registers its kinds."""
-        self._seen_crd(obj)
+        if not deleted:
+            self._seen_crd(obj)
+        elif obj.get("kind") == CRD_KIND:
+            spec = obj.get("spec") or {}
+            self._established.pop((spec.get("group", ""), (spec.get("names") or {}).get("kind", "")), None)
 
     def _watching_crds(self) -> bool:
         """Whether a watch of every CRD runs: it registers each one the moment it is Established."""
@@ -461,7 +469,15 @@ class KubeCluster:
         (whoever waits for that waits on the watch), and a read for every object of a kind whose CRD is
         not Established yet was most of an install's reads (190 of the corpus's ~1,700 requests)."""
         name = self._crds.get((group, kind))
-        if name is None or self._watching_crds():
+        if name is None:
+            return False
+        known = self._established.get((group, kind))
+        if known is not None:
+            new = [r for r in known if self.discovery.lookup(r.api_version, r.kind) != r]
+            if new:
+                self.discovery.register(new)
+            return bool(new)
+        if self._watching_crds():
             return False
         crd = await self._call("GET", f"/apis/{CRD_GROUP}/v1/customresourcedefinitions/{name}", ref=None,
                                what=f"get customresourcedefinition {name}", allow_404=True)
@@ -516,6 +532,7 @@ class KubeCluster:
         resources = [Resource(group, v.get("name", ""), kind, plural, spec.get("scope") == "Namespaced",
                               "status" in (v.get("subresources") or {}))
                      for v in spec.get("versions") or [] if v.get("served") and v.get("name")]
+        self._established[(group, kind)] = resources
         new = [r for r in resources if self.discovery.lookup(r.api_version, kind) != r]
         if new:
             self.discovery.register(new)

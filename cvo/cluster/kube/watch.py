@@ -71,7 +71,7 @@ class WatchedCluster(Protocol):
 
     def note_resource_version(self, obj: Mapping[str, Any]) -> None: ...
 
-    def observe(self, obj: Object) -> None:
+    def observe(self, obj: Object, deleted: bool = False) -> None:
         """Every object a watch delivers, before its consumer sees it (a CRD Established feeds discovery)."""
 
 log = get_logger("cvo.cluster.kube.watch")
@@ -239,7 +239,8 @@ class WatchThread(threading.Thread):
             self._known.pop(key, None)
         else:
             self._known[key] = _stub(obj)
-            self.cluster.observe(obj)  # before the consumer is woken: whoever it wakes finds discovery current
+        # Before the consumer is woken: whoever it wakes finds discovery current.
+        self.cluster.observe(obj, deleted=type_ is EventType.DELETED)
         self._emit(WatchEvent(type_, obj))
 
     def _stream(self, res: Resource, rv: str) -> Any:
