@@ -228,7 +228,7 @@ def loader_target(spec: dict[str, Any]) -> None:
 SWEEP_FLAGS = st.lists(st.sampled_from([
     "--interval", "--timeout", "--speed", "0", "0s", "-1", "1s", "3m", "1e9", "nan", "inf", "99999999999h",
     "1h30m", "--profile", "x", "--capabilities", "Warp", "--feature-set", "", "--exclude", "--operators",
-    "/dev/zero", "/nonexistent", "--version", "4.16.0", "--release-image", "--no-cache",
+    "/dev/zero", "/nonexistent", "--release-version", "4.16.0", "--release-image", "--no-cache",
 ]), max_size=6)
 
 
