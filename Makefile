@@ -14,24 +14,12 @@ $(STAMP): pyproject.toml
 
 DEMO_STATE := .cvo-demo-state.db
 DEMO_SPEED ?= 600
-DEMO := --state $(DEMO_STATE) --speed $(DEMO_SPEED) --operators payloads/demo-operators.yaml
 
 ## make demo: on the embedded simulated cluster, install 4.16.0, upgrade to 4.16.3, watch the 4.17.0
 ## upgrade be blocked by etcd's OperatorCondition, and while it waits, override the block from another
-## command: the waiting upgrade sees it and goes ahead by itself
+## command: the waiting upgrade sees it and goes ahead by itself (hack/demo.sh narrates each step)
 demo: $(STAMP)
-	@rm -f $(DEMO_STATE) $(DEMO_STATE)-wal $(DEMO_STATE)-shm $(DEMO_STATE).lock
-	$(BIN)/cvo lint payloads/demo-4.16.0
-	$(BIN)/cvo plan payloads/demo-4.17.0 | head -12
-	$(BIN)/cvo install payloads/demo-4.16.0 $(DEMO)
-	$(BIN)/cvo upgrade --to payloads/demo-4.16.3 $(DEMO)
-	-$(BIN)/cvo upgrade --to payloads/demo-4.17.0 --dry-run $(DEMO)
-	$(BIN)/cvo upgrade --to payloads/demo-4.17.0 $(DEMO) & upgrade=$$!; \
-	  until $(BIN)/cvo status --state $(DEMO_STATE) -o json 2>/dev/null | grep -q PreconditionChecks; do sleep 0.2; done; \
-	  echo "--- the upgrade waits, blocked by etcd; in another command, the admin overrides the block:"; \
-	  $(BIN)/cvo override etcd Upgradeable=True --reason MigrationVerified --message "storage migration checked by the admin" --state $(DEMO_STATE); \
-	  wait $$upgrade
-	$(BIN)/cvo status --state $(DEMO_STATE)
+	@CVO=$(BIN)/cvo DEMO_STATE=$(DEMO_STATE) DEMO_SPEED=$(DEMO_SPEED) hack/demo.sh
 
 ## make browser: Debian's chromium (headless) for the report's browser tests, installed when missing
 browser:

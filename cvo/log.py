@@ -5,6 +5,8 @@ Logs go to stderr so that ``-o json`` output on stdout stays machine-readable.
 
 from __future__ import annotations
 
+import logging
+import os
 import sys
 import threading
 from typing import Any
@@ -37,7 +39,29 @@ class _LineLogger:
             stream.flush()
 
     log = debug = info = warning = warn = error = critical = exception = fatal = msg
-_settings: dict[str, Any] = {"format": "text", "verbosity": 0, "configured": False}
+_settings: dict[str, Any] = {"format": "text", "verbosity": 0, "color": True, "configured": False}
+
+
+def use_color() -> bool:
+    """Whether stderr gets colours: a terminal, no ``--no-color``, no ``NO_COLOR`` (https://no-color.org)."""
+    return bool(_settings["color"]) and not os.environ.get("NO_COLOR") and sys.stderr.isatty()
+
+
+def log_format() -> str:
+    """``text`` or ``json``: the format chosen by :func:`configure` (errors follow it too)."""
+    return str(_settings["format"])
+
+
+def error_line(message: str) -> str:
+    """One error as the log format writes it: ``error: …``, or a JSON document with level ``error``."""
+    if _settings["format"] == "json":
+        from datetime import UTC, datetime
+
+        import orjson
+
+        return orjson.dumps({"level": "error", "event": "error", "message": message,
+                             "timestamp": datetime.now(UTC).isoformat()}).decode()
+    return f"error: {message}"
 
 
 class _LazyLogger:
@@ -65,10 +89,13 @@ def get_logger(name: str) -> Any:
     return _LazyLogger(name)
 
 
-def configure(log_format: str = "text", verbosity: int = 0) -> None:
-    """Choose the format (``text`` or ``json``) and level (``-v`` lowers it); applied on first log."""
+def configure(log_format: str = "text", verbosity: int = 0, color: bool | None = None) -> None:
+    """Choose the format (``text`` or ``json``), the level (``-v`` lowers it) and, with ``color=False``
+    (``--no-color``), no colours; applied on first log."""
     with _lock:
         _settings.update(format=log_format, verbosity=verbosity, configured=False)
+        if color is not None:
+            _settings["color"] = color
         if "structlog" in sys.modules:
             import structlog
 
@@ -89,7 +116,7 @@ def _apply(structlog: Any) -> None:
     if as_json:
         processors += [structlog.processors.TimeStamper(fmt="iso", utc=True), structlog.processors.JSONRenderer()]
     else:
-        processors += [structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty())]
+        processors += [structlog.dev.ConsoleRenderer(colors=use_color())]
     structlog.configure(
         processors=processors,
         wrapper_class=structlog.make_filtering_bound_logger(max(level, logging.DEBUG)),

@@ -189,7 +189,7 @@ def test_a_negative_attempt_is_refused(capsys: pytest.CaptureFixture[str], value
     with pytest.raises(SystemExit) as exit_:
         main(["plan", OLD, "--attempt", value])
     assert exit_.value.code == 2
-    assert capsys.readouterr().err.splitlines()[-1] == f"cvo plan: error: argument --attempt: {problem}"
+    assert capsys.readouterr().err.splitlines() == [f"error: cvo plan: argument --attempt: {problem} (see 'cvo plan --help')"]
 
 
 @pytest.mark.parametrize("reason", ["not camel", "1Reason", "Reason-X", "", "Trailing:", "x" * 1025])

@@ -91,13 +91,13 @@ def test_manifests_are_found_beside_the_package_and_load_as_a_plain_directory() 
 
 
 def test_manifests_lint_and_plan_clean(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["lint", str(MANIFESTS), "--version", "1.0.0"]) == 0
+    assert main(["lint", str(MANIFESTS), "--release-version", "1.0.0"]) == 0
     out = capsys.readouterr().out
     # manifests/controller/ (cvo run's Deployment, applied with kubectl, never by cvo bootstrap) is the one
     # thing lint reports: a sub-directory the loader does not read, as intended.
     assert "0 errors, 1 warnings" in out
     assert "controller: warning: sub-directory (not read)" in out
-    assert main(["plan", str(MANIFESTS), "--version", "0.0.0"]) == 0
+    assert main(["plan", str(MANIFESTS), "--release-version", "0.0.0"]) == 0
     assert f"{len(OBJECTS)} tasks" in capsys.readouterr().out
 
 

@@ -223,7 +223,7 @@ def test_show_excluded(release: Path, capsys: pytest.CaptureFixture[str]) -> Non
 
 def test_plain_directory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "0000_10_a_x.yaml").write_text(json.dumps(obj("ConfigMap", "x", "ns")))
-    doc = plan_doc(capsys, str(tmp_path), "--version", "4.17.0")
+    doc = plan_doc(capsys, str(tmp_path), "--release-version", "4.17.0")
     assert (doc["version"], doc["total"]) == ("4.17.0", 1)
 
 
@@ -359,7 +359,7 @@ def test_bad_release_metadata(release: Path, capsys: pytest.CaptureFixture[str],
 def test_bad_directory_and_flags(tmp_path: Path, release: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert errors_of(capsys, str(tmp_path / "missing")) == [f"error: {tmp_path / 'missing'}: not a directory"]
     (line,) = errors_of(capsys, str(tmp_path))
-    assert "pass --version" in line
+    assert "pass --release-version" in line
     (line,) = errors_of(capsys, str(release), "--feature-set", "Bogus")
     assert line.startswith("error: --feature-set: unknown feature set 'Bogus'")
     (line,) = errors_of(capsys, str(release), "--capabilities", "Console,Warp")

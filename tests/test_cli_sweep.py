@@ -391,7 +391,7 @@ def test_ctrl_c_leaves_a_consistent_state_and_the_rerun_resumes(tmp_path: Path,
                 proc.kill()
                 proc.wait()
     assert code == 130, log.read_text()[-2000:]
-    assert "error: interrupted" in log.read_text()
+    assert '"level":"error","event":"error","message":"interrupted"' in log.read_text()  # JSON, as the log
     assert "Traceback" not in log.read_text()
 
     entries = cv_history_in_state_file(state)  # valid JSON, one ClusterVersion

@@ -152,5 +152,6 @@ def _render_text(display: object) -> str:
     from rich.console import Console
 
     console = Console(width=200, record=True)
+    display.console = console  # type: ignore[attr-defined]  # the display fits its console's width
     console.print(display._render())  # type: ignore[attr-defined]
     return console.export_text()

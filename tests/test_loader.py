@@ -103,7 +103,7 @@ def test_plain_directory_with_version(tmp_path: Path) -> None:
 def test_plain_directory_needs_a_valid_version(tmp_path: Path) -> None:
     (tmp_path / "a.yaml").write_text(json.dumps(cm("a")))
     (errors,) = [load_error(tmp_path)]
-    assert len(errors) == 1 and "--version" in errors[0] and "not a release directory" in errors[0]
+    assert len(errors) == 1 and "--release-version" in errors[0] and "not a release directory" in errors[0]
     assert "not a semantic version" in load_error(tmp_path, version="4.17")[0]
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 from conftest import ReleaseFactory, obj
 
@@ -146,7 +147,8 @@ def test_install_of_a_malformed_manifest_fails_its_task_with_a_message(
                  "--operators", str(write_operators(root))])
     err = capsys.readouterr().err
     assert code == 1
-    assert message in err.splitlines()
+    errors = [doc["message"] for doc in map(orjson.loads, err.splitlines()) if doc.get("level") == "error"]
+    assert message.removeprefix("error: ") in errors  # with --log-format json, errors are JSON documents too
     assert "Traceback" not in err and "Error:" not in err and "object has no attribute" not in err
 
 

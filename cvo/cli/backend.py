@@ -59,18 +59,11 @@ def default_state_path() -> Path:
 
 
 def add_backend_flags(parser: argparse.ArgumentParser) -> None:
+    """``--speed`` here; ``--state``, ``--kubeconfig`` and ``--context`` are global flags
+    (:func:`cvo.cli.common.add_global_flags`), accepted before or after the command."""
     group = parser.add_argument_group("cluster")
-    group.add_argument("--state", type=Path, default=None, metavar="FILE",
-                       help="the embedded cluster's store, an SQLite file that several cvo commands can "
-                            "use at once (default: $CVO_STATE or ~/.local/state/cvo/sim-cluster.db); 'none' "
-                            "keeps the cluster in memory for this command only")
     group.add_argument("--speed", type=float, default=None, metavar="X",
                        help="simulated seconds per real second (default: as fast as possible)")
-    group.add_argument("--kubeconfig", default=None, metavar="PATH",
-                       help="talk to the real cluster of this kubeconfig instead of the embedded one (with "
-                            "--context alone: $KUBECONFIG, else ~/.kube/config)")
-    group.add_argument("--context", default=None, metavar="NAME",
-                       help="the kubeconfig context to use (default: its current-context); implies a real cluster")
 
 
 def add_saved_flags(parser: argparse.ArgumentParser) -> None:

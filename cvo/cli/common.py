@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from cvo.cli.load_progress import for_terminal
 from cvo.payload.filters import (
@@ -60,7 +61,7 @@ def add_payload_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("release_dir", metavar="RELEASE_DIR", type=Path,
                         help="release directory (with release-manifests/) or a plain directory of manifests")
     group = parser.add_argument_group("payload selection")
-    group.add_argument("--version", help="release version of a plain manifest directory (no release-metadata)")
+    group.add_argument("--release-version", dest="version", metavar="VERSION", help="release version of a plain manifest directory (no release-metadata)")
     group.add_argument("--release-image", metavar="PULLSPEC",
                        help="release image pull spec for {{.ReleaseImage}} (default: file://RELEASE_DIR)")
     group.add_argument("--profile", default=DEFAULT_PROFILE,
@@ -96,7 +97,8 @@ def check_text_flags(args: argparse.Namespace) -> None:
     for name in TEXT_FLAGS:
         value = getattr(args, name, None)
         if isinstance(value, str) and not is_utf8_name(value):
-            raise UsageError(f"--{name.replace('_', '-')}: {display_name(value)!r} is not UTF-8 text")
+            flag = "release-version" if name == "version" else name.replace("_", "-")
+            raise UsageError(f"--{flag}: {display_name(value)!r} is not UTF-8 text")
 
 
 def payload_options(args: argparse.Namespace) -> PayloadOptions:
@@ -167,5 +169,69 @@ def describe_api_error(err: ApiError) -> str:
 
 
 def print_error(message: str) -> None:
+    """``error: …`` on stderr, a line per line of ``message``; with ``--log-format json`` JSON documents."""
+    from cvo.log import error_line
+
     for line in message.splitlines() or [message]:
-        print(f"error: {line}", file=sys.stderr)
+        print(error_line(line), file=sys.stderr)
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with cvo's error convention: one ``error:`` line (JSON with ``--log-format json``), exit 2,
+    naming the command and where its help is, instead of a usage block and ``cvo: error:``."""
+
+    def error(self, message: str) -> NoReturn:  # type: ignore[override]
+        self.fail(self.prog, message)
+
+    @staticmethod
+    def fail(prog: str, message: str) -> NoReturn:
+        print_error(f"{prog}: {message} (see '{prog} --help')")
+        raise SystemExit(EXIT_USAGE)
+
+    def parse_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
+                   namespace: argparse.Namespace | None = None) -> argparse.Namespace:
+        """Unknown arguments are reported under the command they were given to (``cvo install: …``)."""
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            prog = self.prog
+            for action in self._actions:
+                if isinstance(action, argparse._SubParsersAction) and getattr(parsed, "command", None) in action.choices:
+                    prog = action.choices[parsed.command].prog
+            self.fail(prog, f"unrecognized arguments: {' '.join(extras)}")
+        return parsed
+
+
+# The flags every command accepts, before or after its name (kubectl's global flags).  The top-level
+# parser holds their defaults; a command's parser declares them again with SUPPRESS as its default, so
+# that a flag given after the command overrides the one before it and an absent one changes nothing.
+KUBECONFIG_HELP = ("talk to the real cluster of this kubeconfig instead of the embedded one (with --context "
+                   "alone: $KUBECONFIG, else ~/.kube/config). $KUBECONFIG alone is deliberately ignored: "
+                   "without --kubeconfig or --context every command uses the embedded cluster")
+
+
+def add_global_flags(parser: argparse.ArgumentParser, *, top: bool) -> None:
+    """``-v``, ``--log-format``, ``--no-color``, ``--kubeconfig``, ``--context``, ``--state``."""
+    def default(value: object) -> object:
+        return value if top else argparse.SUPPRESS
+
+    have = {o for a in parser._actions for o in a.option_strings}
+    group = parser.add_argument_group("global flags (before or after the command)")
+    if "-v" not in have:
+        group.add_argument("-v", "--verbose", action="count", default=default(0),
+                           help="more log output: -v every event of a sweep, -vv debug")
+    if "--log-format" not in have:
+        group.add_argument("--log-format", choices=["text", "json"], default=default("text"),
+                           help="log lines and errors on stderr as text (default) or JSON lines")
+    if "--no-color" not in have:
+        group.add_argument("--no-color", dest="no_color", action="store_true", default=default(False),
+                           help="no colours on stderr (also: the NO_COLOR environment variable)")
+    if "--kubeconfig" not in have:
+        group.add_argument("--kubeconfig", default=default(None), metavar="PATH", help=KUBECONFIG_HELP)
+    if "--context" not in have:
+        group.add_argument("--context", default=default(None), metavar="NAME",
+                           help="the kubeconfig context to use (default: its current-context); implies a real cluster")
+    if "--state" not in have:
+        group.add_argument("--state", type=Path, default=default(None), metavar="FILE",
+                           help="the embedded cluster's store, an SQLite file that several cvo commands can "
+                                "use at once (default: $CVO_STATE or ~/.local/state/cvo/sim-cluster.db); 'none' "
+                                "keeps the cluster in memory for this command only")

@@ -8,7 +8,16 @@ import sys
 from collections.abc import Sequence
 
 from cvo import __version__
-from cvo.cli.common import EXIT_FAILED, EXIT_USAGE, CommandFailed, UsageError, describe_api_error, print_error
+from cvo.cli.common import (
+    EXIT_FAILED,
+    EXIT_USAGE,
+    CommandFailed,
+    Parser,
+    UsageError,
+    add_global_flags,
+    describe_api_error,
+    print_error,
+)
 from cvo.cli.signals import Interrupted, terminate_like_interrupt
 from cvo.log import configure
 
@@ -34,15 +43,13 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The parser; with ``only``, just that command is fully registered (the others get their help line)."""
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="cvo",
         description="Walk an OpenShift-style release payload the way the Cluster Version Operator does: "
         "plan it, lint it, sweep it into a cluster and gate its upgrades.",
     )
     parser.add_argument("--version", action="version", version=f"cvo {__version__}")
-    parser.add_argument("--log-format", choices=["text", "json"], default="text",
-                        help="log lines on stderr as text (default) or JSON")
-    parser.add_argument("-v", "--verbose", action="count", default=0, help="more log output (-v info, -vv debug)")
+    add_global_flags(parser, top=True)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     wanted = None if only is None else COMMANDS[only][0]
@@ -54,6 +61,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
                 imported.add(module_name)
         else:
             sub.add_parser(command, help=help_text)
+    for command_parser in {id(p): p for p in sub.choices.values()}.values():
+        add_global_flags(command_parser, top=False)
     return parser
 
 
@@ -71,11 +80,25 @@ def _command(argv: Sequence[str]) -> str | None:
     return next((a for a in argv if a in COMMANDS), None)
 
 
+def _early_log_format(argv: Sequence[str]) -> str:
+    """``--log-format`` as given anywhere in ``argv``, before parsing: argparse's own errors follow it."""
+    found = "text"
+    for i, arg in enumerate(argv):
+        if arg == "--":
+            break
+        if arg == "--log-format" and i + 1 < len(argv):
+            found = argv[i + 1]
+        elif arg.startswith("--log-format="):
+            found = arg.split("=", 1)[1]
+    return "json" if found == "json" else "text"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = _aliased(list(sys.argv[1:] if argv is None else argv))
+    configure(_early_log_format(arguments), 0, color="--no-color" not in arguments)
     parser = build_parser(_command(arguments))
-    args = parser.parse_args(arguments)
-    configure(args.log_format, args.verbose)
+    args = parser.parse_args(arguments)  # SystemExit: --help, --version (0) or one error line (2)
+    configure(args.log_format, args.verbose, color=not args.no_color)
     try:
         with terminate_like_interrupt():
             return int(args.func(args))

@@ -7,6 +7,7 @@ how long, on the sweep's clock).  Otherwise, or with ``--log-format json``: one 
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Callable
 from datetime import datetime, timedelta
@@ -36,30 +37,86 @@ def format_duration(delta: timedelta | float) -> str:
     return f"{hours}h{minutes:02d}m"
 
 
+# Events that repeat what the reader already knows: shown in piped output only with -v.
+_NOISE = {"condition.changed"}
+
+
 class LogReporter:
-    """Every event as a structured log line (stderr)."""
+    """Every event as a structured log line (stderr).
+
+    Piped output is one line per meaningful event: ``condition.changed`` and a ``task.waiting`` that
+    repeats the operator's last wait (same message) are debug detail unless ``verbose``.
+    """
+
+    def __init__(self, verbose: bool = True) -> None:
+        self.verbose = verbose
+        self._last_wait: dict[str, str] = {}
 
     def emit(self, event: Event) -> None:
         fields: dict[str, Any] = {"sim_time": event.time.isoformat(), **event.fields}
-        if event.name in _INFO:
+        noise = event.name in _NOISE
+        if event.name == "task.waiting":
+            key = str(event.fields.get("operator") or event.fields.get("node") or "")
+            message = str(event.fields.get("message") or "")
+            noise = self._last_wait.get(key) == message
+            self._last_wait[key] = message
+        elif event.name == "operator.ready":
+            self._last_wait.pop(str(event.fields.get("operator") or ""), None)
+        if event.name in _INFO and (self.verbose or not noise):
             log.info(event.name, **fields)
         else:
             log.debug(event.name, **fields)
 
 
+def shorten(text: str, width: int) -> str:
+    """``text`` on one line of at most ``width`` characters, cut at a word boundary with an ellipsis."""
+    text = " ".join(text.split())
+    if width <= 1:
+        return text[:max(width, 0)]
+    if len(text) <= width:
+        return text
+    cut = text[:width - 1]
+    space = cut.rfind(" ")
+    if space >= width // 2:
+        cut = cut[:space]
+    return cut.rstrip(" ,;:") + "…"
+
+
+_BLOCKED = re.compile(r'^Precondition "(?P<check>[^"]+)" failed because of "(?P<reason>[^"]+)": (?P<message>.*)$', re.S)
+
+
+def blocked_headline(message: str) -> tuple[str, str]:
+    """``(who, why)`` of a blocked upgrade's precondition message: ``ClusterVersionUpgradeable (StorageMigration)``
+    and the rest, or the preconditions and the whole message when it names several."""
+    match = _BLOCKED.match(message.strip())
+    if match:
+        return f"{match['check']} ({match['reason']})", match["message"]
+    return "the preconditions", message
+
+
 class LiveDisplay:
-    """A rich Live panel redrawn on every event; rich is imported only when a terminal is attached."""
+    """A rich Live panel redrawn on every event; rich is imported only when a terminal is attached.
+
+    Every line fits the terminal's width (long ones are shortened at a word boundary with an ellipsis)
+    and the panel its height (the waits beyond it are counted, not listed).  While an upgrade is blocked
+    by its preconditions the panel says so, and by what, instead of showing the reconcile of the current
+    release that runs meanwhile.  Attempts are counted from 1, as the summary counts them.
+    """
 
     def __init__(self, progress: Callable[[], Progress], clock_now: Any, title: str,
-                 forecast: Callable[[], Any] | None = None) -> None:
+                 forecast: Callable[[], Any] | None = None, *, blocked: Callable[[], str] | None = None,
+                 console: Any = None) -> None:
         from rich.console import Console
         from rich.live import Live
 
+        from cvo.log import use_color
+
         self.progress = progress
         self.forecast = forecast  # cvo.runner.durations.LiveForecast: the update's end from its records
+        self.blocked = blocked or (lambda: "")
         self.now = clock_now
         self.title = title
-        self.console = Console(stderr=True)
+        self.console = console or Console(stderr=True, no_color=not use_color())
         self.live = Live(console=self.console, refresh_per_second=8, transient=False)
         self.last_events: list[str] = []
 
@@ -72,39 +129,64 @@ class LiveDisplay:
         self.live.__exit__(None, None, None)
 
     def emit(self, event: Event) -> None:
-        if event.name in ("task.waiting", "operator.ready", "node.failed", "attempt.failed", "sweep.completed",
-                          "sweep.timeout", "operator.degraded", "precondition.blocked"):
+        if event.name == "precondition.passed":
+            self.last_events = [f"{event.time:%H:%M:%S} the preconditions pass: the upgrade starts"]
+        elif self.blocked():
+            pass  # the reconcile of the current release while blocked: the headline says what matters
+        elif event.name in ("task.waiting", "operator.ready", "node.failed", "attempt.failed", "sweep.completed",
+                            "sweep.timeout", "operator.degraded"):
             detail = event.fields.get("operator") or event.fields.get("node") or ""
             message = event.fields.get("message") or event.fields.get("reason") or ""
-            self.last_events = ([*self.last_events, f"{event.time:%H:%M:%S} {event.name} {detail} {message}".strip()])[-5:]
+            line = f"{event.time:%H:%M:%S} {event.name} {detail} {message}".strip()
+            if not self.last_events or self.last_events[-1] != line:
+                self.last_events = [*self.last_events, line][-5:]
         self.live.update(self._render())
 
-    def _render(self) -> Any:
-        from rich.console import Group
-        from rich.progress_bar import ProgressBar
-        from rich.table import Table
-        from rich.text import Text
-
+    def lines(self, width: int, height: int) -> list[tuple[str, str]]:
+        """The panel as ``(text, style)`` lines, each at most ``width`` wide, at most ``height`` of them."""
         p = self.progress()
         now: datetime = self.now()
-        header = Text(f"{self.title}  attempt {p.attempt}  {p.done}/{p.total} tasks", style="bold")
-        bar = ProgressBar(total=max(p.total, 1), completed=p.done, width=60)
-        table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
-        table.add_column("waiting on")
-        table.add_column("for", justify="right")
-        table.add_column("because")
-        for name, wait in sorted(p.waiting.items()):
-            table.add_row(name, format_duration(now - wait.since), wait.error.message)
-        running = Text("running: " + (", ".join(f"node {n}: {t}" for n, t in sorted(p.running.items())[:4]) or "-"))
-        parts: list[Any] = [header, bar, running]
+        out: list[tuple[str, str]] = []
+        if blocked := self.blocked():
+            who, why = blocked_headline(blocked)
+            out.append((shorten(f"{self.title}: blocked by {who}", width), "bold"))
+            out.append((shorten(why, width), ""))
+            out.append((shorten("The upgrade waits: it goes ahead by itself when the blocker clears or an admin "
+                                "overrides it (cvo override NAME Upgradeable=True, or cvo upgrade --force); "
+                                "meanwhile the cluster keeps reconciling its current release.", width), "dim"))
+            return out[:height]
+        out.append((shorten(f"{self.title}  attempt {p.attempt + 1}  {p.done}/{p.total} tasks", width), "bold"))
+        bar_width = max(10, min(60, width))
+        filled = bar_width * p.done // max(p.total, 1)
+        out.append(("━" * filled + "╺" * (filled < bar_width) + "─" * max(0, bar_width - filled - 1), "bar"))
+        running = ", ".join(f"node {n}: {t}" for n, t in sorted(p.running.items())[:4]) or "-"
+        out.append((shorten(f"running: {running}", width), ""))
         if self.forecast is not None and (outlook := self.forecast()) is not None:
             from cvo.status.godur import to_ns
 
-            parts.append(Text(f"forecast: {outlook.summary(to_ns(now))}"))
+            out.append((shorten(f"forecast: {outlook.summary(to_ns(now))}", width), ""))
+        events = [(shorten(line, width), "dim") for line in self.last_events]
+        room = max(1, height - len(out) - len(events) - 1)
         if p.waiting:
-            parts.append(table)
-        parts += [Text(line, style="dim") for line in self.last_events]
-        return Group(*parts)
+            waits = sorted(p.waiting.items())
+            shown = waits if len(waits) <= room else waits[:room - 1]
+            name_w = max(len("waiting on"), *(len(n) for n, _ in shown))
+            out.append((shorten(f"{'waiting on':<{name_w}}  {'for':>6}  because", width), "bold"))
+            for name, wait in shown:
+                out.append((shorten(f"{name:<{name_w}}  {format_duration(now - wait.since):>6}  "
+                                    f"{wait.error.message}", width), ""))
+            if len(shown) < len(waits):
+                out.append((f"… and {len(waits) - len(shown)} more", "dim"))
+        return (out + events)[:height]
+
+    def _render(self) -> Any:
+        from rich.console import Group
+        from rich.text import Text
+
+        width, height = self.console.size
+        styles = {"bar": "green", "dim": "dim", "bold": "bold", "": ""}
+        return Group(*(Text(text, style=styles[style], no_wrap=True, overflow="ellipsis")
+                       for text, style in self.lines(width, max(3, height - 1))))
 
 
 def wants_live_display(log_format: str) -> bool:

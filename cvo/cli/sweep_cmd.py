@@ -160,6 +160,14 @@ def _progress(runner: Runner) -> Progress:
     return runner.worker.progress if runner.worker is not None else Progress()
 
 
+def _blocked(runner: Runner | None) -> str:
+    """Why the upgrade waits for its preconditions ("" when it does not: not an upgrade, or updating)."""
+    if not isinstance(runner, UpgradeController) or not runner.blocked_message:
+        return ""
+    updating = runner.worker is not None and runner.worker.release is runner.target
+    return "" if updating else runner.blocked_message
+
+
 Outlook = Callable[[Callable[[], Progress]], Any]  # the live display's forecast, given the sweep's progress
 
 
@@ -210,7 +218,7 @@ def _sweep(args: argparse.Namespace, prepare: Callable[[Backend], Awaitable[tupl
             if isinstance(prepared, int):
                 return prepared
             title, make_runner = prepared
-            reporters: list[Any] = [LogReporter()]
+            reporters: list[Any] = [LogReporter(verbose=args.verbose >= 1)]
             if events is not None:
                 reporters.append(events)
             live: LiveDisplay | None = None
@@ -218,7 +226,8 @@ def _sweep(args: argparse.Namespace, prepare: Callable[[Backend], Awaitable[tupl
             if wants_live_display(args.log_format):
                 progress = lambda: _progress(runner) if runner is not None else Progress()  # noqa: E731
                 outlook = await forecast_of(backend) if forecast_of is not None else None
-                live = LiveDisplay(progress, clock.now, title, outlook and outlook(progress))
+                live = LiveDisplay(progress, clock.now, title, outlook and outlook(progress),
+                                   blocked=lambda: _blocked(runner))
                 reporters.append(live)
                 if outlook is not None:
                     reporters.append(live.forecast)
@@ -304,8 +313,11 @@ def _report(args: argparse.Namespace, result: SweepResult, cos: list[dict[str, A
     if not result.ok:
         print_error(result.message or "the sweep failed")
         if result.failure is not None and result.failure.nested:
+            from cvo.log import error_line, log_format
+
             for line in result.failure.nested.splitlines():
-                print(f"  detail: {line}", file=sys.stderr)
+                print(error_line(f"detail: {line}") if log_format() == "json" else f"  detail: {line}",
+                      file=sys.stderr)
 
 
 def run_install(args: argparse.Namespace) -> int:

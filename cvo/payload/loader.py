@@ -374,13 +374,13 @@ def read_release(
     elif version is None:
         raise LoadError([
             f"{root}: not a release directory (no {RELEASE_MANIFEST_DIR}/); "
-            "pass --version to load it as a plain directory of manifests"
+            "pass --release-version to load it as a plain directory of manifests"
         ])
     else:
         try:
             semver.parse(version)
         except semver.SemverError as err:
-            raise LoadError([f"--version: {version!r} is not a semantic version: {err}"]) from None
+            raise LoadError([f"--release-version: {version!r} is not a semantic version: {err}"]) from None
     assert version is not None
     try:
         image = release_image or f"file://{root.resolve()}"

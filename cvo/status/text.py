@@ -130,10 +130,30 @@ def operator_message(co: Mapping[str, Any]) -> str:
     return ""
 
 
-def clusteroperators_table(cos: Sequence[Mapping[str, Any]], now: datetime) -> str:
-    """One row per ClusterOperator, sorted by name; SINCE is the age of the Available condition."""
+def completed_version(cv: Mapping[str, Any]) -> str:
+    """The version of the ClusterVersion's latest history entry when that entry is Completed, else ""."""
+    history = (cv.get("status") or {}).get("history") or []
+    latest = history[0] if history and isinstance(history[0], Mapping) else {}
+    return str(latest.get("version") or "") if latest.get("state") == "Completed" else ""
+
+
+def not_in_release(co: Mapping[str, Any], release: str) -> bool:
+    """Whether ``co`` is left over from an earlier release: once an update to ``release`` has completed, every
+    ClusterOperator of the release reports it as its operator version, so one that reports another is not
+    part of it (an operator the new release dropped, whose ClusterOperator nobody deleted)."""
+    version = operator_version(co)
+    return bool(release and version and version != release)
+
+
+def clusteroperators_table(cos: Sequence[Mapping[str, Any]], now: datetime, release: str = "") -> str:
+    """One row per ClusterOperator, sorted by name; SINCE is the age of the Available condition.  With the
+    cluster's completed ``release``, a ClusterOperator it does not hold says so in MESSAGE."""
     rows = [["NAME", "VERSION", "AVAILABLE", "PROGRESSING", "DEGRADED", "SINCE", "MESSAGE"]]
     for co in sorted(cos, key=_name):
+        message = operator_message(co)
+        if not_in_release(co, release):
+            message = f"not in the current release {release} (left over from {operator_version(co)})" + (
+                f"; {message}" if message else "")
         rows.append([
             _name(co),
             operator_version(co),
@@ -141,7 +161,7 @@ def clusteroperators_table(cos: Sequence[Mapping[str, Any]], now: datetime) -> s
             _condition_field(co, "Progressing", "status"),
             _condition_field(co, "Degraded", "status"),
             _since(co, "Available", now),
-            operator_message(co),
+            message,
         ])
     return format_table(rows)
 
@@ -183,7 +203,7 @@ def write_status_text(cv: Mapping[str, Any], cos: Sequence[Mapping[str, Any]], n
     """Both tables, separated by a blank line; with ``ocs``, the Upgradeable section too."""
     out.write(clusterversion_table(cv, now))
     out.write("\n")
-    out.write(clusteroperators_table(cos, now))
+    out.write(clusteroperators_table(cos, now, completed_version(cv)))
     if ocs is not None:
         out.write("\n")
         out.write(upgradeable_text(cv, cos, ocs))
