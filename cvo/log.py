@@ -5,7 +5,6 @@ Logs go to stderr so that ``-o json`` output on stdout stays machine-readable.
 
 from __future__ import annotations
 
-import logging
 import os
 import sys
 import threading
