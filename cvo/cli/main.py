@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -38,6 +39,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "bootstrap": ("bootstrap_cmd", "install the ClusterVersion, ClusterOperator and OperatorCondition CRDs and RBAC"),
     "sim-operators": ("simop_cmd", "run the simulated operators of a release against a cluster"),
     "run": ("run_cmd", "run the controller: watch the ClusterVersion and act on it until stopped (leader-elected)"),
+    "completion": ("completion_cmd", "print the shell completion script for bash, zsh or fish"),
 }
 
 
@@ -94,6 +96,10 @@ def _early_log_format(argv: Sequence[str]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    if argv is None and "_ARGCOMPLETE" in os.environ:  # the shell asks for completions (cvo completion SHELL)
+        import argcomplete
+
+        argcomplete.autocomplete(build_parser())  # writes the candidates and exits
     arguments = _aliased(list(sys.argv[1:] if argv is None else argv))
     configure(_early_log_format(arguments), 0, color="--no-color" not in arguments)
     parser = build_parser(_command(arguments))

@@ -1,0 +1,35 @@
+"""``cvo completion bash|zsh|fish``: the shell completion script, as ``kubectl completion`` prints it.
+
+The script comes from argcomplete (a maintained library that completes argparse parsers in all three
+shells): the shell calls ``cvo`` back with ``_ARGCOMPLETE`` set, and :func:`cvo.cli.main.main` answers
+from the same parser the command line uses, so completion never disagrees with ``--help``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from cvo.cli.common import EXIT_OK
+
+SHELLS = ("bash", "zsh", "fish")
+HELP = "print the shell completion script for bash, zsh or fish"
+EPILOG = """examples:
+  source <(cvo completion bash)                       # bash, this shell only
+  cvo completion zsh > "${fpath[1]}/_cvo"             # zsh
+  cvo completion fish > ~/.config/fish/completions/cvo.fish
+"""
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    parser = sub.add_parser("completion", help=HELP, description=HELP.capitalize() + ".", epilog=EPILOG,
+                            formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("shell", choices=SHELLS, metavar="SHELL", help="bash, zsh or fish")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import argcomplete
+
+    sys.stdout.write(argcomplete.shellcode(["cvo"], shell=args.shell))
+    return EXIT_OK
