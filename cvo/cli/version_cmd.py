@@ -1,0 +1,58 @@
+"""``cvo version``: cvo's own version and, when a cluster is there, the cluster's (like ``oc version``)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from cvo import __version__
+from cvo.cli.backend import NoCluster, add_backend_flags, backend_clock, open_backend
+from cvo.cli.common import EXIT_FAILED, EXIT_OK
+from cvo.cluster.api import ApiError, cv_ref
+from cvo.payload.conditions import current_version
+
+HELP = "print cvo's version and, when connected, the cluster's version and which cluster it is"
+EPILOG = """examples:
+  cvo version                                   # cvo, and the embedded cluster's version if it exists
+  cvo version --kubeconfig ~/.kube/config       # cvo, and a real cluster's
+  cvo version --client                          # cvo only: no cluster is read
+"""
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    parser = sub.add_parser("version", help=HELP, description=HELP.capitalize() + ".", epilog=EPILOG,
+                            formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--client", action="store_true", help="print cvo's version only")
+    add_backend_flags(parser)
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    print(f"Client Version: {__version__}")
+    if args.client:
+        return EXIT_OK
+    clock, run_loop = backend_clock(args)
+    found: dict[str, Any] = {}
+
+    async def main() -> None:
+        async with open_backend(args, clock, simulate_operators=False, create=False) as backend:
+            found["where"] = backend.description
+            found["cv"] = await backend.steady.get(cv_ref())
+
+    try:
+        run_loop(main)
+    except NoCluster:
+        print("Server Version: none (no cluster has been installed yet)")
+        return EXIT_OK
+    except ApiError as err:  # as oc version: the client's version stands, the server's is unknown
+        print(f"Server Version: unknown ({err})", file=sys.stderr)
+        return EXIT_FAILED
+    cv = found.get("cv")
+    status = cv.get("status") if isinstance(cv, dict) else None
+    history = status.get("history") if isinstance(status, dict) else None
+    entries = [h for h in history if isinstance(h, dict)] if isinstance(history, list) else []
+    version = str(current_version(entries) or "")
+    print(f"Cluster: {found['where']}")
+    print(f"Server Version: {version or 'none (no release installed)'}")
+    return EXIT_OK

@@ -1,0 +1,37 @@
+"""`cvo version`: cvo's version, and the cluster's when there is one (as `oc version`)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import PAYLOADS
+
+from cvo import __version__
+
+
+def cvo(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "cvo", *args], capture_output=True, text=True, timeout=120,
+                          check=False, cwd=cwd)
+
+
+def test_client_only_and_no_cluster_yet(tmp_path: Path) -> None:
+    done = cvo("version", "--client", cwd=tmp_path)
+    assert (done.returncode, done.stdout) == (0, f"Client Version: {__version__}\n")
+    state = tmp_path / "s.db"
+    done = cvo("version", "--state", str(state), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [f"Client Version: {__version__}",
+                                        "Server Version: none (no cluster has been installed yet)"]
+    assert not state.exists()  # reading the version creates no cluster
+
+
+def test_the_installed_release_and_which_cluster(tmp_path: Path) -> None:
+    state = tmp_path / "s.db"
+    assert cvo("install", str(PAYLOADS / "demo-4.16.0"), "--state", str(state), cwd=tmp_path).returncode == 0
+    done = cvo("version", "--state", str(state), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [f"Client Version: {__version__}",
+                                        f"Cluster: embedded simulated cluster (state: {state})",
+                                        "Server Version: 4.16.0"]
