@@ -35,3 +35,15 @@ def test_the_installed_release_and_which_cluster(tmp_path: Path) -> None:
     assert done.stdout.splitlines() == [f"Client Version: {__version__}",
                                         f"Cluster: embedded simulated cluster (state: {state})",
                                         "Server Version: 4.16.0"]
+
+
+def test_kubeconfig_alone_is_ignored_with_a_one_line_hint(tmp_path: Path) -> None:
+    import os
+
+    env = {**os.environ, "KUBECONFIG": str(tmp_path / "kubeconfig")}
+    done = subprocess.run([sys.executable, "-m", "cvo", "version", "--state", str(tmp_path / "s.db")],
+                          capture_output=True, text=True, timeout=120, check=False, env=env)
+    assert done.returncode == 0
+    assert done.stderr == ("hint: KUBECONFIG is set but cvo uses the embedded cluster unless --kubeconfig or "
+                           "--context is given\n")
+    assert "Server Version: none" in done.stdout

@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -206,6 +207,9 @@ class NoCluster(CommandFailed):
     """The embedded cluster a read-only command asked for has never been created; exits 1."""
 
 
+_KUBECONFIG_HINT = [True]
+
+
 @asynccontextmanager
 async def open_backend(args: argparse.Namespace, clock: Clock, behaviours: Behaviours | None = None,
                        simulate_operators: bool = True, *, create: bool = True,
@@ -236,6 +240,13 @@ async def open_backend(args: argparse.Namespace, clock: Clock, behaviours: Behav
     from cvo.cluster.embedded.sweep_lock import SweepLock, SweepLockHeld
     from cvo.operators.simulated import OperatorSimulator
 
+    if os.environ.get("KUBECONFIG") and _KUBECONFIG_HINT:
+        _KUBECONFIG_HINT.clear()  # once per process
+        hint = "KUBECONFIG is set but cvo uses the embedded cluster unless --kubeconfig or --context is given"
+        if getattr(args, "log_format", "text") == "json":
+            print(orjson.dumps({"level": "warning", "event": "hint", "message": hint}).decode(), file=sys.stderr)
+        else:
+            print(f"hint: {hint}", file=sys.stderr)
     path = state_path(args)
     if path is not None and not create and (not path.exists() or (path.is_file() and path.stat().st_size == 0)):
         raise NoCluster(f"no cluster has been installed yet: the embedded cluster's state {path} does not exist "
