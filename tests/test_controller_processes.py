@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -42,7 +43,10 @@ def start_controller(log: IO[str], state: Path, *extra: str) -> subprocess.Popen
 
 
 def cluster_version(state: Path) -> dict[str, Any]:
-    found = state_kind(state, "ClusterVersion") if state.exists() else []
+    try:
+        found = state_kind(state, "ClusterVersion") if state.exists() else []
+    except sqlite3.OperationalError:  # polled while the controller creates the store: no tables yet
+        return {}
     return found[0] if found else {}
 
 
