@@ -97,6 +97,7 @@ def _watch(args: argparse.Namespace) -> int:
 
     async def watch(backend: Backend) -> None:
         from cvo.cluster.persist import Budget, steady
+        from cvo.runner.upgrade import first_change
 
         reads = steady(backend.cluster, Budget.of(None))  # a watch rides out any outage
         watchers = [Notifier(reads, *CLUSTER_VERSION), Notifier(reads, *CLUSTER_OPERATOR)]
@@ -120,7 +121,7 @@ def _watch(args: argparse.Namespace) -> int:
                         sys.stdout.write(("\n" if last and args.output == "text" else "") + view)
                         sys.stdout.flush()
                         last = view
-                await _any_change(watchers, marks)
+                await first_change(watchers, marks)
         finally:
             for w in watchers:
                 await w.stop()
@@ -131,15 +132,3 @@ def _watch(args: argparse.Namespace) -> int:
 
     run_real(lambda: cancelled_by_signals(main))
     return EXIT_OK
-
-
-async def _any_change(watchers: list[Any], marks: list[int]) -> None:
-    import asyncio
-
-    tasks = [asyncio.create_task(w.wait_change(None, m, None)) for w, m in zip(watchers, marks, strict=True)]
-    try:
-        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for t in tasks:
-            t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)

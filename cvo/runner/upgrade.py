@@ -136,7 +136,7 @@ class UpgradeController:
                 wait = self.options.interval - (now - last_reconcile)
                 if deadline is not None:
                     wait = min(wait, deadline - now)
-                await _first_change(watchers, marks, wait)
+                await first_change(watchers, marks, wait)
         finally:
             await syncer.stop_sync()
             for w in watchers:
@@ -224,8 +224,8 @@ async def set_desired_update(cluster: Cluster, wanted: dict[str, object], budget
     return bool(wrote)
 
 
-async def _first_change(watchers: list[Notifier], marks: list[int], timeout: float) -> None:
-    """Return when any watcher saw a change after its mark, or after ``timeout``."""
+async def first_change(watchers: list[Notifier], marks: list[int], timeout: float | None = None) -> None:
+    """Return when any watcher saw a change after its mark, or after ``timeout`` (None: no limit)."""
     tasks = [asyncio.create_task(w.wait_change(None, m, timeout)) for w, m in zip(watchers, marks, strict=True)]
     try:
         await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
