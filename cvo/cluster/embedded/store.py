@@ -192,7 +192,7 @@ class Store:
         horizon = self._meta.resource_version - TOMBSTONE_HORIZON
         if horizon <= self._meta.compacted:
             return
-        with self._locked():
+        with self.transaction():  # the store's own short transaction (compaction)
             self._conn.execute("DELETE FROM objects WHERE data IS NULL AND rv <= ?", (horizon,))
             self._conn.execute("UPDATE meta SET compacted = ? WHERE id = 1", (horizon,))
             self._meta = Meta(self._meta.resource_version, self._meta.uid_counter, self._meta.clock, horizon)
@@ -319,17 +319,6 @@ class Store:
         self._in_transaction = False
         self._rows = []
         self._meta_dirty = False
-
-    @contextlib.contextmanager
-    def _locked(self) -> Iterator[None]:
-        """A short transaction of the store's own (compaction)."""
-        self.begin()
-        try:
-            yield
-        except BaseException:
-            self.rollback()
-            raise
-        self.commit()
 
     def put(self, ref: Ref, rv: int, data: bytes) -> None:
         self._record(ref, rv, data)
