@@ -142,6 +142,34 @@ def test_release_directory_path_that_is_not_utf8(capsys: pytest.CaptureFixture[s
     assert line.endswith("rel\\xff: the directory's path is not UTF-8 (cvo's rule)")
 
 
+@pytest.mark.parametrize("args", [
+    ["upgrade", "--to", "\x00", "--no-wait"],  # found by hypothesis in CI: ValueError: embedded null byte
+    ["status", "--state", "\x00"],
+    ["install", OLD, "--state", "x\x00y"],
+    ["status", "--kubeconfig", "\x00"],
+    ["install", OLD, "--events", "e\x00"],
+    ["report", "e\x00"],
+    ["replay", "s\x00"],
+    ["upgrade", "status", "--from-file", "\x00"],
+    ["plan", OLD, "--profile", "p\x00"],
+])
+def test_an_argument_with_a_nul_byte_is_one_usage_error(capsys: pytest.CaptureFixture[str], args: list[str]) -> None:
+    """exec cannot pass a NUL byte, but main(argv) can: no ValueError from the OS reaches the user."""
+    assert "contains a NUL byte" in usage_error(capsys, *args)
+
+
+def test_the_loader_refuses_a_path_with_a_nul_byte_and_its_cache_closes_cleanly(tmp_path: Path) -> None:
+    from cvo.payload.cache import ParseCache
+    from cvo.payload.loader import LoadError, load_release
+
+    with pytest.raises(LoadError, match="a path cannot contain a NUL byte"):
+        load_release("/nonexistent-release/\x00", cache_dir=tmp_path)
+    cache = ParseCache(tmp_path, Path("x\x00y"))  # resolve() raises ValueError: the cache is just empty
+    cache.load()
+    assert cache.get(b"k") is None
+    cache.close()
+
+
 @pytest.mark.parametrize(("action", "problem"), [
     ("cv-override: 5", "actions[0] (cv-override): expected a list of {kind, group, namespace, name, unmanaged}"),
     ("apply: {kind: ConfigMap}", "actions[0] (apply): expected an object with apiVersion, kind and metadata.name"),

@@ -61,8 +61,8 @@ def wait_for(proc: subprocess.Popen[bytes], path: Path, until: Callable[[list[di
 
 
 def history(state: Path) -> list[tuple[str, str]]:
-    [cv] = state_kind(state, "ClusterVersion")
-    return [(h["version"], h["state"]) for h in cv["status"]["history"]]
+    [cv] = state_kind(state, "ClusterVersion")  # created before its first status write: no history yet
+    return [(h["version"], h["state"]) for h in cv.get("status", {}).get("history", [])]
 
 
 def stop(proc: subprocess.Popen[bytes]) -> None:

@@ -103,6 +103,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         argcomplete.autocomplete(build_parser())  # writes the candidates and exits
     arguments = _aliased(list(sys.argv[1:] if argv is None else argv))
     configure(_early_log_format(arguments), 0, color="--no-color" not in arguments)
+    with_nul = next((a for a in arguments if "\x00" in a), None)
+    if with_nul is not None:  # only a caller in-process can pass one: exec's argv are C strings
+        print_error(f"argument {with_nul!r} contains a NUL byte, which no path, name or value may hold")
+        return EXIT_USAGE
     parser = build_parser(_command(arguments))
     args = parser.parse_args(arguments)  # SystemExit: --help, --version (0) or one error line (2)
     configure(args.log_format, args.verbose, color=not args.no_color)

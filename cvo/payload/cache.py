@@ -90,15 +90,15 @@ def write_pack(out: BinaryIO, entries: dict[bytes, list[Header]]) -> None:
 
 class ParseCache:
     def __init__(self, directory: Path, release_dir: Path) -> None:
+        self._fd: int | None = None  # first: close() (and __del__) must work whatever follows fails
         try:
             resolved = release_dir.resolve()
-        except (OSError, RuntimeError):  # a link loop, a directory gone: no cache (the loader says why)
+        except (OSError, RuntimeError, ValueError):  # a link loop, a directory gone, a NUL: no cache (the loader says why)
             resolved = release_dir.absolute()
         key = hashlib.blake2b(os.fsencode(resolved), digest_size=10).hexdigest()
         self.path = directory / "parse" / f"{key}.pack"
         self.index: dict[bytes, tuple[int, int, bytes]] = {}
         self.hits = 0
-        self._fd: int | None = None
         self._base = 0  # where the entries start in the file
 
     def load(self) -> None:

@@ -342,6 +342,8 @@ def read_release(
     load_filter = load_filter or LoadFilter()
     if not is_utf8_name(str(root)):
         raise LoadError([f"{display_name(str(root))}: the directory's path is not UTF-8 (cvo's rule)"])
+    if "\x00" in str(root):
+        raise LoadError([f"{display_name(str(root))}: a path cannot contain a NUL byte"])
     if not root.is_dir():
         raise LoadError([f"{display_name(str(root))}: not a directory"])
     release_dir = root / RELEASE_MANIFEST_DIR
