@@ -3,7 +3,10 @@
 ``-w``/``--watch`` prints them, then again whenever the ClusterVersion, a ClusterOperator or an
 OperatorCondition changes (``kubectl get -w``), until Ctrl-C: the way to follow a controller
 (``cvo run``) at work.  Text views are separated by a blank line; ``-o json`` prints one document per
-line.
+line, ``-o yaml`` one document after each ``---``.
+
+``-o wide`` adds columns to the tables, ``-o name`` prints ``kubectl get -o name`` lines (the ClusterVersion,
+then every ClusterOperator), ``--no-headers`` leaves the tables' header lines out (:mod:`cvo.cli.output`).
 """
 
 from __future__ import annotations
@@ -12,8 +15,6 @@ import argparse
 import sys
 from datetime import datetime
 from typing import Any
-
-import orjson
 
 from cvo.cli.backend import (
     Backend,
@@ -24,6 +25,16 @@ from cvo.cli.backend import (
     uses_saved_objects,
 )
 from cvo.cli.common import EXIT_OK, CommandFailed, UsageError
+from cvo.cli.output import (
+    NAME,
+    STRUCTURED,
+    TEXT,
+    WIDE,
+    add_no_headers_flag,
+    add_output_flag,
+    dump,
+    kubectl_name,
+)
 from cvo.cluster.api import CLUSTER_OPERATOR, CLUSTER_VERSION, Cluster, cv_ref
 from cvo.gates.olm import OC_API_VERSION, OC_GROUP, OC_KIND
 
@@ -34,10 +45,13 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser = sub.add_parser("status", help=HELP, description=HELP.capitalize() + ".")
     add_backend_flags(parser)
     add_saved_flags(parser)
-    parser.add_argument("-o", "--output", choices=["text", "json"], default="text")
+    add_output_flag(parser, (TEXT, *STRUCTURED, WIDE, NAME), "cvo status -o wide; cvo status -o name",
+                    what="the ClusterVersion and the ClusterOperators")
+    add_no_headers_flag(parser, "cvo status --no-headers | awk '$4 != \"True\"'")
     parser.add_argument("-w", "--watch", action="store_true",
                         help="print again whenever the ClusterVersion, a ClusterOperator or an OperatorCondition "
-                             "changes, until Ctrl-C (-o json: one document per line)")
+                             "changes, until Ctrl-C (-o json: one document per line; -o yaml: documents "
+                             "separated by ---; e.g. cvo status -w -o json | jq .clusterVersion.status.desired)")
     parser.set_defaults(func=run)
 
 
@@ -50,17 +64,41 @@ async def _read(cluster: Cluster, now: datetime) -> dict[str, Any]:
     return found
 
 
-def _render(found: dict[str, Any], output: str, *, one_line: bool = False) -> str:
-    if output == "json":
+def _render(found: dict[str, Any], output: str, *, one_line: bool = False, headers: bool = True) -> str:
+    if output in STRUCTURED:
         doc = {"clusterVersion": found["cv"], "clusterOperators": found["cos"], "operatorConditions": found["ocs"]}
-        return orjson.dumps(doc, option=0 if one_line else orjson.OPT_INDENT_2).decode() + "\n"
+        return dump(doc, output, stream=one_line)
+    if output == NAME:  # as `oc get clusterversion,clusteroperators -o name`
+        return "".join(f"{name}\n" for name, _ in _names(found))
     import io
 
     from cvo.status.text import write_status_text
 
     out = io.StringIO()
-    write_status_text(found["cv"], found["cos"], found["now"], out, found["ocs"])
+    write_status_text(found["cv"], found["cos"], found["now"], out, found["ocs"], wide=output == WIDE,
+                      headers=headers)
     return out.getvalue()
+
+
+def _names(found: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """(``kubectl get -o name`` line, object): the ClusterVersion, then the ClusterOperators by name."""
+    cv = found["cv"]
+    named = [(kubectl_name(*CLUSTER_VERSION, str((cv.get("metadata") or {}).get("name", ""))), cv)]
+    return named + [(kubectl_name(*CLUSTER_OPERATOR, str((co.get("metadata") or {}).get("name", ""))), co)
+                    for co in found["cos"]]
+
+
+def _changed_names(found: dict[str, Any], seen: dict[str, bytes]) -> str:
+    """The lines of the objects that are new or changed since ``seen`` (which is updated)."""
+    import orjson
+
+    lines = []
+    for name, obj in _names(found):
+        content = orjson.dumps(obj)
+        if seen.get(name) != content:
+            seen[name] = content
+            lines.append(f"{name}\n")
+    return "".join(lines)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -79,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
     run_loop(main)
     if found.get("cv") is None:
         raise CommandFailed("no cluster has been installed yet: there is no ClusterVersion (cvo install RELEASE_DIR)")
-    sys.stdout.write(_render(found, args.output))
+    sys.stdout.write(_render(found, args.output, headers=not args.no_headers))
     return EXIT_OK
 
 
@@ -106,6 +144,7 @@ def _watch(args: argparse.Namespace) -> int:
         for w in watchers:
             await w.start()
         last, waiting_said = "", False
+        seen: dict[str, bytes] = {}
         try:
             while True:
                 marks = [w.mark() for w in watchers]
@@ -116,11 +155,17 @@ def _watch(args: argparse.Namespace) -> int:
                               flush=True)
                         waiting_said = True
                 else:
-                    view = _render(found, args.output, one_line=True)
-                    if view != last:
-                        sys.stdout.write(("\n" if last and args.output == "text" else "") + view)
+                    if args.output == NAME:  # kubectl get -w -o name: the name of each object that changed
+                        view = _changed_names(found, seen)
+                    else:
+                        view = _render(found, args.output, one_line=True, headers=not args.no_headers)
+                        if view == last:
+                            view = ""
+                        else:
+                            view, last = ("\n" if last and args.output in (TEXT, WIDE) else "") + view, view
+                    if view:
+                        sys.stdout.write(view)
                         sys.stdout.flush()
-                        last = view
                 await first_change(watchers, marks)
         finally:
             for w in watchers:

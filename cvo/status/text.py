@@ -91,29 +91,39 @@ def _name(obj: Mapping[str, Any]) -> str:
     return (obj.get("metadata") or {}).get("name", "")
 
 
-def format_table(rows: Sequence[Sequence[str]]) -> str:
-    """Align columns like kubectl's tab writer; the last column is not padded, lines carry no trailing blanks."""
+def format_table(rows: Sequence[Sequence[str]], *, headers: bool = True) -> str:
+    """Align columns like kubectl's tab writer; the last column is not padded, lines carry no trailing blanks.
+    ``rows[0]`` is the header; without ``headers`` its line is left out, the columns aligned as with it (so
+    ``--no-headers`` drops exactly one line)."""
     if not rows:
         return ""
     columns = len(rows[0])
     widths = [max(_MIN_WIDTH, max(len(row[i]) for row in rows) + _PADDING) for i in range(columns - 1)]
     lines = ["".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False)) + row[-1]
-             for row in rows]
-    return "\n".join(line.rstrip() for line in lines) + "\n"
+             for row in rows[0 if headers else 1:]]
+    return "".join(line.rstrip() + "\n" for line in lines)
 
 
-def clusterversion_table(cv: Mapping[str, Any], now: datetime) -> str:
-    """NAME, VERSION (the current version), AVAILABLE, PROGRESSING, SINCE and STATUS (the Progressing message)."""
+def clusterversion_table(cv: Mapping[str, Any], now: datetime, *, wide: bool = False, headers: bool = True) -> str:
+    """NAME, VERSION (the current version), AVAILABLE, PROGRESSING, SINCE and STATUS (the Progressing message);
+    ``wide`` adds DESIRED (``status.desired.version``), FAILING and UPGRADEABLE before STATUS."""
     status = cv.get("status") or {}
+    header = ["NAME", "VERSION", "AVAILABLE", "PROGRESSING", "SINCE"]
     row = [
         _name(cv),
         current_version(status.get("history") or []),
         _condition_field(cv, "Available", "status"),
         _condition_field(cv, "Progressing", "status"),
         _since(cv, "Progressing", now),
-        _single_line(_condition_field(cv, "Progressing", "message")),
     ]
-    return format_table([["NAME", "VERSION", "AVAILABLE", "PROGRESSING", "SINCE", "STATUS"], row])
+    if wide:
+        desired = status.get("desired")
+        header += ["DESIRED", "FAILING", "UPGRADEABLE"]
+        row += [str(desired.get("version") or "") if isinstance(desired, Mapping) else "",
+                _condition_field(cv, "Failing", "status"), _condition_field(cv, "Upgradeable", "status")]
+    header.append("STATUS")
+    row.append(_single_line(_condition_field(cv, "Progressing", "message")))
+    return format_table([header, row], headers=headers)
 
 
 def operator_version(co: Mapping[str, Any]) -> str:
@@ -122,12 +132,24 @@ def operator_version(co: Mapping[str, Any]) -> str:
     return next((v.get("version", "") for v in versions if v.get("name") == "operator"), "")
 
 
-def operator_message(co: Mapping[str, Any]) -> str:
-    """The message of the first unhealthy condition: Available=False, else Degraded=True, else Progressing=True."""
+def _unhealthy(co: Mapping[str, Any]) -> str:
+    """The type of the first unhealthy condition: Available=False, else Degraded=True, else Progressing=True."""
     for condition_type, bad in (("Available", "False"), ("Degraded", "True"), ("Progressing", "True")):
         if _condition_field(co, condition_type, "status") == bad:
-            return _single_line(_condition_field(co, condition_type, "message"))
+            return condition_type
     return ""
+
+
+def operator_message(co: Mapping[str, Any]) -> str:
+    """The message of the first unhealthy condition: Available=False, else Degraded=True, else Progressing=True."""
+    condition_type = _unhealthy(co)
+    return _single_line(_condition_field(co, condition_type, "message")) if condition_type else ""
+
+
+def operator_reason(co: Mapping[str, Any]) -> str:
+    """The reason of the condition :func:`operator_message` shows."""
+    condition_type = _unhealthy(co)
+    return _condition_field(co, condition_type, "reason") if condition_type else ""
 
 
 def completed_version(cv: Mapping[str, Any]) -> str:
@@ -145,30 +167,37 @@ def not_in_release(co: Mapping[str, Any], release: str) -> bool:
     return bool(release and version and version != release)
 
 
-def clusteroperators_table(cos: Sequence[Mapping[str, Any]], now: datetime, release: str = "") -> str:
+def clusteroperators_table(cos: Sequence[Mapping[str, Any]], now: datetime, release: str = "", *,
+                           wide: bool = False, headers: bool = True) -> str:
     """One row per ClusterOperator, sorted by name; SINCE is the age of the Available condition.  With the
-    cluster's completed ``release``, a ClusterOperator it does not hold says so in MESSAGE."""
-    rows = [["NAME", "VERSION", "AVAILABLE", "PROGRESSING", "DEGRADED", "SINCE", "MESSAGE"]]
+    cluster's completed ``release``, a ClusterOperator it does not hold says so in MESSAGE.  ``wide`` adds
+    UPGRADEABLE (the operator's own Upgradeable condition) and REASON (of the condition MESSAGE shows) before
+    MESSAGE."""
+    header = ["NAME", "VERSION", "AVAILABLE", "PROGRESSING", "DEGRADED", "SINCE"]
+    rows = [header + (["UPGRADEABLE", "REASON"] if wide else []) + ["MESSAGE"]]
     for co in sorted(cos, key=_name):
         message = operator_message(co)
         if not_in_release(co, release):
             message = f"not in the current release {release} (left over from {operator_version(co)})" + (
                 f"; {message}" if message else "")
-        rows.append([
+        row = [
             _name(co),
             operator_version(co),
             _condition_field(co, "Available", "status"),
             _condition_field(co, "Progressing", "status"),
             _condition_field(co, "Degraded", "status"),
             _since(co, "Available", now),
-            message,
-        ])
-    return format_table(rows)
+        ]
+        if wide:
+            row += [_condition_field(co, "Upgradeable", "status"), operator_reason(co)]
+        rows.append([*row, message])
+    return format_table(rows, headers=headers)
 
 
 def upgradeable_text(cv: Mapping[str, Any], cos: Sequence[Mapping[str, Any]],
-                     ocs: Sequence[Mapping[str, Any]] = ()) -> str:
-    """The cluster's Upgradeable condition, then every operator's: ClusterOperators and OperatorConditions."""
+                     ocs: Sequence[Mapping[str, Any]] = (), *, headers: bool = True) -> str:
+    """The cluster's Upgradeable condition, then every operator's: ClusterOperators and OperatorConditions
+    (a table; without ``headers``, without its header line)."""
     from cvo.gates.olm import unsupported_conditions, upgradeable_verdict
 
     cond = next((c for c in _conditions(cv) if c.get("type") == "Upgradeable"), None)
@@ -194,16 +223,18 @@ def upgradeable_text(cv: Mapping[str, Any], cos: Sequence[Mapping[str, Any]],
             rows.append(["operatorcondition (not acted on)", name, f"{extra.get('type')}={extra.get('status')}",
                          str(extra.get("reason", "")), _single_line(str(extra.get("message", "")))])
     if len(rows) > 1:
-        lines += ["", format_table(rows).rstrip("\n")]
+        lines += ["", format_table(rows, headers=headers).rstrip("\n")]
     return "\n".join(lines) + "\n"
 
 
 def write_status_text(cv: Mapping[str, Any], cos: Sequence[Mapping[str, Any]], now: datetime, out: TextIO,
-                      ocs: Sequence[Mapping[str, Any]] | None = None) -> None:
-    """Both tables, separated by a blank line; with ``ocs``, the Upgradeable section too."""
-    out.write(clusterversion_table(cv, now))
+                      ocs: Sequence[Mapping[str, Any]] | None = None, *, wide: bool = False,
+                      headers: bool = True) -> None:
+    """Both tables, separated by a blank line; with ``ocs``, the Upgradeable section too.  ``wide``: the tables'
+    extra columns (``-o wide``); without ``headers``, no header lines (``--no-headers``)."""
+    out.write(clusterversion_table(cv, now, wide=wide, headers=headers))
     out.write("\n")
-    out.write(clusteroperators_table(cos, now, completed_version(cv)))
+    out.write(clusteroperators_table(cos, now, completed_version(cv), wide=wide, headers=headers))
     if ocs is not None:
         out.write("\n")
-        out.write(upgradeable_text(cv, cos, ocs))
+        out.write(upgradeable_text(cv, cos, ocs, headers=headers))
