@@ -1,9 +1,11 @@
-"""Printing an upgrade's gates like ``oc adm upgrade``: each check, who blocks, why, how to override."""
+"""Printing an upgrade's gates like ``oc adm upgrade``: each check, who blocks, why, how to override; or the
+same as data (``cvo upgrade --dry-run -o json|yaml``)."""
 
 from __future__ import annotations
 
 import shlex
 from pathlib import Path
+from typing import Any
 
 from cvo.gates.upgradeable import CONDITIONS_TYPE, DELETES_TYPE, OPERATORS_TYPE, OVERRIDES_TYPE
 from cvo.payload import semver
@@ -43,6 +45,47 @@ def _override_hint(kind: str, who: tuple[str, ...], release_dir: Path) -> str:
     return force
 
 
+def _state(check: Preflight, blocking: bool) -> str:
+    return "BLOCKED" if blocking and not check.verdict.forced else "WARNING"
+
+
+def verdict_data(check: Preflight, target: Release, release_dir: Path) -> dict[str, Any]:
+    """What :func:`print_verdict` prints, as the document of ``-o json|yaml``: every check's result (``pass``,
+    ``blocked`` or ``warning``), who blocks minor and major updates and how to override each, and the verdict
+    (``blocked``, ``proceed-with-warnings`` or ``proceed``) with, when blocked, the ``ReleaseAccepted=False``
+    condition the ClusterVersion would get."""
+    by_name = {e.name: e for e in check.verdict.errors}
+    preconditions: list[dict[str, Any]] = []
+    for name in CHECKS:
+        err = by_name.get(name)
+        if err is None:
+            preconditions.append({"name": name, "result": "pass", "reason": "", "message": ""})
+        else:
+            preconditions.append({"name": name, "result": _state(check, err.blocking).lower(),
+                                  "reason": err.reason, "message": err.message})
+    blocked = check.verdict.blocked
+    accepted = None  # the condition a blocked upgrade sets (cvo.runner.upgrade), as it would read
+    if blocked:
+        accepted = {"type": "ReleaseAccepted", "status": "False", "reason": "PreconditionChecks",
+                    "message": f'Preconditions failed for payload loaded version="{target.version}" '
+                               f'image="{target.image}": {check.verdict.message}'}
+    return {
+        "current": check.current,
+        "target": target.version,
+        "image": target.image,
+        "update": update_kind(check.current, target.version),
+        "preconditions": preconditions,
+        "blockers": [{"type": b.type, "who": list(b.who), "reason": b.reason, "message": b.message,
+                      "override": _override_hint(b.type, b.who, release_dir)} for b in check.blockers],
+        "blocked": blocked,
+        "forced": check.verdict.forced,
+        "verdict": "blocked" if blocked else "proceed-with-warnings" if check.verdict.errors else "proceed",
+        "message": check.verdict.message,
+        "acceptedRisks": check.verdict.accepted_risks,
+        "releaseAccepted": accepted,
+    }
+
+
 def print_verdict(check: Preflight, target: Release, release_dir: Path) -> None:
     print(f"Upgrade from {check.current} to {target.version} ({update_kind(check.current, target.version)})")
     print("\nPreconditions:")
@@ -52,7 +95,7 @@ def print_verdict(check: Preflight, target: Release, release_dir: Path) -> None:
         if err is None:
             print(f"  PASS     {name}")
             continue
-        state = "BLOCKED" if err.blocking and not check.verdict.forced else "WARNING"
+        state = _state(check, err.blocking)
         first, *rest = err.message.splitlines() or [""]
         print(f"  {state:<8} {name} ({err.reason}): {first}")
         for line in rest:

@@ -38,6 +38,7 @@ from cvo.cli.common import (
     payload_options,
     print_error,
 )
+from cvo.cli.output import STRUCTURED, TEXT, add_no_headers_flag, add_output_flag, dump, is_structured
 from cvo.cli.progress import LiveDisplay, LogReporter, format_duration, wants_live_display
 from cvo.cli.signals import cancelled_by_signals
 from cvo.clock import Clock, to_rfc3339
@@ -53,6 +54,8 @@ from cvo.runner.events import Event, Fanout, Progress, Reporter
 from cvo.runner.upgrade import UpgradeController
 from cvo.runner.worker import SweepOptions, SweepResult, Worker
 
+_EXAMPLES = {"install": "cvo install DIR", "upgrade": "cvo upgrade --to DIR", "reconcile": "cvo reconcile"}
+
 
 def _add_sweep_flags(parser: argparse.ArgumentParser) -> None:
     add_backend_flags(parser)
@@ -62,8 +65,15 @@ def _add_sweep_flags(parser: argparse.ArgumentParser) -> None:
                              "and retries of a failing server included (default 2h; e.g. 90m, 1h30m; 0: never)")
     parser.add_argument("--interval", default="3m", metavar="DURATION",
                         help="reconcile interval: apply timeouts and back-off derive from it (default 3m; at least 1s)")
-    parser.add_argument("-o", "--output", choices=["text", "json"], default="text",
-                        help="final report format (progress goes to stderr)")
+    name = parser.prog.split()[-1]
+    command = _EXAMPLES.get(name, parser.prog)
+    if name == "upgrade":
+        add_output_flag(parser, (TEXT, *STRUCTURED), "cvo upgrade --to DIR --dry-run -o json | jq .blocked",
+                        what="the final report (progress goes to stderr), or with --dry-run every gate")
+    else:
+        add_output_flag(parser, (TEXT, *STRUCTURED), f"{command} -o json | jq .completed",
+                        what="the final report (progress goes to stderr)")
+    add_no_headers_flag(parser, f"{command} --no-headers")
     parser.add_argument("--events", type=Path, default=None, metavar="FILE",
                         help="write every event of the sweep to FILE as JSON lines (for cvo report; docs/report.md)")
 
@@ -293,17 +303,15 @@ def _report(args: argparse.Namespace, result: SweepResult, cos: list[dict[str, A
     from cvo.status.text import write_status_text
 
     simulated = result.finished - result.started
-    if args.output == "json":
-        import orjson
-
+    if is_structured(args.output):
         doc = {"ok": result.ok, "completed": result.completed, "attempts": result.attempts,
                "message": result.message, "done": result.done, "total": result.total,
                "simulatedSeconds": simulated.total_seconds(), "wallSeconds": round(wall, 3),
                "lastProgress": to_rfc3339(result.last_progress) if result.last_progress else None,
                "clusterVersion": result.cluster_version, "clusterOperators": cos}
-        sys.stdout.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n")
+        sys.stdout.write(dump(doc, args.output))
     else:
-        write_status_text(result.cluster_version, cos, result.finished, sys.stdout)
+        write_status_text(result.cluster_version, cos, result.finished, sys.stdout, headers=not args.no_headers)
         if result.blocked:
             print(f"\nblocked: the upgrade did not start ({wall:.2f}s wall)")
         else:
@@ -357,11 +365,14 @@ def run_upgrade(args: argparse.Namespace) -> int:
         cv = await backend.steady.get(cv_ref())
         begin = start.check_upgrade(cv, target)
         if args.dry_run:  # reads only: the current release is not needed (saved objects may name any image)
-            from cvo.cli.gates import print_verdict
+            from cvo.cli.gates import print_verdict, verdict_data
             from cvo.runner.upgrade import preflight
 
             check = await preflight(backend.steady, target, args.force, clock_of(backend).now())
-            print_verdict(check, target, args.release_dir)
+            if is_structured(args.output):
+                sys.stdout.write(dump(verdict_data(check, target, args.release_dir), args.output))
+            else:
+                print_verdict(check, target, args.release_dir)
             return EXIT_FAILED if check.verdict.blocked else EXIT_OK
         releases = Releases(Catalogue(None), default_loader(options.load_filter))
         releases.add(target)
@@ -470,18 +481,16 @@ def _report_client(args: argparse.Namespace, outcome: dict[str, Any], holder: st
     except ValueError:
         simulated = None
     ok = verdict.state == "completed"
-    if args.output == "json":
-        import orjson
-
+    if is_structured(args.output):
         doc = {"ok": ok, "completed": ok, "attempts": None, "message": "" if ok else verdict.message,
                "done": None, "total": None,
                "simulatedSeconds": simulated.total_seconds() if simulated is not None else None,
                "wallSeconds": round(wall, 3), "lastProgress": dig(cv, "status", "lastProgress"),
                "clusterVersion": cv, "clusterOperators": outcome["cos"], "controller": holder,
                "outcome": verdict.state}
-        sys.stdout.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n")
+        sys.stdout.write(dump(doc, args.output))
     else:
-        write_status_text(cv, outcome["cos"], outcome["now"], sys.stdout)
+        write_status_text(cv, outcome["cos"], outcome["now"], sys.stdout, headers=not args.no_headers)
         if verdict.state == "blocked":
             print(f"\nblocked: the upgrade did not start ({wall:.2f}s wall)")
         elif ok:
