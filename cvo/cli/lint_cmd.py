@@ -6,9 +6,8 @@ import argparse
 import sys
 from collections import Counter
 
-import orjson
-
 from cvo.cli.common import EXIT_FAILED, EXIT_OK, add_payload_flags, load, payload_options
+from cvo.cli.output import STRUCTURED, TEXT, add_output_flag, dump, is_structured
 from cvo.plan.lint import Severity, lint
 
 HELP = "check RELEASE_DIR for problems a sweep would trip over (exit 1 on errors)"
@@ -17,7 +16,8 @@ HELP = "check RELEASE_DIR for problems a sweep would trip over (exit 1 on errors
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser = sub.add_parser("lint", help=HELP, description=HELP.capitalize() + ".")
     add_payload_flags(parser)
-    parser.add_argument("-o", "--output", choices=["text", "json"], default="text")
+    add_output_flag(parser, (TEXT, *STRUCTURED), "cvo lint DIR -o json | jq '.findings[].rule'",
+                    what="the findings and their summary")
     parser.add_argument("--min-severity", choices=[s.value for s in Severity], default="info",
                         help="hide findings below this severity (default: show all)")
     parser.set_defaults(func=run)
@@ -30,13 +30,13 @@ def run(args: argparse.Namespace) -> int:
     limit = rank[Severity(args.min_severity)]
     findings = [f for f in lint(release) if rank[f.severity] <= limit]
     counts = Counter(str(f.severity) for f in findings)
-    if args.output == "json":
+    if is_structured(args.output):
         doc = {
             "version": release.version,
             "findings": [f.to_json() for f in findings],
             "summary": {s.value: counts.get(s.value, 0) for s in Severity},
         }
-        sys.stdout.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n")
+        sys.stdout.write(dump(doc, args.output))
     else:
         for f in findings:
             where = f.file + (f"#{f.document}" if f.document else "")

@@ -14,6 +14,7 @@ from typing import Any
 
 from cvo.cli.backend import add_backend_flags, backend_clock, open_backend
 from cvo.cli.common import EXIT_OK, CommandFailed, UsageError
+from cvo.cli.output import NAME, STRUCTURED, TEXT, add_output_flag, dump, is_structured, kubectl_name
 from cvo.cluster.api import Ref
 from cvo.gates.olm import OC_API_VERSION, OC_GROUP, OC_KIND, SUPPORTED_TYPES
 from cvo.runner.overrides import Override, OverrideFailed, set_override
@@ -29,6 +30,10 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser.add_argument("--reason", default="AdminOverride", help="CamelCase reason (default AdminOverride)")
     parser.add_argument("--message", default="", help="why the admin overrides it")
     parser.add_argument("--clear", action="store_true", help="remove the override instead")
+    add_output_flag(parser, (TEXT, *STRUCTURED, NAME),
+                    "cvo override etcd Upgradeable=True --reason Checked -o yaml",
+                    what="the OperatorCondition as written (json, yaml: the object, as 'kubectl patch -o' "
+                         "prints it)")
     add_backend_flags(parser)
     parser.set_defaults(func=run)
 
@@ -88,8 +93,16 @@ def run(args: argparse.Namespace) -> int:
             except OverrideFailed as err:
                 raise CommandFailed(str(err)) from None
             done["noop"] = not result.changed
+            if is_structured(args.output):  # as written, with the status OLM's sync brought up to date
+                done["object"] = await cluster.get(ref) or result.object
 
     run_loop(main)
+    if is_structured(args.output):
+        sys.stdout.write(dump(done["object"], args.output))
+        return EXIT_OK
+    if args.output == NAME:
+        print(kubectl_name(OC_GROUP, OC_KIND, args.name))
+        return EXIT_OK
     if done.get("noop"):
         change = f"no {type_} override to remove"
     else:

@@ -46,9 +46,14 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser.add_argument("--attempt", type=non_negative_int, default=0, metavar="N",
                         help="reconcile attempt number, 0 or more: picks the permutation (default 0)")
     parser.add_argument("--show-excluded", action="store_true", help="list the documents the filters excluded")
-    parser.add_argument("-o", "--output", choices=["text", "json", "dot", "mermaid", "html"], default="text",
-                        help="html: the timeline page of cvo report for the plan, with the estimated critical path "
-                             "when the operators' durations are known (docs/report.md)")
+    parser.add_argument("-o", "--output", choices=["text", "json", "yaml", "name", "dot", "mermaid", "html"],
+                        default="text", metavar="FORMAT",
+                        help="text (default); json, or yaml: the same document; name: one line per task that is "
+                             "applied, in the plan's order, as 'kubectl get -o name' prints it (kind.group/name) "
+                             "followed by '-n NAMESPACE' for a namespaced object, so that each line is arguments "
+                             "for kubectl (e.g. cvo plan DIR -o name | xargs -L1 kubectl get); dot, mermaid: "
+                             "the graph; html: the timeline page of cvo report for the plan, with the estimated "
+                             "critical path when the operators' durations are known (docs/report.md)")
     durations = parser.add_mutually_exclusive_group()
     durations.add_argument("--operators", type=Path, metavar="FILE",
                            help="-o html: operator behaviours (their delays) to estimate the critical path with")
@@ -99,6 +104,23 @@ def output_options(args: argparse.Namespace, options: PayloadOptions) -> list[st
     ]
 
 
+def task_names(plan: Plan) -> list[str]:
+    """``-o name``: the tasks the sweep applies (not those skipped), in the order the text view lists them
+    (step, node, task), as ``kubectl get -o name`` names them, ``-n NAMESPACE`` after a namespaced one."""
+    from cvo.cli.output import group_of, kubectl_name
+
+    lines = []
+    for nodes in plan.steps:
+        for node in nodes:
+            for task in plan.node_tasks(node):
+                if task.skip:
+                    continue
+                m = task.manifest
+                name = kubectl_name(group_of(m.api_version), m.kind, m.name)
+                lines.append(f"{name} -n {m.namespace}" if m.namespace else name)
+    return lines
+
+
 def render(args: argparse.Namespace, options: PayloadOptions, release: Release) -> str:
     from cvo.payload.graph import GraphCycleError, Mode
     from cvo.plan.build import make_plan
@@ -113,6 +135,13 @@ def render(args: argparse.Namespace, options: PayloadOptions, release: Release) 
         raise UsageError(str(err)) from None
     if args.output == "html":
         return write_html(plan, args)
+    if args.output == "yaml":
+        from cvo.cli.output import dump
+        from cvo.plan.build import plan_json
+
+        return dump(plan_json(plan), "yaml")
+    if args.output == "name":
+        return "".join(f"{line}\n" for line in task_names(plan))
     out = io.StringIO()
     if args.output == "json":
         write_json(plan, out)

@@ -11,10 +11,9 @@ import argparse
 import sys
 from typing import Any
 
-import orjson
-
 from cvo.cli.backend import add_backend_flags, add_saved_flags, backend_clock, open_backend
 from cvo.cli.common import EXIT_OK, CommandFailed
+from cvo.cli.output import STRUCTURED, TEXT, add_output_flag, dump
 from cvo.cluster.api import CLUSTER_OPERATOR, ApiError, ApiErrorKind, Cluster, Ref, cv_ref
 from cvo.status.upgrade_text import DETAILS
 
@@ -29,7 +28,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser.add_argument("--details", choices=DETAILS, default="none",
                         help="show the long form of a section: operators (the updating ClusterOperators, and the "
                              "forecast's critical path), health (every insight with its description), all")
-    parser.add_argument("-o", "--output", choices=["text", "json", "yaml"], default="text")
+    add_output_flag(parser, (TEXT, *STRUCTURED), "cvo upgrade status -o yaml",
+                    what="the assessment (text: as oc prints it)")
     parser.set_defaults(func=run)
 
 
@@ -78,12 +78,8 @@ def run(args: argparse.Namespace) -> int:
     except StatusUnavailable as err:
         raise CommandFailed(str(err)) from None
     forecast = cluster_forecast(found["cv"], found["cos"], found["records"], now) if status.updating else None
-    if args.output == "text":
+    if args.output == TEXT:
         sys.stdout.write(render(status, args.details, forecast))
-    elif args.output == "json":
-        sys.stdout.write(orjson.dumps(to_data(status, forecast), option=orjson.OPT_INDENT_2).decode() + "\n")
     else:
-        import yaml
-
-        sys.stdout.write(yaml.safe_dump(to_data(status, forecast), sort_keys=False, allow_unicode=True))
+        sys.stdout.write(dump(to_data(status, forecast), args.output))
     return EXIT_OK

@@ -9,6 +9,7 @@ from typing import Any
 from cvo import __version__
 from cvo.cli.backend import NoCluster, add_backend_flags, backend_clock, open_backend
 from cvo.cli.common import EXIT_FAILED, EXIT_OK
+from cvo.cli.output import STRUCTURED, TEXT, add_output_flag, dump, is_structured
 from cvo.cluster.api import ApiError, cv_ref
 from cvo.payload.conditions import current_version
 
@@ -24,14 +25,31 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser = sub.add_parser("version", help=HELP, description=HELP.capitalize() + ".", epilog=EPILOG,
                             formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--client", action="store_true", help="print cvo's version only")
+    add_output_flag(parser, (TEXT, *STRUCTURED), "cvo version -o json | jq -r .openshiftVersion",
+                    what="the versions (json, yaml: clientVersion, cluster and openshiftVersion, as 'oc version "
+                         "-o json' names them; null when unknown)")
     add_backend_flags(parser)
     parser.set_defaults(func=run)
 
 
-def run(args: argparse.Namespace) -> int:
+def _print(args: argparse.Namespace, doc: dict[str, Any], server: str | None) -> None:
+    """The versions as text (``server``: the Server Version line's value) or as ``-o json|yaml``."""
+    if is_structured(args.output):
+        sys.stdout.write(dump(doc, args.output))
+        return
     print(f"Client Version: {__version__}")
+    if doc.get("cluster"):
+        print(f"Cluster: {doc['cluster']}")
+    if server is not None:
+        print(f"Server Version: {server}")
+
+
+def run(args: argparse.Namespace) -> int:
+    doc: dict[str, Any] = {"clientVersion": {"version": __version__}}
     if args.client:
+        _print(args, doc, None)
         return EXIT_OK
+    doc.update(cluster=None, openshiftVersion=None)
     clock, run_loop = backend_clock(args)
     found: dict[str, Any] = {}
 
@@ -43,9 +61,10 @@ def run(args: argparse.Namespace) -> int:
     try:
         run_loop(main)
     except NoCluster:
-        print("Server Version: none (no cluster has been installed yet)")
+        _print(args, doc, "none (no cluster has been installed yet)")
         return EXIT_OK
     except ApiError as err:  # as oc version: the client's version stands, the server's is unknown
+        _print(args, doc, None)
         print(f"Server Version: unknown ({err})", file=sys.stderr)
         return EXIT_FAILED
     cv = found.get("cv")
@@ -53,6 +72,6 @@ def run(args: argparse.Namespace) -> int:
     history = status.get("history") if isinstance(status, dict) else None
     entries = [h for h in history if isinstance(h, dict)] if isinstance(history, list) else []
     version = str(current_version(entries) or "")
-    print(f"Cluster: {found['where']}")
-    print(f"Server Version: {version or 'none (no release installed)'}")
+    doc.update(cluster=found["where"], openshiftVersion=version or None)
+    _print(args, doc, version or "none (no release installed)")
     return EXIT_OK
