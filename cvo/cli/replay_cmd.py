@@ -5,9 +5,15 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cvo.cli.common import EXIT_FAILED, EXIT_OK, UsageError
+from cvo.cli.output import STRUCTURED, TEXT, add_output_flag, dump, is_structured
 from cvo.runner.events import Event
+
+if TYPE_CHECKING:
+    from cvo.scenario.expect import Check
+    from cvo.scenario.replay import ReplayOutcome
 
 HELP = "replay scenario files on the embedded cluster; print the timeline and PASS/FAIL per expectation"
 
@@ -22,6 +28,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser.add_argument("files", nargs="+", type=Path, metavar="FILE")
     parser.add_argument("--all", action="store_true", help="print every event, not only the main ones")
     parser.add_argument("-q", "--quiet", action="store_true", help="print only the verdicts")
+    add_output_flag(parser, (TEXT, *STRUCTURED), "cvo replay scenarios/*.yaml -q -o json | jq '.scenarios[].passed'",
+                    what="the replays (json, yaml: scenarios, each with its expectations and, without -q, its "
+                         "timeline's events as the events file writes them)")
     parser.add_argument("--events", type=Path, default=None, metavar="FILE",
                         help="write the replay's events to FILE as JSON lines (one scenario FILE only; cvo report)")
     parser.add_argument("--report", type=Path, default=None, metavar="DIR",
@@ -58,6 +67,24 @@ def _write_report(directory: Path, path: Path, name: str, events: list[Event]) -
         raise UsageError(f"{display_name(str(target))}: cannot write the report: {err.strerror or err}") from None
 
 
+def _scenario_doc(args: argparse.Namespace, path: Path, outcome: ReplayOutcome,
+                  checks: list[Check]) -> dict[str, object]:
+    """One scenario's replay for ``-o json|yaml``."""
+    import orjson
+
+    from cvo.payload.limits import display_name
+    from cvo.report.events_io import event_line
+
+    doc: dict[str, object] = {
+        "name": outcome.scenario.name, "file": display_name(str(path)), "passed": all(c.ok for c in checks),
+        "result": outcome.result, "simulatedSeconds": outcome.elapsed,
+        "expectations": [{"name": c.name, "ok": c.ok, "detail": c.detail} for c in checks],
+    }
+    if not args.quiet:
+        doc["events"] = [orjson.loads(event_line(e)) for e in outcome.events if args.all or e.name in TIMELINE]
+    return doc
+
+
 def run(args: argparse.Namespace) -> int:
     from cvo.scenario.expect import evaluate
     from cvo.scenario.model import ScenarioError, load_scenario
@@ -74,6 +101,7 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"{display_name(str(args.report))}: cannot make the report directory: "
                              f"{err.strerror or err}") from None
     failed = 0
+    docs: list[dict[str, object]] = []
     for path in args.files:
         try:
             scenario = load_scenario(path)
@@ -85,6 +113,11 @@ def run(args: argparse.Namespace) -> int:
             _write_events(args.events, outcome.events)
         if args.report is not None:
             _write_report(args.report, path, scenario.name, outcome.events)
+        bad = [c for c in checks if not c.ok]
+        failed += bool(bad)
+        if is_structured(args.output):
+            docs.append(_scenario_doc(args, path, outcome, checks))
+            continue
         if not args.quiet:
             print(f"== {scenario.name} ({path})")
             for event in outcome.events:
@@ -92,14 +125,14 @@ def run(args: argparse.Namespace) -> int:
                     offset = event.time - outcome.started
                     hours, rest = divmod(int(offset.total_seconds()), 3600)
                     print(f"  {hours:02d}:{rest // 60:02d}:{rest % 60:02d} {event.name} {_fields(event.fields)}")
-        bad = [c for c in checks if not c.ok]
         for check in checks:
             if not args.quiet or not check.ok:
                 print(f"  {'PASS' if check.ok else 'FAIL'} {check.name}" + ("" if check.ok else f": {check.detail}"))
         verdict = "FAIL" if bad else "PASS"
         print(f"{verdict} {scenario.name}: {len(checks) - len(bad)}/{len(checks)} expectations, "
               f"result {outcome.result}, {outcome.elapsed / 60:.1f} simulated minutes")
-        failed += bool(bad)
+    if is_structured(args.output):
+        sys.stdout.write(dump({"scenarios": docs, "passed": len(args.files) - failed, "failed": failed}, args.output))
     if len(args.files) > 1:
         print(f"{len(args.files) - failed} passed, {failed} failed", file=sys.stderr)
     return EXIT_FAILED if failed else EXIT_OK
