@@ -272,7 +272,8 @@ def test_cvo_run_flags_of_any_text_end_in_one_error_line(lease: str, renew: str,
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(to=st.text(max_size=10), timeout=st.text(max_size=6), watch=st.booleans(), output=st.sampled_from(["text", "json"]))
+@given(to=st.text(max_size=10), timeout=st.text(max_size=6), watch=st.booleans(),
+       output=st.sampled_from(["text", "json", "yaml", "wide", "name"]))
 def test_upgrade_no_wait_and_status_watch_of_any_text_end_in_one_error_line(
         to: str, timeout: str, watch: bool, output: str, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     """``cvo upgrade --no-wait`` and ``cvo status -w``: a release that is not there is exit 2 with one line; a

@@ -134,6 +134,28 @@ def test_multi_line_messages_stay_on_one_row() -> None:
     assert len(table.splitlines()) == 2
 
 
+def test_clusteroperators_wide_adds_upgradeable_and_the_reason_of_the_message() -> None:
+    degraded = co("etcd", Degraded="True", Upgradeable="False", messages={"Degraded": "member down"})
+    degraded["status"]["conditions"][2]["reason"] = "MemberDown"
+    table = clusteroperators_table([co("authentication"), degraded], NOW, wide=True)
+    assert table == (
+        "NAME             VERSION   AVAILABLE   PROGRESSING   DEGRADED   SINCE   UPGRADEABLE   REASON       MESSAGE\n"
+        "authentication   4.16.0    True        False         False      12m\n"
+        "etcd             4.16.0    True        False         True       12m     False         MemberDown   "
+        "member down\n")
+    assert clusteroperators_table([co("authentication"), degraded], NOW, wide=True, headers=False) == (
+        "".join(table.splitlines(keepends=True)[1:]))
+
+
+def test_clusterversion_wide_adds_desired_failing_and_upgradeable() -> None:
+    assert clusterversion_table(reconciled_cv(), NOW, wide=True) == (
+        "NAME      VERSION   AVAILABLE   PROGRESSING   SINCE   DESIRED   FAILING   UPGRADEABLE   STATUS\n"
+        "version   4.16.0    True        False         5m      4.16.0    False                   "
+        "Cluster version is 4.16.0\n")
+    assert clusterversion_table(reconciled_cv(), NOW, headers=False) == (
+        "version   4.16.0    True        False         5m      Cluster version is 4.16.0\n")
+
+
 def test_format_table_pads_to_kubectl_minimum_width() -> None:
     assert format_table([["A", "B", "C"], ["x", "y", "z"]]) == "A     B     C\nx     y     z\n"
 
