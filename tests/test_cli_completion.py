@@ -44,3 +44,10 @@ def test_commands_and_flags_complete_from_the_parser_the_command_line_uses(tmp_p
     assert complete("cvo up", tmp_path) == ["upgrade", "upgrade-status"]
     assert "--profile" in complete("cvo plan --prof", tmp_path)
     assert complete("cvo completion f", tmp_path) == ["fish"]
+
+
+def test_output_formats_complete_with_their_choices(tmp_path: Path) -> None:
+    assert complete("cvo status -o ", tmp_path) == ["json", "name", "text", "wide", "yaml"]
+    assert complete("cvo plan DIR -o n", tmp_path) == ["name"]
+    assert complete("cvo upgrade --to DIR --dry-run -o y", tmp_path) == ["yaml"]
+    assert "--no-headers" in complete("cvo status --no-h", tmp_path)

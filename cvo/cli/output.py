@@ -27,7 +27,7 @@ def add_output_flag(parser: argparse.ArgumentParser, formats: Sequence[str], exa
                     what: str = "the result") -> None:
     """``-o/--output`` with ``formats`` (``text`` first, the default); ``example`` is a command line using it."""
     described = {
-        TEXT: "text for people (default)",
+        TEXT: "for people (default)",
         JSON: "one JSON document",
         YAML: "the same document as YAML",
         WIDE: "text with more columns",

@@ -47,7 +47,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     add_saved_flags(parser)
     add_output_flag(parser, (TEXT, *STRUCTURED, WIDE, NAME), "cvo status -o wide; cvo status -o name",
                     what="the ClusterVersion and the ClusterOperators")
-    add_no_headers_flag(parser, "cvo status --no-headers | awk '$4 != \"True\"'")
+    add_no_headers_flag(parser, "cvo status -o wide --no-headers")
     parser.add_argument("-w", "--watch", action="store_true",
                         help="print again whenever the ClusterVersion, a ClusterOperator or an OperatorCondition "
                              "changes, until Ctrl-C (-o json: one document per line; -o yaml: documents "
