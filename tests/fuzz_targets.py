@@ -13,6 +13,7 @@ import contextlib
 import io
 import json
 import os
+import shlex
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -198,11 +199,24 @@ def run_cli(argv: list[str]) -> tuple[int, str, str]:
 
 
 def cli_payload_target(spec: dict[str, Any]) -> None:
-    """``cvo plan -o json`` and ``cvo lint -o json`` of a generated directory."""
+    """``cvo plan`` and ``cvo lint`` of a generated directory: ``-o json``, ``-o yaml`` (the same data) and
+    ``plan -o name`` (one line per applied task)."""
+    import yaml
+
     with release_dir(spec) as root:
         for command in ("plan", "lint"):
             code, out, err = run_cli([command, str(root), "-o", "json", "--no-cache"])
             _check_cli_output(code, out, err, json_output=True)
+            as_yaml = run_cli([command, str(root), "-o", "yaml", "--no-cache"])
+            assert as_yaml[0] == code, as_yaml[2]
+            if code != 2:
+                assert yaml.load(as_yaml[1], Loader=yaml.CSafeLoader) == orjson.loads(out)
+            if command == "plan" and code == 0:
+                doc = orjson.loads(out)
+                applied = sum(1 for n in doc["nodes"] for t in n["tasks"] if not t.get("skip"))
+                names = run_cli([command, str(root), "-o", "name", "--no-cache"])
+                assert names[0] == 0 and names[1].count("\n") == applied, names
+                assert all(len(shlex.split(line)) in (1, 3) for line in names[1].split("\n")[:-1]), names[1]
 
 
 def loader_target(spec: dict[str, Any]) -> None:

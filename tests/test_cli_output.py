@@ -14,6 +14,7 @@ import json
 import os
 import re
 import selectors
+import shlex
 import shutil
 import signal
 import subprocess
@@ -431,6 +432,20 @@ def test_kubectl_names(group: str, kind: str, name: str, version: str) -> None:
     resource, _, named = line.partition("/")
     assert named == name
     assert resource == (f"{kind.lower()}.{group}" if group else kind.lower())
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(), st.text())
+def test_any_name_is_one_shell_word(name: str, namespace: str) -> None:
+    """A manifest may name anything: ``-o name`` quotes what no cluster would accept, a line stays words."""
+    from cvo.cli.output import one_word
+
+    line = f"{kubectl_name('apps', 'Deployment', name)} -n {one_word(namespace)}"
+    words = shlex.split(line)
+    assert len(words) == 3 and words[1] == "-n" and "\n" not in line
+    for text in (f"deployment.apps/{name}", namespace):
+        shown = one_word(text)
+        assert shown == text or json.loads(shown) == text  # as is, or JSON-quoted
 
 
 OUTPUTS = {"status": ("text", "json", "yaml", "wide", "name"), "lint": ("text", "json", "yaml"),

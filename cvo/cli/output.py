@@ -74,7 +74,18 @@ def group_of(api_version: str) -> str:
     return api_version.rpartition("/")[0]
 
 
+def one_word(text: str) -> str:
+    """``text`` as is when it holds no blank, quote, backslash, control or other unprintable character (no
+    name a cluster accepts does), else JSON-quoted: a line of ``-o name`` stays one line of shell words
+    whatever a manifest says."""
+    if text and text.isprintable() and not any(c.isspace() or c in "\"'\\" for c in text):
+        return text
+    import json
+
+    return json.dumps(text)  # ASCII: escapes any character, a lone surrogate too
+
+
 def kubectl_name(group: str, kind: str, name: str) -> str:
     """``kubectl get -o name``'s line for an object: the lower-case kind, ``.group`` unless core, ``/name``
     (``deployment.apps/etcd-operator``, ``namespace/openshift-etcd``)."""
-    return f"{kind.lower()}{'.' + group if group else ''}/{name}"
+    return one_word(f"{kind.lower()}{'.' + group if group else ''}/{name}")

@@ -107,7 +107,7 @@ def output_options(args: argparse.Namespace, options: PayloadOptions) -> list[st
 def task_names(plan: Plan) -> list[str]:
     """``-o name``: the tasks the sweep applies (not those skipped), in the order the text view lists them
     (step, node, task), as ``kubectl get -o name`` names them, ``-n NAMESPACE`` after a namespaced one."""
-    from cvo.cli.output import group_of, kubectl_name
+    from cvo.cli.output import group_of, kubectl_name, one_word
 
     lines = []
     for nodes in plan.steps:
@@ -117,7 +117,7 @@ def task_names(plan: Plan) -> list[str]:
                     continue
                 m = task.manifest
                 name = kubectl_name(group_of(m.api_version), m.kind, m.name)
-                lines.append(f"{name} -n {m.namespace}" if m.namespace else name)
+                lines.append(f"{name} -n {one_word(m.namespace)}" if m.namespace else name)
     return lines
 
 
