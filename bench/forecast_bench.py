@@ -31,10 +31,11 @@ from cvo.payload.graph import Mode, build_graph, make_tasks, max_workers, wait_f
 from cvo.payload.loader import load_release  # noqa: E402
 from cvo.status.forecast import (  # noqa: E402
     MAX_RECORDS,
+    DurationModel,
     OperatorGraph,
     OperatorTime,
     UpdateRecord,
-    expected_durations,
+    duration_model,
     forecast,
     operator_graph,
 )
@@ -144,11 +145,12 @@ def oc_estimate(update: Update, at: float, baseline_history: list[dict[str, str]
     return estimate / SECOND
 
 
-def cvo_forecast(shape: Shape, update: Update, at: float, records: list[UpdateRecord]) -> float:
-    done = {n for n, (_, end) in update.times.items() if end <= at}
+def cvo_forecast(shape: Shape, update: Update, at: float, model: DurationModel) -> float:
+    """cvo's forecast at ``at``: what the live display (or ``cvo upgrade status`` with the update's partial
+    record) knows then: the operators done and how long they took, those waited on and since when."""
+    took = {n: end - start for n, (start, end) in update.times.items() if end <= at}
     updating = {n: int(start * SECOND) for n, (start, end) in update.times.items() if start <= at < end}
-    result = forecast(shape.forecast_graph, expected_durations(records), done, updating, int(at * SECOND),
-                      len(records))
+    result = forecast(shape.forecast_graph, model, took, updating, int(at * SECOND), took=took)
     assert result is not None
     return result.remaining / SECOND
 
@@ -174,10 +176,11 @@ def measure(runs: int, seed: int = 5) -> dict[float, dict[str, list[float]]]:
         update = simulate(shape, draw(means, rng))
         if i >= WARM_UP:
             history = _history(totals[-1:])
+            model = duration_model(records)
             for f in FRACTIONS:
                 at = f * update.total
                 true = update.total - at
-                errors[f]["cvo"].append(abs(cvo_forecast(shape, update, at, records) - true) / true)
+                errors[f]["cvo"].append(abs(cvo_forecast(shape, update, at, model) - true) / true)
                 errors[f]["oc"].append(abs(oc_estimate(update, at, history) - true) / true)
         records = [*records, UpdateRecord(str(i), str(i), {n: OperatorTime(s, e) for n, (s, e) in
                                                              update.times.items()})][-MAX_RECORDS:]

@@ -11,14 +11,16 @@ from hypothesis import strategies as st
 
 from cvo.clock import Clock, to_rfc3339
 from cvo.cluster.embedded.server import SimCluster
-from cvo.runner.durations import RECORDS_REF, DurationRecorder, LiveForecast, save_record
+from cvo.runner.durations import RECORDS_REF, DurationRecorder, LiveForecast, record_progress, save_record
 from cvo.runner.events import Event, Progress, Waiting
 from cvo.status.forecast import (
     MAX_RECORDS,
+    DurationModel,
     OperatorGraph,
     OperatorTime,
     UpdateRecord,
     co_state,
+    duration_model,
     expected_durations,
     forecast,
     parse_records,
@@ -35,48 +37,112 @@ GRAPH = OperatorGraph(operators={0: ("a", "b"), 1: ("c",), 2: ("d",), 3: ("e",)}
 MEANS = {"a": 300.0, "b": 600.0, "c": 1200.0, "d": 120.0, "e": 60.0}
 
 
+def one_record(durations: dict[str, float]) -> DurationModel:
+    """One recorded update: every operator's usual time is what it took then, with nothing to vary."""
+    return duration_model([UpdateRecord("1", "x", {k: OperatorTime(0, v) for k, v in durations.items()})])
+
+
+def varied_records(count: int, overrun: dict[int, tuple[str, float]] | None = None) -> list[UpdateRecord]:
+    """``count`` updates of GRAPH's operators, each within ±10 % of MEANS; ``overrun``: update i had operator
+    X overrun by S seconds."""
+    records = []
+    for i in range(count):
+        factor = 0.9 + 0.2 * ((i * 7) % 11) / 10
+        took = {k: v * factor for k, v in MEANS.items()}
+        if overrun and i in overrun:
+            name, extra = overrun[i]
+            took[name] += extra
+        records.append(UpdateRecord(f"4.{i}.0", f"t{i}", {k: OperatorTime(0, v) for k, v in took.items()}))
+    return records
+
+
 def test_the_longest_remaining_path_ends_the_update() -> None:
     # a + b = 15m, c = 20m: node 2 starts at 20m, d ends at 22m
-    result = forecast(GRAPH, MEANS, done=(), updating={}, now=NOW, records=3)
-    assert result is not None and result.remaining == 22 * MINUTE
+    result = forecast(GRAPH, one_record(MEANS), done=(), updating={}, now=NOW)
+    assert result is not None and result.remaining == 22 * MINUTE == result.path_remaining
+    assert result.low == result.high == 22 * MINUTE and result.details() == ""
     assert [s.name for s in result.critical_path] == ["c", "d"]
-    assert result.summary(NOW) == "22m remaining on the critical path, done at 2026-01-01T00:22:00Z (from 3 recorded updates)"
+    assert result.summary(NOW) == "22m remaining on the critical path, done at 2026-01-01T00:22:00Z (from 1 recorded update)"
 
 
 def test_done_and_updating_operators_shorten_it() -> None:
     # c done; a done; b updating for 4 of its 10 minutes: node 0 ends at 6m, d at 8m
-    result = forecast(GRAPH, MEANS, done={"a", "c"}, updating={"b": NOW - 4 * MINUTE}, now=NOW, records=1)
+    result = forecast(GRAPH, one_record(MEANS), done={"a", "c"}, updating={"b": NOW - 4 * MINUTE}, now=NOW)
     assert result is not None and result.remaining == 8 * MINUTE
     assert [(s.name, s.state) for s in result.critical_path] == [("b", "updating"), ("d", "pending")]
 
 
-def test_an_overdue_operator_still_needs_a_quarter_of_its_mean() -> None:
-    result = forecast(GRAPH, MEANS, done={"a", "b", "d", "e"}, updating={"c": NOW - 60 * MINUTE}, now=NOW, records=1)
+def test_an_overdue_operator_still_needs_a_quarter_of_its_usual_time() -> None:
+    result = forecast(GRAPH, one_record(MEANS), done={"a", "b", "d", "e"}, updating={"c": NOW - 60 * MINUTE}, now=NOW)
     assert result is not None and result.remaining == 5 * MINUTE  # a quarter of c's 20 minutes
 
 
 def test_an_operator_without_records_gets_the_median() -> None:
-    result = forecast(GRAPH, {"a": 60.0, "b": 60.0, "c": 600.0}, done=(), updating={}, now=NOW, records=1)
+    result = forecast(GRAPH, one_record({"a": 60.0, "b": 60.0, "c": 600.0}), done=(), updating={}, now=NOW)
     # d and e unknown: median(60, 60, 600) = 60 s each; c + d = 11m
     assert result is not None and result.remaining == 11 * MINUTE
 
 
 def test_no_records_no_forecast() -> None:
-    assert forecast(GRAPH, {}, done=(), updating={}, now=NOW, records=0) is None
+    assert forecast(GRAPH, duration_model([]), done=(), updating={}, now=NOW) is None
 
 
-def test_expected_durations_are_means_of_finished_operators() -> None:
-    records = [UpdateRecord("1", "x", {"a": OperatorTime(10, 70), "b": OperatorTime(0, None)}),
-               UpdateRecord("2", "y", {"a": OperatorTime(0, 120)})]
-    assert expected_durations(records) == {"a": 90.0}
+def test_the_model_tells_overruns_from_variation() -> None:
+    model = duration_model(varied_records(10, {2: ("a", 1800.0), 6: ("e", 1500.0)}))
+    assert model.records == 10 and model.overruns_per_update == (0, 0, 1, 0, 0, 0, 1, 0, 0, 0)
+    assert [round(x, -2) for x in sorted(model.excesses)] == [1500, 1800]  # beyond the medians (±10 % of 60 s, 300 s)
+    assert model.usual["a"] < 320 and model.usual["e"] < 64  # the overruns are not usual
+    assert 0.02 < model.spread < 0.2
+    assert expected_durations(varied_records(10, {2: ("a", 1800.0)}))["a"] == model.usual["a"]
+
+
+def test_the_model_needs_three_records_of_an_operator_to_call_an_overrun() -> None:
+    model = duration_model(varied_records(2, {1: ("a", 1800.0)}))
+    assert model.excesses == () and model.overruns_per_update == (0, 0)
+
+
+def test_an_overrun_still_to_come_is_allowed_for() -> None:
+    # every recorded update had one operator overrun by 30 minutes: at the start, one is still to come
+    model = duration_model(varied_records(10, {i: ("abcde"[i % 5], 1800.0) for i in range(10)}))
+    start = forecast(GRAPH, model, done=(), updating={}, now=NOW)
+    assert start is not None and start.path_remaining < 25 * MINUTE
+    assert start.remaining > start.path_remaining + 10 * MINUTE and start.allowance == start.remaining - start.path_remaining
+    assert start.low < start.remaining < start.high
+    assert "for overruns and variation" in start.details()
+    # once an operator done is seen to have overrun, none is expected any more
+    took = {"c": 1200.0 + 1800.0, "e": 60.0}
+    later = forecast(GRAPH, model, done=took, updating={}, now=NOW, took=took)
+    assert later is not None and later.remaining < later.path_remaining + 2 * MINUTE
+    # without knowing how long the operators done took, an overrun may still be to come
+    unknown = forecast(GRAPH, model, done=took, updating={}, now=NOW)
+    assert unknown is not None and unknown.remaining > later.remaining
+
+
+def test_an_operator_waiting_past_its_usual_time_is_overrunning() -> None:
+    model = duration_model(varied_records(10, {i: ("abcde"[i % 5], 1800.0) for i in range(10)}))
+    # c (20 minutes) waited on for 40: overrunning; what is left is what the recorded overruns leave
+    result = forecast(GRAPH, model, done={"a", "b", "e"}, updating={"c": NOW - 40 * MINUTE}, now=NOW,
+                      took={"a": 300.0, "b": 600.0, "e": 60.0})
+    assert result is not None
+    assert 5 * MINUTE < result.remaining < 20 * MINUTE  # not a quarter of 20m: about 50m minus 40, then d
+
+
+def test_a_forecast_is_a_function_of_its_inputs() -> None:
+    model = duration_model(varied_records(10, {i: ("abcde"[i % 5], 1800.0) for i in range(10)}))
+    first = forecast(GRAPH, model, done={"a"}, updating={"b": NOW - MINUTE}, now=NOW, took={"a": 290.0})
+    again = forecast(GRAPH, model, done={"a"}, updating={"b": NOW - MINUTE}, now=NOW, took={"a": 290.0})
+    assert first == again
 
 
 def test_records_round_trip_and_keep_the_most_recent() -> None:
     records = [UpdateRecord(f"4.{i}.0", f"t{i}", {"a": OperatorTime(i, i + 1.5)}) for i in range(MAX_RECORDS + 3)]
-    configmap = records_configmap(records)
+    running = UpdateRecord("5.0.0", "now", {"a": OperatorTime(0, 2)}, partial=True)
+    configmap = records_configmap([*records, running])
     parsed = parse_records(configmap)
-    assert [r.version for r in parsed] == [f"4.{i}.0" for i in range(3, MAX_RECORDS + 3)]
-    assert parsed[-1].operators["a"].duration == 1.5
+    assert [r.version for r in parsed] == [*(f"4.{i}.0" for i in range(3, MAX_RECORDS + 3)), "5.0.0"]
+    assert parsed[-2].operators["a"].duration == 1.5 and not parsed[-2].partial
+    assert parsed[-1].partial and parsed[-1].took() == {"a": 2.0}
+    assert duration_model(parsed).records == MAX_RECORDS  # the partial record is not a recorded update
 
 
 json_values = st.recursive(st.none() | st.integers() | st.floats() | st.text(max_size=5),
@@ -122,6 +188,32 @@ def test_recorder_and_save_on_a_cluster() -> None:
     assert expected_durations(saved) == {"etcd": 180.0}
 
 
+def test_the_running_update_keeps_a_partial_record() -> None:
+    async def go() -> tuple[list[UpdateRecord], list[UpdateRecord]]:
+        cluster = SimCluster(clock=Clock(T0))
+        await cluster.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": RECORDS_REF.namespace}})
+        await save_record(cluster, UpdateRecord("4.16.0", "before", {"etcd": OperatorTime(0, 200)}))
+        recorder = DurationRecorder("4.17.0", T0)
+        progress = asyncio.create_task(record_progress(cluster, recorder))
+        recorder.emit(Event(T0 + timedelta(minutes=3), "operator.done",
+                            {"operator": "etcd", "started": to_rfc3339(T0 + timedelta(minutes=1))}))
+        for _ in range(20):  # let the task write (no time passes)
+            await asyncio.sleep(0)
+        running = parse_records(await cluster.get(RECORDS_REF))
+        recorder.emit(Event(T0 + timedelta(minutes=5), "operator.done",
+                            {"operator": "dns", "started": to_rfc3339(T0 + timedelta(minutes=4))}))
+        progress.cancel()
+        await asyncio.gather(progress, return_exceptions=True)
+        await save_record(cluster, recorder.record)
+        return running, parse_records(await cluster.get(RECORDS_REF))
+
+    running, done = asyncio.run(go())
+    assert [(r.version, r.partial) for r in running] == [("4.16.0", False), ("4.17.0", True)]
+    assert running[-1].took() == {"etcd": 120.0}
+    assert [(r.version, r.partial) for r in done] == [("4.16.0", False), ("4.17.0", False)]
+    assert done[-1].took() == {"etcd": 120.0, "dns": 60.0}
+
+
 def test_live_forecast_follows_the_sweep() -> None:
     progress = Progress()
     now = T0 + timedelta(minutes=2)
@@ -134,6 +226,13 @@ def test_live_forecast_follows_the_sweep() -> None:
     assert result is not None and result.remaining == (9 + 2) * MINUTE
     assert result.finish == to_ns(now) + 11 * MINUTE
     assert result.to_data(to_ns(now))["remainingSeconds"] == 11 * MINUTE // SECOND
+    assert live.took == {"a": 0.0, "c": 0.0}  # the events carried no start: done as soon as waited on
+    later = now + timedelta(seconds=2)
+    assert live.__class__(GRAPH, [], lambda: progress, lambda: later)() is None  # no records, no forecast
+    now = later
+    assert live() is result  # the same state, two seconds on: the same forecast (its end does not move)
+    now = later + timedelta(seconds=LiveForecast.REFRESH // SECOND)
+    assert live() is not result
 
 
 def test_the_live_display_shows_the_forecast() -> None:

@@ -4,12 +4,15 @@
 the sweep first waited on each ClusterOperator and when it was done, counted from the update's start.
 :func:`save_record` appends that record to the ConfigMap ``openshift-cluster-version/cvo-update-durations``
 (:mod:`cvo.status.forecast`: key ``records.json``, the :data:`~cvo.status.forecast.MAX_RECORDS` most recent
-updates), from which ``cvo upgrade status`` and the live display forecast the next update's end.  The
-records are a hint: a write that fails is logged, never an error of the update.
+updates), from which ``cvo upgrade status`` and the live display forecast the next update's end.  While the
+update runs, :func:`record_progress` keeps a *partial* record of it there too (rewritten as operators finish,
+replaced by the complete one at the end), so that ``cvo upgrade status`` knows how long the operators
+already done took.  The records are a hint: a write that fails is logged, never an error of the update.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from pathlib import Path
@@ -30,13 +33,13 @@ from cvo.status.forecast import (
     OperatorTime,
     UpdateRecord,
     co_state,
-    expected_durations,
+    duration_model,
     forecast,
     operator_graph,
     parse_records,
     records_configmap,
 )
-from cvo.status.godur import to_ns
+from cvo.status.godur import SECOND, to_ns
 
 FILE_SCHEME = "file://"
 
@@ -50,6 +53,7 @@ class DurationRecorder:
     def __init__(self, version: str, started: datetime) -> None:
         self.started = started
         self.record = UpdateRecord(version, to_rfc3339(started))
+        self.changed = asyncio.Event()  # set when an operator is done: record_progress saves the partial record
 
     def emit(self, event: Event) -> None:
         if event.name != "operator.done":
@@ -63,16 +67,29 @@ class DurationRecorder:
             began = event.time
         self.record.operators[name] = OperatorTime(max(0.0, (began - self.started).total_seconds()),
                                                    max(0.0, (event.time - self.started).total_seconds()))
+        self.changed.set()
+
+
+async def record_progress(cluster: Cluster, recorder: DurationRecorder) -> None:
+    """Until cancelled: after each operator done, save the running update's partial record (one write at a
+    time; operators done meanwhile go into the next)."""
+    while True:
+        await recorder.changed.wait()
+        recorder.changed.clear()
+        await save_record(cluster, UpdateRecord(recorder.record.version, recorder.record.started_at,
+                                                dict(recorder.record.operators), partial=True))
 
 
 async def save_record(cluster: Cluster, record: UpdateRecord) -> None:
-    """Append ``record`` (replacing an earlier record of the same update) to the ConfigMap."""
+    """Append ``record`` to the ConfigMap, replacing an earlier record of the same update; a complete record
+    also drops every partial one (their updates are over)."""
     if not record.operators:
         return
     try:
         live = await cluster.get(RECORDS_REF)
         records = [r for r in parse_records(live)
-                   if (r.version, r.started_at) != (record.version, record.started_at)]
+                   if (r.version, r.started_at) != (record.version, record.started_at)
+                   and not (r.partial and not record.partial)]
         wanted = records_configmap([*records, record])
         if live is None:
             await cluster.create(wanted)
@@ -117,34 +134,54 @@ def cluster_forecast(cv: Mapping[str, Any] | None, cos: list[dict[str, Any]], re
     release is not a directory cvo can read."""
     parsed = parse_records(records)
     desired = ((cv or {}).get("status") or {}).get("desired") or {}
-    if not parsed or not isinstance(desired, Mapping):
+    if not isinstance(desired, Mapping):
+        return None
+    model = duration_model(parsed)
+    if not model.usual:
         return None
     graph = release_graph(str(desired.get("image") or ""), load_filter)
     if graph is None:
         return None
-    done, updating = co_state(cos, str(desired.get("version") or ""))
-    return forecast(graph, expected_durations(parsed), done, updating, now, len(parsed))
+    version = str(desired.get("version") or "")
+    done, updating = co_state(cos, version)
+    current = next((r for r in reversed(parsed) if r.partial and r.version == version), None)
+    return forecast(graph, model, done, updating, now, took=current.took() if current else None)
 
 
 class LiveForecast:
     """The forecast of a running update, for the live display: a reporter (it learns which operators are done
     from ``operator.done``) and a callable (the forecast now, from the sweep's waits)."""
 
+    REFRESH = 5 * SECOND  # the same state is forecast again at most this often (the display redraws 8 times a second)
+
     def __init__(self, graph: OperatorGraph, records: list[UpdateRecord], progress: Callable[[], Progress],
                  now: Callable[[], datetime]) -> None:
-        self.graph, self.expected, self.count = graph, expected_durations(records), len(records)
+        self.graph, self.model = graph, duration_model(records)
         self.progress, self.now = progress, now
-        self.done: set[str] = set()
+        self.took: dict[str, float] = {}  # the operators done, and how long they took (seconds)
+        self.last: tuple[object, int, Forecast | None] | None = None
 
     def emit(self, event: Event) -> None:
-        if event.name == "operator.done" and isinstance(event.fields.get("operator"), str):
-            self.done.add(event.fields["operator"])
+        name = event.fields.get("operator")
+        if event.name != "operator.done" or not isinstance(name, str):
+            return
+        try:
+            began = parse_rfc3339(str(event.fields.get("started")))
+        except ValueError:
+            began = event.time
+        self.took.setdefault(name, max(0.0, (event.time - began).total_seconds()))
 
     def __call__(self) -> Forecast | None:
-        if not self.expected:
+        if not self.model.usual:
             return None
         waiting = {name: to_ns(wait.since) for name, wait in self.progress().waiting.items()}
-        return forecast(self.graph, self.expected, self.done, waiting, to_ns(self.now()), self.count)
+        now = to_ns(self.now())
+        state = (frozenset(self.took), tuple(sorted(waiting.items())))
+        if self.last is not None and self.last[0] == state and 0 <= now - self.last[1] < self.REFRESH:
+            return self.last[2]
+        result = forecast(self.graph, self.model, self.took, waiting, now, took=self.took)
+        self.last = (state, now, result)
+        return result
 
 
 def release_operator_graph(release: Release) -> OperatorGraph:

@@ -33,7 +33,7 @@ from cvo.payload.fields import dig, entries
 from cvo.payload.filters import ApplyFilter, Override
 from cvo.payload.graph import Mode
 from cvo.payload.loader import Release
-from cvo.runner.durations import DurationRecorder, save_record
+from cvo.runner.durations import DurationRecorder, record_progress, save_record
 from cvo.runner.events import Event, Fanout, Reporter
 from cvo.runner.notify import Notifier
 from cvo.runner.operator_conditions import OperatorConditionManager
@@ -170,7 +170,12 @@ class UpgradeController:
         recorder = DurationRecorder(self.target.version, self.clock.now())
         self.worker = Worker(self.cluster, self.target, Mode.UPDATE, Fanout(self.reporter, recorder), self.clock,
                              options, reports=self.reports)
-        result = await self.worker.run()
+        progress = asyncio.create_task(record_progress(self.cluster, recorder))  # the partial record, as it grows
+        try:
+            result = await self.worker.run()
+        finally:
+            progress.cancel()
+            await asyncio.gather(progress, return_exceptions=True)
         await save_record(self.cluster, recorder.record)
         return result
 

@@ -1,20 +1,43 @@
-"""A forecast of an update's end that knows the task graph (beyond oc's estimate).
+"""A forecast of an update's end that knows the task graph and the recorded durations (beyond oc's estimate).
 
 oc estimates the remaining time from the previous update's total duration and the share of
 ClusterOperators already updated.  cvo records, on the cluster, how long each ClusterOperator took to
 reach the new version in each update (:data:`RECORDS_NAMESPACE`/:data:`RECORDS_NAME`, a ConfigMap the
 upgrade writes, ``docs/upgrade-status.md``), and walks the release's task graph: every node runs its
 ClusterOperator waits in order, after its predecessors, so the update ends when the longest remaining
-path does.  An operator's expected duration is the mean of its recorded durations; one already
-updating is expected to need what is left of that, and never less than a quarter of it (an operator
-that overran its mean is not about to finish just because it should have).
+path does.
 
-Pure functions: the records, the graph's shape, which operators are done and which are updating since
-when, and ``now`` (nanoseconds) go in; a :class:`Forecast` comes out, or ``None`` without records.
+What the records say (:func:`duration_model`):
+
+- each operator's *usual* duration: the median of its recorded durations that were not overruns, and how
+  much usual durations vary around it (one spread, pooled over the operators, on a log scale);
+- *overruns*: a recorded duration more than :data:`OVERRUN_SIGMAS` standard deviations above the
+  operator's median (on a log scale, the deviation estimated robustly from all operators' records, so that
+  the overruns themselves do not widen it), at least :data:`OVERRUN_FLOOR` times the median and
+  :data:`OVERRUN_MIN_SECONDS` over it, is an operator stalling.  How many overruns each recorded
+  update had and by how much they overran are kept, for any operator: a stall is not a property of one
+  operator, and nothing in the records says which one stalls next.
+
+The forecast (:func:`forecast`) simulates the rest of the update :data:`SAMPLES` times (a fixed seed: the
+same state gives the same forecast).  Each operator still to finish takes its usual duration, varied by the
+spread; the overruns still to come are drawn from the recorded updates' counts, given what the current
+update has shown (overruns seen in operators already done or waiting past their usual time, and how many
+operators are left to overrun), each on an operator chosen at random among those that have not shown
+how long they take and an excess drawn from the recorded ones.  An operator already waited on for a while
+takes what is left of a duration longer than that wait: drawn given the wait, so one past its usual time
+is likely overrunning, and its likelihood weighs the simulation.  The forecast is the median of the
+simulated ends (as likely earlier as later), with the 10th and 90th percentiles as a range; the critical
+path shown is the one the usual durations give.
+
+Pure functions: the records, the graph's shape, which operators are done (and how long they took, when
+known) and which are updating since when, and ``now`` (nanoseconds) go in; a :class:`Forecast` comes out,
+or ``None`` without records.
 """
 
 from __future__ import annotations
 
+import math
+import random
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -29,8 +52,15 @@ from cvo.status.godur import SECOND, parse_time, rfc3339, short_duration
 RECORDS_NAMESPACE = "openshift-cluster-version"
 RECORDS_NAME = "cvo-update-durations"
 RECORDS_KEY = "records.json"
-MAX_RECORDS = 10  # the most recent updates kept
-MIN_SHARE_LEFT = 0.25  # an updating operator still needs at least this share of its expected duration
+MAX_RECORDS = 20  # the most recent completed updates kept (and the current one's partial record)
+MIN_SHARE_LEFT = 0.25  # an operator waited on past every plausible duration still needs this share of its usual one
+SAMPLES = 500  # simulated ends of the update per forecast
+SEED = 20260101  # the simulation's seed: a forecast is a function of its inputs
+OVERRUN_SIGMAS = 2.5  # an overrun is this many (robust) standard deviations above the operator's median ...
+OVERRUN_FLOOR = 1.25  # ... and at least this many times it ...
+OVERRUN_MIN_SECONDS = 60.0  # ... and at least this much longer
+MIN_RATIOS = 10  # durations of operators with 3 or more records needed to tell overruns from variation
+_NORMAL = statistics.NormalDist()
 
 
 @dataclass(frozen=True)
@@ -47,16 +77,22 @@ class OperatorTime:
 
 @dataclass
 class UpdateRecord:
-    """One update: its target version, when it started, and each operator's times."""
+    """One update: its target version, when it started, and each operator's times.  ``partial``: the update
+    is still running (the runner rewrites this record as operators finish, and replaces it at the end)."""
 
     version: str
     started_at: str
     operators: dict[str, OperatorTime] = field(default_factory=dict)
+    partial: bool = False
 
     def to_json(self) -> dict[str, Any]:
-        return {"version": self.version, "startedAt": self.started_at,
+        return {"version": self.version, "startedAt": self.started_at, **({"partial": True} if self.partial else {}),
                 "operators": {name: {"started": t.started, **({"done": t.done} if t.done is not None else {})}
                               for name, t in sorted(self.operators.items())}}
+
+    def took(self) -> dict[str, float]:
+        """How long each operator that is done took, in seconds."""
+        return {name: d for name, t in self.operators.items() if (d := t.duration) is not None}
 
 
 def parse_records(configmap: Mapping[str, Any] | None) -> list[UpdateRecord]:
@@ -78,7 +114,8 @@ def parse_records(configmap: Mapping[str, Any] | None) -> list[UpdateRecord]:
             if isinstance(name, str) and isinstance(times, Mapping) and _number(times.get("started")):
                 done = times.get("done")
                 operators[name] = OperatorTime(float(times["started"]), float(done) if _number(done) else None)
-        records.append(UpdateRecord(str(item.get("version", "")), str(item.get("startedAt", "")), operators))
+        records.append(UpdateRecord(str(item.get("version", "")), str(item.get("startedAt", "")), operators,
+                                    item.get("partial") is True))
     return records
 
 
@@ -87,23 +124,81 @@ def _number(value: object) -> bool:
 
 
 def records_configmap(records: Sequence[UpdateRecord]) -> dict[str, Any]:
-    """The ConfigMap holding the most recent :data:`MAX_RECORDS` records."""
-    kept = list(records)[-MAX_RECORDS:]
+    """The ConfigMap holding the most recent :data:`MAX_RECORDS` completed records and the last partial one."""
+    complete = [r for r in records if not r.partial][-MAX_RECORDS:]
+    partial = [r for r in records if r.partial][-1:]
     return {"apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"name": RECORDS_NAME, "namespace": RECORDS_NAMESPACE,
                          "annotations": {"cvo.openshift.io/what": "how long each ClusterOperator took to reach "
                                                                   "the new version in each update (cvo upgrade status)"}},
-            "data": {RECORDS_KEY: orjson.dumps([r.to_json() for r in kept]).decode()}}
+            "data": {RECORDS_KEY: orjson.dumps([r.to_json() for r in [*complete, *partial]]).decode()}}
+
+
+def _samples(records: Iterable[UpdateRecord]) -> dict[str, list[float]]:
+    samples: dict[str, list[float]] = {}
+    for record in records:
+        if record.partial:
+            continue
+        for name, seconds in record.took().items():
+            samples.setdefault(name, []).append(seconds)
+    return samples
 
 
 def expected_durations(records: Iterable[UpdateRecord]) -> dict[str, float]:
-    """Each operator's mean recorded duration, in seconds."""
-    samples: dict[str, list[float]] = {}
-    for record in records:
-        for name, times in record.operators.items():
-            if times.duration is not None:
-                samples.setdefault(name, []).append(times.duration)
-    return {name: statistics.fmean(values) for name, values in samples.items()}
+    """Each operator's usual duration in seconds: the median of its recorded durations, overruns left out."""
+    return dict(duration_model(list(records)).usual)
+
+
+@dataclass(frozen=True)
+class DurationModel:
+    """What the completed records say about how long operators take (:func:`duration_model`)."""
+
+    usual: dict[str, float]  # seconds: the median of each operator's recorded durations that were not overruns
+    spread: float  # how usual durations vary around the median: a standard deviation of their logarithm
+    overrun_ratio: float  # a duration beyond usual × this (and OVERRUN_MIN_SECONDS more) is an overrun
+    excesses: tuple[float, ...]  # seconds beyond the usual duration, of every recorded overrun
+    overruns_per_update: tuple[int, ...]  # how many overruns each recorded update had
+    records: int
+
+    def overran(self, name: str, seconds: float) -> bool:
+        usual = self.usual.get(name)
+        return usual is not None and seconds > usual * self.overrun_ratio and seconds - usual >= OVERRUN_MIN_SECONDS
+
+
+def duration_model(records: Sequence[UpdateRecord]) -> DurationModel:
+    complete = [r for r in records if not r.partial]
+    samples = _samples(complete)
+    median = {name: statistics.median(values) for name, values in samples.items()}
+    logs = [math.log(d / median[name]) for name, values in samples.items() if len(values) >= 3 and median[name] > 0
+            for d in values if d > 0]
+    ratio = math.inf
+    if len(logs) >= MIN_RATIOS:
+        ratio = max(OVERRUN_FLOOR, math.exp(OVERRUN_SIGMAS * _robust_sigma(logs)))
+    judged = {name for name, values in samples.items() if len(values) >= 3}
+    first = DurationModel(median, 0.0, ratio, (), (), len(complete))
+    usual_samples: dict[str, list[float]] = {}
+    excesses: list[float] = []
+    counts: list[int] = []
+    for record in complete:
+        count = 0
+        for name, seconds in record.took().items():
+            if name in judged and first.overran(name, seconds):
+                count += 1
+                excesses.append(seconds - median[name])
+            else:
+                usual_samples.setdefault(name, []).append(seconds)
+        counts.append(count)
+    usual = {name: statistics.median(usual_samples.get(name) or values) for name, values in samples.items()}
+    logs = [math.log(d / usual[name]) for name, values in usual_samples.items() if len(values) >= 2
+            and usual[name] > 0 for d in values if d > 0]
+    spread = _robust_sigma(logs) if len(logs) >= MIN_RATIOS else 0.0
+    return DurationModel(usual, spread, ratio, tuple(excesses), tuple(counts), len(complete))
+
+
+def _robust_sigma(deviations: Sequence[float]) -> float:
+    """A standard deviation from the median absolute deviation: what a normal distribution's would be, and
+    unmoved by a minority of outliers."""
+    return 1.4826 * statistics.median(abs(x) for x in deviations)
 
 
 @dataclass(frozen=True)
@@ -130,7 +225,7 @@ def operator_graph(graph: nx.DiGraph, mode: Mode = Mode.UPDATE) -> OperatorGraph
 
 @dataclass(frozen=True)
 class Step:
-    """An operator on the critical path: done, updating or pending, its expected duration, when it ends."""
+    """An operator on the critical path: done, updating or pending, its usual duration, when it ends."""
 
     name: str
     state: str
@@ -140,66 +235,177 @@ class Step:
 
 @dataclass
 class Forecast:
-    finish: int  # nanoseconds since the epoch
+    finish: int  # nanoseconds since the epoch: now + the median simulated remaining time
     remaining: int  # nanoseconds
     critical_path: list[Step]
     records: int
+    path_remaining: int = 0  # nanoseconds: the critical path's end with every operator taking its usual time
+    low: int = 0  # nanoseconds remaining: the 10th percentile of the simulated ends
+    high: int = 0  # and the 90th
 
     def summary(self, now: int) -> str:
         remaining = short_duration(max(0, self.finish - now) // SECOND * SECOND)
         count = f"{self.records} recorded update" + ("" if self.records == 1 else "s")
         return f"{remaining} remaining on the critical path, done at {rfc3339(self.finish)} (from {count})"
 
+    @property
+    def allowance(self) -> int:
+        """What the forecast adds to the critical path of usual durations: overruns to come, and variation."""
+        return max(0, self.remaining - self.path_remaining)
+
+    def details(self) -> str:
+        """The line under the critical path: the allowance beyond it, and the likely range."""
+        if self.high - self.low < 60 * SECOND and self.allowance < 60 * SECOND:
+            return ""
+        return (f"Beyond the usual durations: {short_duration(self.allowance // SECOND * SECOND)} for overruns and "
+                f"variation; likely {short_duration(self.low // SECOND * SECOND)} to "
+                f"{short_duration(self.high // SECOND * SECOND)} remaining (10th to 90th percentile)\n")
+
     def to_data(self, now: int) -> dict[str, Any]:
         return {"estimatedCompletedAt": rfc3339(self.finish), "remaining": short_duration(max(0, self.remaining)),
                 "remainingSeconds": round(self.remaining / SECOND), "records": self.records,
+                "remainingP10Seconds": round(self.low / SECOND), "remainingP90Seconds": round(self.high / SECOND),
+                "criticalPathRemainingSeconds": round(self.path_remaining / SECOND),
                 "criticalPath": [{"name": s.name, "state": s.state, "expectedSeconds": round(s.expected / SECOND),
                                   "finishAt": rfc3339(s.finish)} for s in self.critical_path]}
 
 
-def forecast(og: OperatorGraph, expected: Mapping[str, float], done: Iterable[str], updating: Mapping[str, int],
-             now: int, records: int) -> Forecast | None:
-    """When the update ends: the longest path through the nodes still to run.
+def forecast(og: OperatorGraph, model: DurationModel, done: Iterable[str], updating: Mapping[str, int],
+             now: int, took: Mapping[str, float] | None = None, samples: int = SAMPLES) -> Forecast | None:
+    """When the update ends: the median of :data:`SAMPLES` simulated ends of the nodes still to run.
 
-    ``expected``: seconds per operator (an operator without a record gets the median of the others);
-    ``done``: operators at the new version; ``updating``: operators being waited on, and since when.
+    ``done``: operators at the new version, ``took``: how long those of them the caller knows took (seconds);
+    ``updating``: operators being waited on, and since when (nanoseconds).  An operator without a record
+    usually takes the median of the others' usual durations.
     """
-    if not expected:
+    if not model.usual:
         return None
     done_set = set(done)
-    default = statistics.median(expected.values())
+    default = statistics.median(model.usual.values())
+    path, path_end = _usual_path(og, model, done_set, updating, now, default)
+    if path_end is None:
+        return None
+    ends = _simulate(og, model, done_set, took or {}, updating, now, default, max(1, samples))
+    remaining = round(_quantile(ends, 0.5) * SECOND)
+    return Forecast(now + remaining, remaining, path, model.records, path_end - now,
+                    round(_quantile(ends, 0.1) * SECOND), round(_quantile(ends, 0.9) * SECOND))
+
+
+def _usual_path(og: OperatorGraph, model: DurationModel, done: set[str], updating: Mapping[str, int], now: int,
+                default: float) -> tuple[list[Step], int | None]:
+    """The longest remaining path with every operator taking its usual duration (an updating one what is left
+    of it, and never less than :data:`MIN_SHARE_LEFT` of it): what the critical path table shows."""
     finish: dict[int, int] = {}
     via: dict[int, int | None] = {}
     steps: dict[int, list[Step]] = {}
     for node in og.order:
-        preds = og.predecessors.get(node, ())
         start, via[node] = now, None
-        for pred in preds:
+        for pred in og.predecessors.get(node, ()):
             if finish[pred] > start:
                 start, via[node] = finish[pred], pred
         t = start
         node_steps = []
         for name in og.operators.get(node, ()):
-            if name in done_set:
+            if name in done:
                 continue
-            mean = int(expected.get(name, default) * SECOND)
+            usual = int(model.usual.get(name, default) * SECOND)
             if name in updating:
-                left = max(mean - (now - updating[name]), int(mean * MIN_SHARE_LEFT))
+                left = max(usual - (now - updating[name]), int(usual * MIN_SHARE_LEFT))
                 state = "updating"
             else:
-                left, state = mean, "pending"
+                left, state = usual, "pending"
             t += left
-            node_steps.append(Step(name, state, mean, t))
+            node_steps.append(Step(name, state, usual, t))
         finish[node], steps[node] = t, node_steps
     if not finish:
-        return None
+        return [], None
     last = max(og.order, key=lambda n: (finish[n], -n))
     path: list[Step] = []
     node: int | None = last
     while node is not None:
         path[:0] = steps[node]
         node = via[node]
-    return Forecast(finish[last], finish[last] - now, path, records)
+    return path, finish[last]
+
+
+def _simulate(og: OperatorGraph, model: DurationModel, done: set[str], took: Mapping[str, float],
+              updating: Mapping[str, int], now: int, default: float, samples: int) -> list[tuple[float, float]]:
+    """Simulated remaining times (seconds) of the update, each with its likelihood given the waits seen."""
+    rng = random.Random(SEED)
+    names = list(dict.fromkeys(n for node in og.order for n in og.operators.get(node, ())))
+    waited = {name: max(0.0, (now - updating[name]) / SECOND) for name in names if name in updating and name not in done}
+    known = [n for n in names if n in done and n in took]
+    overrunning = {n for n, w in waited.items() if n in model.usual and model.overran(n, w)}
+    seen = sum(model.overran(n, took[n]) for n in known) + len(overrunning)
+    resolved = len(known) + len(overrunning)
+    open_ = [n for n in names if n not in overrunning and not (n in done and n in took)]
+    counts, weights = [], []
+    if model.excesses:
+        for k in model.overruns_per_update:  # the overruns still to come, given those seen and those still possible
+            if seen <= k <= seen + len(open_) and k <= len(names):
+                counts.append(k - seen)
+                weights.append(math.comb(len(names) - resolved, k - seen) / math.comb(len(names), k))
+    plan = [(node, og.predecessors.get(node, ()), [n for n in og.operators.get(node, ()) if n not in done])
+            for node in og.order]
+    ends = []
+    for _ in range(samples):
+        to_come = rng.choices(counts, weights)[0] if counts and sum(weights) > 0 else 0
+        over = overrunning | set(rng.sample(open_, to_come)) if to_come else overrunning
+        likelihood = 1.0
+        left: dict[str, float] = {}
+        for name in names:
+            if name in done:
+                continue
+            usual = model.usual.get(name, default)
+            excess = rng.choice(model.excesses) if name in over and model.excesses else 0.0
+            if name in waited:
+                duration, p = _given_wait(rng, usual, model.spread, excess, waited[name])
+                likelihood *= p
+                left[name] = duration - waited[name]
+            else:
+                left[name] = usual * math.exp(model.spread * rng.gauss(0.0, 1.0)) + excess
+        finish: dict[int, float] = {}
+        end = 0.0
+        for node, preds, ops in plan:
+            t = max((finish[p] for p in preds), default=0.0)
+            for name in ops:
+                t += left[name]
+            finish[node] = t
+            end = max(end, t)
+        ends.append((end, likelihood))
+    if sum(w for _, w in ends) <= 0:
+        ends = [(end, 1.0) for end, _ in ends]
+    return ends
+
+
+def _given_wait(rng: random.Random, usual: float, spread: float, excess: float, wait: float) -> tuple[float, float]:
+    """An operator's whole duration (usual × variation + ``excess``) given that it has been waited on for
+    ``wait`` seconds, and how likely that wait was; past every plausible duration: the wait and
+    :data:`MIN_SHARE_LEFT` of the usual duration more, hardly likely."""
+    needed = wait - excess  # the usual part must exceed this
+    if needed <= 0:
+        return usual * math.exp(spread * rng.gauss(0.0, 1.0)) + excess, 1.0
+    if spread > 0:
+        z = math.log(needed / usual) / spread
+        below = _NORMAL.cdf(z)
+        if below < 1 - 1e-9:
+            u = below + rng.random() * (1 - below)
+            return usual * math.exp(spread * _NORMAL.inv_cdf(min(u, 1 - 1e-12))) + excess, 1 - below
+    elif usual > needed:
+        return usual + excess, 1.0
+    return wait + usual * MIN_SHARE_LEFT, 1e-9
+
+
+def _quantile(weighted: list[tuple[float, float]], q: float) -> float:
+    """The weighted ``q`` quantile of ``(value, weight)`` pairs."""
+    ordered = sorted(weighted)
+    total = sum(w for _, w in ordered)
+    running = 0.0
+    for value, w in ordered:
+        running += w
+        if running >= q * total:
+            return max(0.0, value)
+    return max(0.0, ordered[-1][0]) if ordered else 0.0
 
 
 def co_state(cos: Sequence[Mapping[str, Any]], target: str) -> tuple[set[str], dict[str, int]]:

@@ -63,6 +63,7 @@ def control_plane_text(cp: ControlPlane, detailed: bool, now: int, forecast: For
         for step in forecast.critical_path:
             rows += f"{step.name}\t{step.state}\t{short_duration(step.expected)}\t{short_duration(step.finish - now)}\n"
         text += "\nCritical Path (forecast)" + tabwrite(rows)
+        text += forecast.details()
     return text
 
 
