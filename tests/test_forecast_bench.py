@@ -7,7 +7,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.forecast_bench import Shape, Update, oc_estimate, simulate
+from bench.forecast_bench import Shape, Update, bound_forecast, oc_estimate, simulate
 from cvo.status.forecast import OperatorGraph
 
 TASKS = {0: ["a", None], 1: ["b"], 2: ["c"]}
@@ -37,3 +37,14 @@ def test_ocs_estimate_uses_the_baseline_before_five_minutes_of_progress() -> Non
                                       "completionTime": "2026-01-01T01:40:00Z"}, {"state": "Completed"}]
     # at 200 s: one of three updated, last progress at 100 s (under 5 minutes): (6000 - 200) * 1.2 = 6960 s
     assert oc_estimate(update, 200.0, history) == 6960.0
+
+
+def test_the_bound_knows_which_operator_stalls() -> None:
+    means = {"a": 100.0, "b": 300.0, "c": 50.0}
+    # at 200 s, a has been waited on for twice its longest usual time: it is the one stalling (20-40 minutes
+    # more), b and c take their usual time: about 100 + 1800 - 200 s for a, then c's 50 s
+    update = Update({"a": (0.0, 2000.0), "b": (0.0, 400.0), "c": (2000.0, 2050.0)}, 2050.0)
+    assert 1650.0 < bound_forecast(shape(16), means, update, 200.0, samples=600) < 1900.0
+    # at the start, a stall of 20-40 minutes is still ahead, on an operator chosen at random
+    fresh = Update({"a": (0.0, 100.0), "b": (0.0, 300.0), "c": (300.0, 350.0)}, 350.0)
+    assert bound_forecast(shape(16), means, fresh, 0.0, samples=200) > 1200.0
