@@ -14,7 +14,11 @@ from cvo.cluster.embedded.server import SimCluster
 from cvo.runner.durations import RECORDS_REF, DurationRecorder, LiveForecast, record_progress, save_record
 from cvo.runner.events import Event, Progress, Waiting
 from cvo.status.forecast import (
+    INSTALL,
+    MAX_ATTEMPTS_KEPT,
     MAX_RECORDS,
+    MAX_RECORDS_BYTES,
+    AttemptTime,
     DurationModel,
     OperatorGraph,
     OperatorTime,
@@ -212,6 +216,48 @@ def test_the_running_update_keeps_a_partial_record() -> None:
     assert running[-1].took() == {"etcd": 120.0}
     assert [(r.version, r.partial) for r in done] == [("4.16.0", False), ("4.17.0", False)]
     assert done[-1].took() == {"etcd": 120.0, "dns": 60.0}
+
+
+def test_the_recorder_keeps_waits_attempts_and_the_end() -> None:
+    recorder = DurationRecorder("4.16.0", T0, INSTALL)
+    at = lambda minutes: T0 + timedelta(minutes=minutes)  # noqa: E731
+    for n in range(30):  # 30 attempts of 2 minutes each
+        recorder.emit(Event(at(2 * n), "attempt.started", {"attempt": n}))
+        if n < 29:
+            recorder.emit(Event(at(2 * n + 1), "attempt.failed", {"reason": "ClusterOperatorNotAvailable",
+                                                                  "message": "dns " + "x" * 500}))
+    recorder.emit(Event(at(1), "task.waiting", {"operator": "dns"}))
+    recorder.emit(Event(at(2), "task.waiting", {"operator": "dns"}))  # the first wait counts
+    recorder.emit(Event(at(3), "task.waiting", {"operator": "etcd"}))  # never done
+    recorder.emit(Event(at(59), "operator.done", {"operator": "dns", "started": to_rfc3339(at(1))}))
+    recorder.emit(Event(at(59), "sweep.completed", {}))
+    record = recorder.record
+    assert record.operators == {"dns": OperatorTime(60.0, 59 * 60.0), "etcd": OperatorTime(180.0)}
+    assert record.attempt_count == 30 and len(record.attempts) == MAX_ATTEMPTS_KEPT
+    assert [a.number for a in record.attempts] == [0, 1, 2, 3, *range(18, 30)]
+    assert record.attempts[0] == AttemptTime(0, 0.0, 60.0, "ClusterOperatorNotAvailable", ("dns " + "x" * 500)[:200])
+    assert record.attempts[-1] == AttemptTime(29, 58 * 60.0, 59 * 60.0)
+    assert (record.result, record.ended_at) == ("completed", to_rfc3339(at(59)))
+    back = parse_records(records_configmap([record]))
+    assert back == [record]
+    # an install's durations are not an update's: the forecast of an update does not learn from them
+    assert expected_durations(back) == {} and expected_durations(back, INSTALL) == {"dns": 58 * 60.0}
+    assert expected_durations(back, INSTALL).records == 1
+
+
+def test_records_stay_small() -> None:
+    big = [UpdateRecord(f"4.{i}.0", "t", {f"operator-{k}-{'x' * 200}": OperatorTime(k, k + 1) for k in range(200)})
+           for i in range(MAX_RECORDS)]
+    configmap = records_configmap(big)
+    assert len(configmap["data"]["records.json"]) <= MAX_RECORDS_BYTES
+    kept = parse_records(configmap)
+    assert 1 <= len(kept) < MAX_RECORDS and kept[-1].version == f"4.{MAX_RECORDS - 1}.0"
+
+
+def test_an_operator_without_records_is_expected_to_take_the_median() -> None:
+    expected = expected_durations([UpdateRecord("1", "x", {"a": OperatorTime(0, 60), "b": OperatorTime(0, 600),
+                                                           "c": OperatorTime(0, 120)})])
+    assert expected.of("b") == 600.0 and expected.of("unknown") == 120.0
 
 
 def test_live_forecast_follows_the_sweep() -> None:

@@ -400,9 +400,9 @@ def run_upgrade(args: argparse.Namespace) -> int:
     async def forecast_of(backend: Backend) -> Outlook | None:
         """The update's forecast from the records of earlier updates (none: no forecast line)."""
         from cvo.runner.durations import RECORDS_REF, LiveForecast, release_operator_graph
-        from cvo.status.forecast import parse_records
+        from cvo.status.forecast import of_mode, parse_records
 
-        records = parse_records(await backend.steady.get(RECORDS_REF))
+        records = of_mode(parse_records(await backend.steady.get(RECORDS_REF)))
         if not records:
             return None
         graph = release_operator_graph(target)

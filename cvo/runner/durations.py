@@ -1,13 +1,18 @@
-"""How long each ClusterOperator took to reach the new version in an update, recorded on the cluster.
+"""How long each ClusterOperator took to reach the new version in a sweep, recorded on the cluster.
 
-:class:`DurationRecorder` is a reporter: it keeps, from the update sweep's ``operator.done`` events, when
-the sweep first waited on each ClusterOperator and when it was done, counted from the update's start.
-:func:`save_record` appends that record to the ConfigMap ``openshift-cluster-version/cvo-update-durations``
-(:mod:`cvo.status.forecast`: key ``records.json``, the :data:`~cvo.status.forecast.MAX_RECORDS` most recent
-updates), from which ``cvo upgrade status`` and the live display forecast the next update's end.  While the
-update runs, :func:`record_progress` keeps a *partial* record of it there too (rewritten as operators finish,
-replaced by the complete one at the end), so that ``cvo upgrade status`` knows how long the operators
-already done took.  The records are a hint: a write that fails is logged, never an error of the update.
+:class:`DurationRecorder` is a reporter: it keeps, from an update's (or an install's) events, when the sweep
+first waited on each ClusterOperator and when it was done (``operator.done``; an operator waited on and never
+done has no ``done``), counted from the sweep's start, and its attempts (when each began and ended, why it
+failed: the first :data:`~cvo.status.forecast.FIRST_ATTEMPTS_KEPT` and the last ones, at most
+:data:`~cvo.status.forecast.MAX_ATTEMPTS_KEPT`) and how it ended.  :func:`save_record` appends that record to
+the ConfigMap ``openshift-cluster-version/cvo-update-durations`` (:mod:`cvo.status.forecast`: key
+``records.json``, the :data:`~cvo.status.forecast.MAX_RECORDS` most recent sweeps, at most
+:data:`~cvo.status.forecast.MAX_RECORDS_BYTES`), from which ``cvo upgrade status`` and the live display
+forecast the next update's end, ``cvo plan -o html --recorded`` estimates a plan's critical path and
+``cvo report`` draws the sweeps (``docs/report.md``).  The records are a hint: a write that fails is logged,
+never an error of the sweep.  While an update runs, :func:`record_progress` keeps a *partial* record of it
+there too (rewritten as operators finish, replaced by the complete one at the end), so that
+``cvo upgrade status`` knows how long the operators already done took.
 """
 
 from __future__ import annotations
@@ -26,8 +31,13 @@ from cvo.payload.graph import Mode, build_graph, make_tasks
 from cvo.payload.loader import LoadError, Release, load_release
 from cvo.runner.events import Event, Progress
 from cvo.status.forecast import (
+    FIRST_ATTEMPTS_KEPT,
+    MAX_ATTEMPTS_KEPT,
+    MAX_MESSAGE,
     RECORDS_NAME,
     RECORDS_NAMESPACE,
+    UPDATE,
+    AttemptTime,
     Forecast,
     OperatorGraph,
     OperatorTime,
@@ -35,6 +45,7 @@ from cvo.status.forecast import (
     co_state,
     duration_model,
     forecast,
+    of_mode,
     operator_graph,
     parse_records,
     records_configmap,
@@ -48,26 +59,54 @@ RECORDS_REF = Ref("", "ConfigMap", RECORDS_NAMESPACE, RECORDS_NAME)
 
 
 class DurationRecorder:
-    """Collects the record of one update from the sweep's events."""
+    """Collects the record of one sweep (``mode``: update or install) from its events."""
 
-    def __init__(self, version: str, started: datetime) -> None:
+    def __init__(self, version: str, started: datetime, mode: str = UPDATE) -> None:
         self.started = started
-        self.record = UpdateRecord(version, to_rfc3339(started))
+        self.record = UpdateRecord(version, to_rfc3339(started), mode=mode)
         self.changed = asyncio.Event()  # set when an operator is done: record_progress saves the partial record
 
+    def _at(self, when: datetime) -> float:
+        return max(0.0, (when - self.started).total_seconds())
+
     def emit(self, event: Event) -> None:
-        if event.name != "operator.done":
-            return
-        name = event.fields.get("operator")
-        if not isinstance(name, str) or name in self.record.operators:
-            return
-        try:
-            began = parse_rfc3339(str(event.fields.get("started")))
-        except ValueError:
-            began = event.time
-        self.record.operators[name] = OperatorTime(max(0.0, (began - self.started).total_seconds()),
-                                                   max(0.0, (event.time - self.started).total_seconds()))
-        self.changed.set()
+        name, fields, record = event.name, event.fields, self.record
+        if name == "operator.done":
+            operator = fields.get("operator")
+            if not isinstance(operator, str) or (operator in record.operators
+                                                 and record.operators[operator].done is not None):
+                return
+            try:
+                began = parse_rfc3339(str(fields.get("started")))
+            except ValueError:
+                began = event.time
+            record.operators[operator] = OperatorTime(self._at(began), self._at(event.time))
+            self.changed.set()
+        elif name == "task.waiting":
+            operator = fields.get("operator")
+            if isinstance(operator, str) and operator and operator not in record.operators:
+                record.operators[operator] = OperatorTime(self._at(event.time))  # done when operator.done says
+        elif name == "attempt.started":
+            number = fields.get("attempt")
+            self._close_attempt(event)
+            record.attempt_count += 1
+            record.attempts.append(AttemptTime(number if isinstance(number, int) else record.attempt_count - 1,
+                                               self._at(event.time)))
+            if len(record.attempts) > MAX_ATTEMPTS_KEPT:  # keep the first ones and the last ones
+                del record.attempts[FIRST_ATTEMPTS_KEPT]
+        elif name == "attempt.failed":
+            reason, message = fields.get("reason"), fields.get("message")
+            self._close_attempt(event, str(reason or "") or "Failed", str(message or ""))
+        elif name in ("sweep.completed", "sweep.timeout"):
+            self._close_attempt(event)
+            record.ended_at, record.result = to_rfc3339(event.time), name.split(".", 1)[1]
+
+    def _close_attempt(self, event: Event, reason: str = "", message: str = "") -> None:
+        attempts = self.record.attempts
+        if attempts and attempts[-1].ended is None:
+            last = attempts[-1]
+            attempts[-1] = AttemptTime(last.number, last.started, self._at(event.time), reason[:MAX_MESSAGE],
+                                       message[:MAX_MESSAGE])
 
 
 async def record_progress(cluster: Cluster, recorder: DurationRecorder) -> None:
@@ -76,8 +115,9 @@ async def record_progress(cluster: Cluster, recorder: DurationRecorder) -> None:
     while True:
         await recorder.changed.wait()
         recorder.changed.clear()
-        await save_record(cluster, UpdateRecord(recorder.record.version, recorder.record.started_at,
-                                                dict(recorder.record.operators), partial=True))
+        record = recorder.record
+        await save_record(cluster, UpdateRecord(record.version, record.started_at, dict(record.operators),
+                                                partial=True, mode=record.mode))
 
 
 async def save_record(cluster: Cluster, record: UpdateRecord) -> None:
@@ -96,10 +136,11 @@ async def save_record(cluster: Cluster, record: UpdateRecord) -> None:
         else:
             await cluster.update({**live, "data": wanted["data"],
                                   "metadata": _merged_metadata(live.get("metadata"), wanted["metadata"])})
-        log.info("update durations recorded", version=record.version, operators=len(record.operators))
+        if not record.partial:  # a partial record is rewritten after every operator: not news
+            log.info("durations recorded", mode=record.mode, version=record.version, operators=len(record.operators))
     except ApiError as err:
         level = log.info if err.kind in (ApiErrorKind.NOT_FOUND, ApiErrorKind.FORBIDDEN) else log.warning
-        level("update durations not recorded", error=str(err))
+        level("durations not recorded", mode=record.mode, error=str(err))
 
 
 def _merged_metadata(live: object, wanted: Mapping[str, object]) -> dict[str, object]:
@@ -110,19 +151,19 @@ def _merged_metadata(live: object, wanted: Mapping[str, object]) -> dict[str, ob
     return meta
 
 
-_GRAPHS: dict[tuple[str, LoadFilter], OperatorGraph] = {}
+_GRAPHS: dict[tuple[str, LoadFilter, Mode], OperatorGraph] = {}
 
 
-def release_graph(image: str, load_filter: LoadFilter | None = None) -> OperatorGraph | None:
-    """The update-mode graph of the release a ``file://`` image names (cached); ``None`` for another image or a
-    release that does not load."""
+def release_graph(image: str, load_filter: LoadFilter | None = None, mode: Mode = Mode.UPDATE) -> OperatorGraph | None:
+    """The graph (update mode, or ``mode``) of the release a ``file://`` image names (cached); ``None`` for another
+    image or a release that does not load."""
     if not image.startswith(FILE_SCHEME):
         return None
-    key = (image, load_filter or LoadFilter())
+    key = (image, load_filter or LoadFilter(), mode)
     if key not in _GRAPHS:
         try:
             release = load_release(Path(image[len(FILE_SCHEME):]), release_image=image, load_filter=key[1])
-            _GRAPHS[key] = release_operator_graph(release)
+            _GRAPHS[key] = release_operator_graph(release, mode)
         except (LoadError, OSError, ValueError):
             return None
     return _GRAPHS[key]
@@ -132,7 +173,7 @@ def cluster_forecast(cv: Mapping[str, Any] | None, cos: list[dict[str, Any]], re
                      now: int, load_filter: LoadFilter | None = None) -> Forecast | None:
     """The forecast for what the saved or live objects show: ``None`` without records, or when the target
     release is not a directory cvo can read."""
-    parsed = parse_records(records)
+    parsed = of_mode(parse_records(records))
     desired = ((cv or {}).get("status") or {}).get("desired") or {}
     if not isinstance(desired, Mapping):
         return None
@@ -184,5 +225,5 @@ class LiveForecast:
         return result
 
 
-def release_operator_graph(release: Release) -> OperatorGraph:
-    return operator_graph(build_graph(make_tasks(release.manifests, Mode.UPDATE), Mode.UPDATE))
+def release_operator_graph(release: Release, mode: Mode = Mode.UPDATE) -> OperatorGraph:
+    return operator_graph(build_graph(make_tasks(release.manifests, mode), mode), mode)

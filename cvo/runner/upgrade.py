@@ -33,8 +33,7 @@ from cvo.payload.fields import dig, entries
 from cvo.payload.filters import ApplyFilter, Override
 from cvo.payload.graph import Mode
 from cvo.payload.loader import Release
-from cvo.runner.durations import DurationRecorder, record_progress, save_record
-from cvo.runner.events import Event, Fanout, Reporter
+from cvo.runner.events import Event, Reporter
 from cvo.runner.notify import Notifier
 from cvo.runner.operator_conditions import OperatorConditionManager
 from cvo.runner.report_filter import ReportFilter
@@ -167,17 +166,10 @@ class UpgradeController:
                                implicit_capabilities=await self._implicit_capabilities())
         if self.write_spec:
             await set_desired_update(self.steady, desired_update(self.target, self.force), self.options.budget)
-        recorder = DurationRecorder(self.target.version, self.clock.now())
-        self.worker = Worker(self.cluster, self.target, Mode.UPDATE, Fanout(self.reporter, recorder), self.clock,
-                             options, reports=self.reports)
-        progress = asyncio.create_task(record_progress(self.cluster, recorder))  # the partial record, as it grows
-        try:
-            result = await self.worker.run()
-        finally:
-            progress.cancel()
-            await asyncio.gather(progress, return_exceptions=True)
-        await save_record(self.cluster, recorder.record)
-        return result
+        # the worker records how long each ClusterOperator took (cvo.runner.durations)
+        self.worker = Worker(self.cluster, self.target, Mode.UPDATE, self.reporter, self.clock, options,
+                             reports=self.reports)
+        return await self.worker.run()
 
     async def _implicit_capabilities(self) -> frozenset[str]:
         """Capabilities the update must keep enabled: those the cluster has implicitly enabled already, and

@@ -37,7 +37,8 @@ from cvo.payload.manifest import Manifest
 from cvo.payload.operators import operator_deployments
 from cvo.payload.schema import fill_required, required_zero_values
 from cvo.runner.apply import ApplyOutcome, DeleteTracker, Mutator, apply_task, precreate_cluster_operator
-from cvo.runner.events import Event, Progress, Reporter, Waiting
+from cvo.runner.durations import DurationRecorder, record_progress, save_record
+from cvo.runner.events import Event, Fanout, Progress, Reporter, Waiting
 from cvo.runner.graph_runner import run_graph
 from cvo.runner.health import check_crd, check_deployment, check_job, check_operator_health, no_versions_error
 from cvo.runner.notify import Notifier, established_key, operator_health_key
@@ -248,6 +249,25 @@ class Worker:
     # --- the sweep --------------------------------------------------------------------------
 
     async def run(self) -> SweepResult:
+        """The sweep.  An install's and an update's operator times are recorded on the cluster when it ends
+        (completed or timed out; :mod:`cvo.runner.durations`)."""
+        if self.mode not in (Mode.INSTALL, Mode.UPDATE):
+            return await self._sweep()
+        recorder = DurationRecorder(self.release.version, self.clock.now(), str(self.mode))
+        reporter, self.reporter = self.reporter, Fanout(self.reporter, recorder)
+        # an update's partial record, as it grows: cvo upgrade status forecasts from what is already done
+        progress = asyncio.create_task(record_progress(self.cluster, recorder)) if self.mode is Mode.UPDATE else None
+        try:
+            result = await self._sweep()
+        finally:
+            self.reporter = reporter
+            if progress is not None:
+                progress.cancel()
+                await asyncio.gather(progress, return_exceptions=True)
+        await save_record(self.cluster, recorder.record)
+        return result
+
+    async def _sweep(self) -> SweepResult:
         loop = asyncio.get_running_loop()
         started = self.clock.now()
         if self.mode in (Mode.RECONCILE, Mode.INSTALL):

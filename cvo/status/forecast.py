@@ -3,9 +3,10 @@
 oc estimates the remaining time from the previous update's total duration and the share of
 ClusterOperators already updated.  cvo records, on the cluster, how long each ClusterOperator took to
 reach the new version in each update (:data:`RECORDS_NAMESPACE`/:data:`RECORDS_NAME`, a ConfigMap the
-upgrade writes, ``docs/upgrade-status.md``), and walks the release's task graph: every node runs its
-ClusterOperator waits in order, after its predecessors, so the update ends when the longest remaining
-path does.
+sweeps write, ``docs/upgrade-status.md``; installs are recorded too, and kept apart), and walks the
+release's task graph: every node runs its ClusterOperator waits in order, after its predecessors, so the
+update ends when the longest remaining path does.  The same records give ``cvo plan -o html --recorded``
+its durations (:func:`expected_durations`) and ``cvo report`` its timeline.
 
 What the records say (:func:`duration_model`):
 
@@ -52,7 +53,12 @@ from cvo.status.godur import SECOND, parse_time, rfc3339, short_duration
 RECORDS_NAMESPACE = "openshift-cluster-version"
 RECORDS_NAME = "cvo-update-durations"
 RECORDS_KEY = "records.json"
-MAX_RECORDS = 20  # the most recent completed updates kept (and the current one's partial record)
+MAX_RECORDS = 20  # the most recent completed sweeps kept (and the current update's partial record) ...
+MAX_RECORDS_BYTES = 256 * 1024  # ... and fewer when they would not fit (a ConfigMap holds at most 1 MiB)
+MAX_ATTEMPTS_KEPT = 16  # per record: the first 4 and the last 12 attempts (attemptCount says how many)
+FIRST_ATTEMPTS_KEPT = 4
+MAX_MESSAGE = 200  # characters of an attempt's failure message kept
+UPDATE, INSTALL = "update", "install"  # a record's mode (records without one are updates: cvo before 0.3)
 MIN_SHARE_LEFT = 0.25  # an operator waited on past every plausible duration still needs this share of its usual one
 SAMPLES = 500  # simulated ends of the update per forecast
 SEED = 20260101  # the simulation's seed: a forecast is a function of its inputs
@@ -75,20 +81,72 @@ class OperatorTime:
         return None if self.done is None else max(0.0, self.done - self.started)
 
 
+@dataclass(frozen=True)
+class AttemptTime:
+    """One attempt of a recorded sweep, counted from its start: when it began and ended, and why it failed."""
+
+    number: int
+    started: float  # seconds
+    ended: float | None = None
+    reason: str = ""  # empty: it did not fail (the last attempt of a completed sweep)
+    message: str = ""
+
+
 @dataclass
 class UpdateRecord:
-    """One update: its target version, when it started, and each operator's times.  ``partial``: the update
-    is still running (the runner rewrites this record as operators finish, and replaces it at the end)."""
+    """One sweep (an update, or an install): its target version, when it started, each operator's times,
+    and (cvo 0.3 on) its mode, its attempts and how it ended.  ``partial``: the update is still running (the
+    runner rewrites this record as operators finish, and replaces it at the end)."""
 
     version: str
     started_at: str
     operators: dict[str, OperatorTime] = field(default_factory=dict)
     partial: bool = False
+    mode: str = UPDATE
+    attempts: list[AttemptTime] = field(default_factory=list)  # at most MAX_ATTEMPTS_KEPT of them
+    attempt_count: int = 0  # how many attempts there were (0: not recorded)
+    ended_at: str = ""
+    result: str = ""  # completed, timeout; empty: not recorded
 
     def to_json(self) -> dict[str, Any]:
-        return {"version": self.version, "startedAt": self.started_at, **({"partial": True} if self.partial else {}),
-                "operators": {name: {"started": t.started, **({"done": t.done} if t.done is not None else {})}
-                              for name, t in sorted(self.operators.items())}}
+        doc: dict[str, Any] = {
+            "version": self.version, "startedAt": self.started_at, "mode": self.mode,
+            **({"partial": True} if self.partial else {}),
+            "operators": {name: {"started": _round(t.started), **({"done": _round(t.done)} if t.done is not None else {})}
+                          for name, t in sorted(self.operators.items())}}
+        if self.attempt_count:
+            doc["attemptCount"] = self.attempt_count
+            doc["attempts"] = [{"attempt": a.number, "started": _round(a.started),
+                                **({"ended": _round(a.ended)} if a.ended is not None else {}),
+                                **({"reason": a.reason, "message": a.message} if a.reason else {})}
+                               for a in self.attempts]
+        if self.ended_at:
+            doc["endedAt"], doc["result"] = self.ended_at, self.result
+        return doc
+
+    def took(self) -> dict[str, float]:
+        """How long each operator that is done took, in seconds."""
+        return {name: d for name, t in self.operators.items() if (d := t.duration) is not None}
+
+
+def _round(seconds: float) -> float:
+    return round(seconds, 3)  # milliseconds: the clock's resolution that matters, and shorter records
+
+
+def _text(value: object, limit: int = MAX_MESSAGE) -> str:
+    return value[:limit] if isinstance(value, str) else ""
+
+
+def _attempts(value: object) -> list[AttemptTime]:
+    out = []
+    for item in value[:MAX_ATTEMPTS_KEPT] if isinstance(value, list) else []:
+        if isinstance(item, Mapping) and _number(item.get("started")):
+            number = item.get("attempt")
+            ended = item.get("ended")
+            out.append(AttemptTime(int(number) if _number(number) and float(number).is_integer() else len(out),
+                                   float(item["started"]), float(ended) if _number(ended) else None,
+                                   _text(item.get("reason")), _text(item.get("message"))))
+    return out
 
     def took(self) -> dict[str, float]:
         """How long each operator that is done took, in seconds."""
@@ -114,8 +172,12 @@ def parse_records(configmap: Mapping[str, Any] | None) -> list[UpdateRecord]:
             if isinstance(name, str) and isinstance(times, Mapping) and _number(times.get("started")):
                 done = times.get("done")
                 operators[name] = OperatorTime(float(times["started"]), float(done) if _number(done) else None)
-        records.append(UpdateRecord(str(item.get("version", "")), str(item.get("startedAt", "")), operators,
-                                    item.get("partial") is True))
+        count = item.get("attemptCount")
+        records.append(UpdateRecord(
+            str(item.get("version", "")), str(item.get("startedAt", "")), operators, item.get("partial") is True,
+            mode=INSTALL if item.get("mode") == INSTALL else UPDATE, attempts=_attempts(item.get("attempts")),
+            attempt_count=int(count) if _number(count) and float(count).is_integer() and count > 0 else 0,
+            ended_at=_text(item.get("endedAt"), 64), result=_text(item.get("result"), 32)))
     return records
 
 
@@ -124,14 +186,25 @@ def _number(value: object) -> bool:
 
 
 def records_configmap(records: Sequence[UpdateRecord]) -> dict[str, Any]:
-    """The ConfigMap holding the most recent :data:`MAX_RECORDS` completed records and the last partial one."""
+    """The ConfigMap holding the most recent :data:`MAX_RECORDS` completed records and the last partial one
+    (fewer completed ones when they would take more than :data:`MAX_RECORDS_BYTES`; the newest always)."""
     complete = [r for r in records if not r.partial][-MAX_RECORDS:]
     partial = [r for r in records if r.partial][-1:]
+    raw = orjson.dumps([r.to_json() for r in [*complete, *partial]])
+    while len(raw) > MAX_RECORDS_BYTES and len(complete) > 1:
+        complete = complete[1:]
+        raw = orjson.dumps([r.to_json() for r in [*complete, *partial]])
     return {"apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"name": RECORDS_NAME, "namespace": RECORDS_NAMESPACE,
                          "annotations": {"cvo.openshift.io/what": "how long each ClusterOperator took to reach "
-                                                                  "the new version in each update (cvo upgrade status)"}},
-            "data": {RECORDS_KEY: orjson.dumps([r.to_json() for r in [*complete, *partial]]).decode()}}
+                                                                  "the new version in each update and install "
+                                                                  "(cvo upgrade status, cvo report, cvo plan)"}},
+            "data": {RECORDS_KEY: raw.decode()}}
+
+
+def of_mode(records: Iterable[UpdateRecord], mode: str = UPDATE) -> list[UpdateRecord]:
+    """The records of updates (or of installs): what a forecast of that kind of sweep learns from."""
+    return [r for r in records if r.mode == mode]
 
 
 def _samples(records: Iterable[UpdateRecord]) -> dict[str, list[float]]:
@@ -144,9 +217,26 @@ def _samples(records: Iterable[UpdateRecord]) -> dict[str, list[float]]:
     return samples
 
 
-def expected_durations(records: Iterable[UpdateRecord]) -> dict[str, float]:
-    """Each operator's usual duration in seconds: the median of its recorded durations, overruns left out."""
-    return dict(duration_model(list(records)).usual)
+class Expected(dict[str, float]):
+    """Each operator's expected duration in seconds: its usual recorded duration (the mapping), and for an
+    operator without records the median of the others (:meth:`of`).  ``records``: how many records."""
+
+    records: int = 0
+
+    def of(self, name: str) -> float:
+        if name in self:
+            return self[name]
+        return statistics.median(self.values()) if self else 0.0
+
+
+def expected_durations(records: Iterable[UpdateRecord], mode: str = UPDATE) -> Expected:
+    """Each operator's usual duration in seconds in the completed records of ``mode``: the median of its
+    recorded durations, overruns left out (:func:`duration_model`).  The one source of expected durations:
+    the forecast's critical path and the estimated critical path of ``cvo plan -o html --recorded``."""
+    model = duration_model(list(records), mode)
+    expected = Expected(model.usual)
+    expected.records = model.records
+    return expected
 
 
 @dataclass(frozen=True)
@@ -165,8 +255,9 @@ class DurationModel:
         return usual is not None and seconds > usual * self.overrun_ratio and seconds - usual >= OVERRUN_MIN_SECONDS
 
 
-def duration_model(records: Sequence[UpdateRecord]) -> DurationModel:
-    complete = [r for r in records if not r.partial]
+def duration_model(records: Sequence[UpdateRecord], mode: str = UPDATE) -> DurationModel:
+    """The model of the completed records of ``mode`` (updates, unless asked for installs)."""
+    complete = [r for r in records if not r.partial and r.mode == mode]
     samples = _samples(complete)
     median = {name: statistics.median(values) for name, values in samples.items()}
     logs = [math.log(d / median[name]) for name, values in samples.items() if len(values) >= 3 and median[name] > 0
@@ -208,19 +299,22 @@ class OperatorGraph:
     operators: dict[int, tuple[str, ...]]
     predecessors: dict[int, tuple[int, ...]]
     order: tuple[int, ...]  # topological
+    places: dict[int, tuple[str | None, str | None]] = field(default_factory=dict)  # run level, component
 
 
 def operator_graph(graph: nx.DiGraph, mode: Mode = Mode.UPDATE) -> OperatorGraph:
-    operators = {}
+    operators, places = {}, {}
     for node, attrs in graph.nodes(data=True):
         names = []
-        for task in attrs.get("tasks") or []:
+        tasks = attrs.get("tasks") or []
+        for task in tasks:
             wait = wait_for(task.manifest, mode)
             if wait is not None and wait.kind == "ClusterOperator":
                 names.append(wait.name)
         operators[node] = tuple(names)
+        places[node] = (tasks[0].runlevel, tasks[0].component) if tasks else (None, None)
     predecessors = {node: tuple(sorted(graph.predecessors(node))) for node in graph.nodes}
-    return OperatorGraph(operators, predecessors, tuple(nx.lexicographical_topological_sort(graph)))
+    return OperatorGraph(operators, predecessors, tuple(nx.lexicographical_topological_sort(graph)), places)
 
 
 @dataclass(frozen=True)
