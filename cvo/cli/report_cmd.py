@@ -1,24 +1,64 @@
-"""``cvo report EVENTS``: a sweep's timeline with its critical path, as one HTML page or as text."""
+"""``cvo report [EVENTS]``: a sweep's timeline with its critical path, as one HTML page or as text.
+
+From an events file (``--events FILE``, ``--log-format json -vv`` stderr), or, without one, from the records
+cvo keeps on the cluster (:mod:`cvo.report.records`): the embedded cluster (``--state``), a real one
+(``--kubeconfig``/``--context``) or saved objects (``--from-file``), read-only.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from cvo.cli.common import EXIT_OK, UsageError
+from cvo.cli.backend import add_saved_flags, uses_saved_objects
+from cvo.cli.common import EXIT_OK, CommandFailed, UsageError
 
-HELP = "show a sweep's events as a timeline with its critical path: one self-contained HTML page, or text"
+if TYPE_CHECKING:
+    from cvo.report.model import Timeline
+
+HELP = "show a sweep's events (or the cluster's records of its sweeps) as a timeline with its critical path"
+DESCRIPTION = """\
+Show a sweep as a timeline with its critical path: one self-contained HTML page, or text (docs/report.md).
+
+With EVENTS, from a sweep's events: the JSON lines of --events FILE (install, upgrade, reconcile, replay,
+run), or of --log-format json -vv on stderr ('-': stdin).
+
+Without EVENTS, from the records cvo keeps on the cluster: the ClusterVersion's history (a sweep per
+entry), the sweep records in openshift-cluster-version/cvo-update-durations (when each ClusterOperator was
+first waited on and done, the attempts) and the ClusterOperators' conditions (for the newest sweep without
+a record). Coarser than events: a bar per ClusterOperator wait, the critical path through the release's
+task graph. The cluster: the embedded one (--state), a real one (--kubeconfig/--context), or saved objects
+(--from-file, as 'cvo upgrade status' reads them)."""
+
+
+def sweep_number(text: str) -> int:
+    if text == "last":
+        return -1
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a sweep number (1, 2, …; -1 or 'last': the last)") from None
+    if value == 0:
+        raise argparse.ArgumentTypeError("sweeps are counted from 1 (-1 or 'last': the last)")
+    return value
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    parser = sub.add_parser("report", help=HELP, description=HELP.capitalize() + " (docs/report.md).")
-    parser.add_argument("events", type=Path, metavar="EVENTS",
-                        help="JSON lines of events: from --events FILE, or --log-format json -vv stderr ('-': stdin)")
+    parser = sub.add_parser("report", help=HELP, description=DESCRIPTION,
+                            formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("events", type=Path, metavar="EVENTS", nargs="?", default=None,
+                        help="JSON lines of events: from --events FILE, or --log-format json -vv stderr ('-': stdin); "
+                             "leave it out to read the cluster's records")
     parser.add_argument("-o", "--format", dest="format", choices=["html", "text"], default="html",
                         help="html (default): one page, no network needed to view it; text: for a terminal")
     parser.add_argument("--output", type=Path, default=None, metavar="FILE", help="write to FILE (default: stdout)")
     parser.add_argument("--title", default=None, help="the page's title (default: from the events)")
+    parser.add_argument("--sweep", type=sweep_number, default=None, metavar="N",
+                        help="only the N-th sweep, counted from 1 in the file (its sweep.started events) or in the "
+                             "ClusterVersion's history (oldest first); -1 or 'last' the last, -2 the one before")
+    add_saved_flags(parser)
     parser.set_defaults(func=run)
 
 
@@ -34,26 +74,97 @@ def write_output(path: Path | None, text: str) -> None:
         raise UsageError(f"{display_name(str(path))}: cannot write the report: {err.strerror or err}") from None
 
 
-def default_title(timeline: object) -> str:
+def default_title(timeline: object, sweep: int | None = None) -> str:
     from cvo.report.model import Timeline
 
     assert isinstance(timeline, Timeline)
     sweeps = [f"{s.mode} {s.version}".strip() for s in timeline.sweeps if s.mode or s.version]
-    return "cvo sweep report" + (f": {', '.join(dict.fromkeys(sweeps))}" if sweeps else "")
+    head = "cvo report from the cluster's records" if timeline.from_records else "cvo sweep report"
+    return (head + (f": {', '.join(dict.fromkeys(sweeps))}" if sweeps else "")
+            + (f" (sweep {sweep})" if sweep is not None else ""))
 
 
-def run(args: argparse.Namespace) -> int:
+def _from_events(args: argparse.Namespace) -> tuple[Timeline, str]:
     from cvo.payload.limits import display_name
     from cvo.report.events_io import EventsError, read_events
     from cvo.report.model import build_timeline
 
+    for flag, given in (("--from-file", uses_saved_objects(args)), ("--now", args.now is not None),
+                        ("--state", args.state is not None), ("--kubeconfig", bool(args.kubeconfig)),
+                        ("--context", bool(args.context))):
+        if given:
+            raise UsageError(f"{flag}: cvo report EVENTS reads the events file, not a cluster "
+                             "(leave EVENTS out to read the cluster's records)")
     try:
-        read = read_events(args.events)
+        read = read_events(args.events, args.sweep)
     except EventsError as err:
         raise UsageError(str(err)) from None
-    timeline = build_timeline(read.events)
-    title = args.title if args.title is not None else default_title(timeline)
-    source = "<stdin>" if str(args.events) == "-" else display_name(str(args.events))
+    return build_timeline(read.events), "<stdin>" if str(args.events) == "-" else display_name(str(args.events))
+
+
+async def _optional(cluster: Any, ref: Any) -> dict[str, Any] | None:
+    from cvo.cluster.api import ApiError, ApiErrorKind
+
+    try:
+        return await cluster.get(ref)
+    except ApiError as err:
+        if err.kind not in (ApiErrorKind.FORBIDDEN, ApiErrorKind.UNAUTHORIZED, ApiErrorKind.NO_KIND_MATCH,
+                            ApiErrorKind.NOT_FOUND):
+            raise
+        return None
+
+
+def _graph_of(image: str, mode: str) -> Any:
+    from cvo.payload.graph import Mode
+    from cvo.runner.durations import release_graph
+
+    return release_graph(image, None, Mode(mode))
+
+
+def _from_cluster(args: argparse.Namespace) -> tuple[Timeline, str]:
+    from cvo.cli.backend import backend_clock, open_backend
+    from cvo.cluster.api import CLUSTER_OPERATOR, cv_ref
+    from cvo.report.model import select_sweep
+    from cvo.report.records import ClusterRecords, records_timeline
+    from cvo.runner.durations import RECORDS_REF
+    from cvo.status.forecast import parse_records
+
+    if args.now is not None and not uses_saved_objects(args):
+        raise UsageError("--now is for saved objects (--from-file)")
+    clock, run_loop = backend_clock(args)
+    found: dict[str, Any] = {}
+
+    async def main() -> None:
+        async with open_backend(args, clock, simulate_operators=False, create=False) as backend:
+            cluster = backend.steady
+            found["cv"] = await _optional(cluster, cv_ref())
+            found["cos"] = await cluster.list(*CLUSTER_OPERATOR) if found["cv"] is not None else []
+            found["records"] = await _optional(cluster, RECORDS_REF)
+            found["now"] = clock.now()
+            found["where"] = backend.description
+
+    run_loop(main)
+    records = parse_records(found["records"])
+    if found["cv"] is None and not records:
+        raise CommandFailed(f"{found['where']}: no ClusterVersion and no sweep records: nothing to report")
+    cos = sorted((c for c in found["cos"] if isinstance(c, dict)),
+                 key=lambda o: str((o.get("metadata") or {}).get("name", "")))
+    timeline = records_timeline(ClusterRecords(found["cv"], cos, records, found["now"], found["where"]), _graph_of)
+    if args.sweep is not None:
+        try:
+            timeline = select_sweep(timeline, args.sweep)
+        except IndexError:
+            raise UsageError(f"--sweep {args.sweep}: the cluster's records hold {len(timeline.sweeps)} sweep(s)") \
+                from None
+    return timeline, found["where"]
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.events is not None:
+        timeline, source = _from_events(args)
+    else:
+        timeline, source = _from_cluster(args)
+    title = args.title if args.title is not None else default_title(timeline, args.sweep)
     if args.format == "text":
         from cvo.report.text import render_text
 
@@ -64,3 +175,4 @@ def run(args: argparse.Namespace) -> int:
         text = render_html(timeline, title, source)
     write_output(args.output, text)
     return EXIT_OK
+

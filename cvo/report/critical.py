@@ -59,7 +59,7 @@ def attempt_chain(attempt: AttemptSpan) -> list[NodeSpan]:
     return chain
 
 
-def _node_link(node: NodeSpan, start: float, end: float, total: float) -> Link:
+def _node_link(node: NodeSpan, start: float, end: float, total: float, coarse: bool = False) -> Link:
     waited: dict[str, float] = defaultdict(float)
     for task in node.tasks:
         if task.wait is not None:
@@ -74,14 +74,20 @@ def _node_link(node: NodeSpan, start: float, end: float, total: float) -> Link:
             what += (f", waited {duration(longest.wait.duration)} for clusteroperator {longest.wait.operator}"
                      + (" (ready)" if longest.wait.ready else f" ({longest.outcome})"))
     where = " ".join(x for x in (node.runlevel and f"run level {node.runlevel}", node.component) if x)
-    label = f"attempt {node.attempt}, node {node.node}" + (f" ({where})" if where else "")
+    label = ("" if coarse else f"attempt {node.attempt}, ") + f"node {node.node}" + (f" ({where})" if where else "")
     operators = tuple(sorted(waited.items(), key=lambda kv: (-kv[1], kv[0])))
     return Link("node", start, end, (end - start) / total if total > 0 else 0.0, label, what, node.attempt,
                 node.node, operators)
 
 
-def critical_path(sweep: SweepSpan) -> list[Link]:
-    """Links covering the sweep from its start to its end, in time order."""
+# What a gap is when the times come from the cluster's records (cvo.report.records): only the ClusterOperator
+# waits are recorded, so between them is whatever else the sweep did.
+COARSE_GAP = "not recorded (applying objects, back-offs, workers, status writes)"
+
+
+def critical_path(sweep: SweepSpan, coarse: bool = False) -> list[Link]:
+    """Links covering the sweep from its start to its end, in time order.  ``coarse``: the sweep's times come
+    from the cluster's records, and the gaps are named for what they hold there (:data:`COARSE_GAP`)."""
     total = sweep.duration
     links: list[Link] = []
     cursor = sweep.start
@@ -96,12 +102,14 @@ def critical_path(sweep: SweepSpan) -> list[Link]:
     for attempt in sweep.attempts:
         gap(attempt.start, "before the attempt", attempt.number)
         for node in attempt_chain(attempt):
-            gap(node.start, "waiting to start (a worker, or the status write)", attempt.number)
+            gap(node.start, COARSE_GAP if coarse else "waiting to start (a worker, or the status write)",
+                attempt.number)
             end = max(cursor, min(node.end, sweep.end))
             if end - cursor > EPSILON:
-                links.append(_node_link(node, cursor, end, total))
+                links.append(_node_link(node, cursor, end, total, coarse))
             cursor = end
-        gap(attempt.end, f"end of attempt {attempt.number} ({attempt.outcome})", attempt.number)
+        gap(attempt.end, COARSE_GAP if coarse else f"end of attempt {attempt.number} ({attempt.outcome})",
+            attempt.number)
         if attempt.backoff is not None and attempt.backoff.end - cursor > EPSILON:
             end = min(attempt.backoff.end, sweep.end)
             if end - cursor > EPSILON:
@@ -121,8 +129,9 @@ class Cause:
     share: float
 
 
-def causes(links: list[Link], total: float) -> list[Cause]:
-    """What the critical path's time went to, largest first: each operator's waits, applying, back-offs, the rest."""
+def causes(links: list[Link], total: float, coarse: bool = False) -> list[Cause]:
+    """What the critical path's time went to, largest first: each operator's waits, applying, back-offs, the rest
+    (``coarse``: from the cluster's records, where the rest is :data:`COARSE_GAP`)."""
     seconds: dict[str, float] = defaultdict(float)
     for link in links:
         if link.kind == "node":
@@ -133,6 +142,6 @@ def causes(links: list[Link], total: float) -> list[Cause]:
         elif link.kind == "backoff":
             seconds["back-off between attempts"] += link.duration
         else:
-            seconds["other (workers, status writes)"] += link.duration
+            seconds[COARSE_GAP if coarse else "other (workers, status writes)"] += link.duration
     out = [Cause(name, s, s / total if total > 0 else 0.0) for name, s in seconds.items() if s > EPSILON]
     return sorted(out, key=lambda c: (-c.seconds, c.name))

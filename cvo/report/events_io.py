@@ -11,6 +11,7 @@ a time, a name that is not text, a file too large — is an :class:`EventsError`
 from __future__ import annotations
 
 import os
+from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -27,33 +28,47 @@ MAX_FILE_BYTES = 256 * 1024 * 1024
 MAX_LINE_BYTES = 1024 * 1024
 MAX_EVENTS = 1_000_000
 MAX_NAME = 200
-# Keys of a line that are not the event's fields: ours, and the logger's (cvo.log).
-RESERVED = ("event", "time", "sim_time", "level", "timestamp", "logger")
+SWEEP_STARTED = "sweep.started"
+# Keys of a line that are not the event's fields: ours (``sweep``: the sweep's number in a controller's file),
+# and the logger's (cvo.log).
+RESERVED = ("event", "time", "sweep", "sim_time", "level", "timestamp", "logger")
 
 
 class EventsError(Exception):
     """Bad events input: one line naming the file (and line) and what is wrong."""
 
 
-def event_line(event: Event) -> bytes:
-    """One event as a JSON line; a field whose name the format reserves is written as ``field_NAME``."""
+def event_line(event: Event, sweep: int | None = None) -> bytes:
+    """One event as a JSON line; a field whose name the format reserves is written as ``field_NAME``.
+    ``sweep``: the number of the sweep it belongs to (``cvo run --events``)."""
     doc: dict[str, Any] = {"event": event.name, "time": event.time.isoformat()}
+    if sweep is not None:
+        doc["sweep"] = sweep
     for key, value in event.fields.items():
         doc[f"field_{key}" if key in RESERVED else key] = value
     return orjson.dumps(doc, default=str, option=orjson.OPT_NON_STR_KEYS) + b"\n"
 
 
 class EventsWriter:
-    """A reporter writing every event to a file as it happens (flushed per line: a killed sweep keeps its events)."""
+    """A reporter writing every event to a file as it happens (flushed per line: a killed sweep keeps its events).
 
-    def __init__(self, path: Path) -> None:
+    ``append`` (``cvo run --events``): the file is appended to, and every line says which sweep it belongs to
+    (``"sweep": N``, counted from 1 over the whole file, a restarted controller continuing the count; 0 for
+    what comes before the first sweep), so that ``cvo report --sweep N`` picks one.
+    """
+
+    def __init__(self, path: Path, append: bool = False) -> None:
         self.path = path
+        self.append = append
+        self.sweeps = 0
         self._file: IO[bytes] | None = None
 
     def open(self) -> EventsWriter:
-        """Create (truncate) the file; :class:`EventsError` if it cannot be written."""
+        """Create (truncate, or append to) the file; :class:`EventsError` if it cannot be written."""
         try:
-            self._file = open(self.path, "wb")  # noqa: SIM115 - closed by close()
+            if self.append:
+                self.sweeps = count_sweeps(self.path)
+            self._file = open(self.path, "ab" if self.append else "wb")  # noqa: SIM115 - closed by close()
         except OSError as err:
             raise EventsError(f"{display_name(str(self.path))}: cannot write the events file: "
                               f"{err.strerror or err}") from None
@@ -62,7 +77,9 @@ class EventsWriter:
     def emit(self, event: Event) -> None:
         if self._file is None:
             return
-        self._file.write(event_line(event))
+        if self.append and event.name == SWEEP_STARTED:
+            self.sweeps += 1
+        self._file.write(event_line(event, self.sweeps if self.append else None))
         self._file.flush()
 
     def close(self) -> None:
@@ -75,6 +92,20 @@ class EventsWriter:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def count_sweeps(path: Path) -> int:
+    """How many sweeps an events file holds already (its ``sweep.started`` lines as this writer writes them);
+    0 for a file that does not exist."""
+    marker = b'{"event":"' + SWEEP_STARTED.encode() + b'"'
+    count = 0
+    try:
+        with open(path, "rb") as stream:
+            for line in stream:
+                count += line.startswith(marker)
+    except FileNotFoundError:
+        return 0
+    return count
 
 
 @dataclass
@@ -134,14 +165,15 @@ def _lines(stream: IO[bytes], label: str) -> Iterator[tuple[int, bytes]]:
         yield number, raw
 
 
-def read_events(path: Path) -> ReadResult:
-    """Every sweep event in ``path`` (``-``: standard input), in file order."""
+def read_events(path: Path, sweep: int | None = None) -> ReadResult:
+    """Every sweep event in ``path`` (``-``: standard input), in file order; ``sweep``: only those of one sweep
+    (:func:`read_stream`)."""
     label = "<stdin>" if str(path) == "-" else display_name(str(path))
     try:
         if str(path) == "-":
             import sys
 
-            return read_stream(sys.stdin.buffer, label)
+            return read_stream(sys.stdin.buffer, label, sweep)
         if path.is_dir():
             raise EventsError(f"{label}: is a directory, not an events file")
         size = os.stat(path).st_size
@@ -149,14 +181,22 @@ def read_events(path: Path) -> ReadResult:
             raise EventsError(f"{label}: {size} bytes is more than the {MAX_FILE_BYTES // 2**20} MiB an events "
                               f"file may have")
         with open(path, "rb") as stream:
-            return read_stream(stream, label)
+            return read_stream(stream, label, sweep)
     except OSError as err:
         raise EventsError(f"{label}: cannot read the events file: {err.strerror or err}") from None
 
 
-def read_stream(stream: IO[bytes], label: str) -> ReadResult:
+
+def read_stream(stream: IO[bytes], label: str, sweep: int | None = None) -> ReadResult:
+    """The events of ``stream``.  ``sweep`` N (from 1) keeps those of the file's N-th sweep only: from its
+    ``sweep.started`` to the next one (what comes after a sweep's end, such as ``cluster.requests``, is
+    its); -1 the last sweep, -2 the one before, and so on.  Only the events kept count towards
+    :data:`MAX_EVENTS`: a long-running controller's file (``cvo run --events``) is read a sweep at a time."""
+    if sweep == 0:
+        raise ValueError("sweeps are counted from 1 (or from the end: -1)")
     events: list[Event] = []
-    skipped = total = 0
+    recent: deque[list[Event]] = deque()  # sweep -K: the events of the last K sweeps so far
+    kept = skipped = total = sweeps = 0
     for number, raw in _lines(stream, label):
         total += len(raw)
         if total > MAX_FILE_BYTES:
@@ -165,9 +205,27 @@ def read_stream(stream: IO[bytes], label: str) -> ReadResult:
         if event is None:
             skipped += raw.strip() != b""
             continue
-        events.append(event)
-        if len(events) > MAX_EVENTS:
+        if event.name == SWEEP_STARTED:
+            sweeps += 1
+            if sweep is not None and 0 < sweep < sweeps:
+                break  # past the sweep asked for
+            if sweep is not None and sweep < 0:
+                recent.append([])
+                if len(recent) > -sweep:
+                    kept -= len(recent.popleft())
+        if sweep is None or sweeps == sweep:
+            events.append(event)
+        elif sweep < 0 and recent:
+            recent[-1].append(event)
+        else:
+            continue
+        kept += 1
+        if kept > MAX_EVENTS:
             raise EventsError(f"{label}:{number}: more than {MAX_EVENTS} events")
+    if sweep is not None and sweep < 0:
+        events = recent[0] if len(recent) == -sweep else []
+    if sweep is not None and not events:
+        raise EventsError(f"{label}: no sweep {sweep}: the file has {sweeps} sweep(s) (sweep.started events)")
     if not events:
         raise EventsError(f"{label}: no sweep events (expected the JSON lines of --events FILE, "
                           f"or of --log-format json -vv on stderr)")

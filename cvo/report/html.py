@@ -190,11 +190,16 @@ UNKNOWN = ("No critical path: the operators' durations are not known (cvo plan -
            "--scenario FILE gives them); every task is drawn as one second.")
 
 
-def _path_html(sweep: SweepSpan, links: list[Link], estimated: bool) -> Iterator[str]:
+def _path_html(sweep: SweepSpan, links: list[Link], estimated: bool, coarse: bool = False) -> Iterator[str]:
     if estimated and sweep.result == "plan":
         yield f"<h3>{e(UNKNOWN)}</h3>"
         return
+    if coarse and not any(a.nodes for a in sweep.attempts):
+        yield "<h3>No critical path: no per-operator times for this sweep.</h3>"
+        return
     word = "estimated critical path" if estimated else "critical path"
+    if coarse:
+        word += " (from the recorded ClusterOperator waits and the release's task graph)"
     yield f'<h3>The {word}: {duration(sweep.duration)}, {len([x for x in links if x.kind != "gap"])} links</h3>'
     yield '<ol class="path">'
     for link in links:
@@ -208,7 +213,7 @@ def _path_html(sweep: SweepSpan, links: list[Link], estimated: bool) -> Iterator
                f'</span><b>{percent(link.share)}</b> {e(duration(link.duration))} {label}{what}</li>')
     yield "</ol>"
     yield "<table><tr><th>the path's time went to</th><th>time</th><th>share</th></tr>"
-    for cause in causes(links, sweep.duration):
+    for cause in causes(links, sweep.duration, coarse):
         yield f'<tr><td>{e(cause.name)}</td><td class="n">{duration(cause.seconds)}</td><td class="n">{percent(cause.share)}</td></tr>'
     yield "</table>"
 
@@ -223,7 +228,7 @@ def _summary_html(summary: Summary, timeline: Timeline) -> Iterator[str]:
     yield "</table></div>"
     yield "<div><h3>Longest waits</h3><table><tr><th>operator</th><th>attempt</th><th>from</th><th>waited</th><th></th></tr>"
     for w in summary.waits:
-        yield (f'<tr title="{e(_wait_title(w))}"><td>{e(w.operator)}</td><td class="n">{e(w.attempt)}</td>'
+        yield (f'<tr title="{e(_wait_title(w))}"><td>{e(w.operator)}</td><td class="n">{e(w.attempt if w.attempt is not None else "")}</td>'
                f'<td class="n">{offset(w.start)}</td><td class="n">{duration(w.duration)}</td>'
                f'<td>{"ready" if w.ready else "not ready"}</td></tr>')
     yield "</table></div>"
@@ -265,24 +270,29 @@ def render_html(timeline: Timeline, title: str, source: str = "") -> str:
                         '<meta name="viewport" content="width=device-width,initial-scale=1">',
                         f"<title>{e(title)}</title><style>{CSS}</style></head><body>",
                         f"<h1>{e(title)}</h1>"]
-    what = "an estimate from the plan, before anything runs" if timeline.estimated else f"{timeline.events} events"
+    what = timeline.basis or ("an estimate from the plan, before anything runs" if timeline.estimated
+                              else f"{timeline.events} events")
+    clock = ("times from the start of the first sweep" if timeline.from_records
+             else "times are on the sweep's clock, from its first event")
     parts.append(f'<p class="sub">{e(source)}{" · " if source else ""}{e(what)} · {len(timeline.sweeps)} sweep(s) · '
-                 f"times are on the sweep's clock, from its first event</p>")
+                 f"{clock}</p>")
     parts.append(LEGEND)
+    coarse = timeline.from_records
     for sweep in timeline.sweeps:
-        links = [] if timeline.estimated and sweep.result == "plan" else critical_path(sweep)
-        attempts = len(sweep.attempts)
+        links = [] if timeline.estimated and sweep.result == "plan" else critical_path(sweep, coarse)
         head = (f"{sweep.mode or 'sweep'} {sweep.version}".strip() + f": {sweep.result}, {duration(sweep.duration)}, "
-                f"{attempts} attempt{'s' if attempts != 1 else ''}, from {offset(sweep.start)}")
+                f"{sweep.attempts_text}, from {offset(sweep.start)}")
         parts.append(f'<section class="sweep" id="sweep-{sweep.index}"><h2>{e(head)}</h2>')
         if sweep.message:
             parts.append(f'<p class="msg">{e(sweep.message)}</p>')
-        parts.extend(_path_html(sweep, links, timeline.estimated))
+        if sweep.note:
+            parts.append(f'<p class="sub note">{e(sweep.note)}</p>')
+        parts.extend(_path_html(sweep, links, timeline.estimated, coarse))
         marks = [m for m in timeline.marks if sweep.start <= m.at <= sweep.end]
         parts.extend(_gantt(sweep, links, marks, timeline.estimated))
         parts.append("</section>")
     if not timeline.sweeps:
-        parts.append("<p>No sweep in these events.</p>")
+        parts.append("<p>No sweep in these records.</p>" if timeline.from_records else "<p>No sweep in these events.</p>")
     parts.extend(_summary_html(summarize(timeline), timeline))
     parts.append("</body></html>\n")
     return "".join(parts)

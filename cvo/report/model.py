@@ -8,6 +8,7 @@ out of order are taken in time order; whatever is still open when the events end
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -142,10 +143,20 @@ class SweepSpan:
     attempts: list[AttemptSpan] = field(default_factory=list)
     total_tasks: int | None = None
     message: str = ""
+    # how many attempts a record says there were; None: len(attempts) (events), 0: not known (records)
+    attempt_count: int | None = None
+    note: str = ""  # what the sweep's times come from, when not from its events
 
     @property
     def duration(self) -> float:
         return self.end - self.start
+
+    @property
+    def attempts_text(self) -> str:
+        """``3 attempts``, ``1 attempt``, or ``attempts not recorded``."""
+        n = self.attempt_count if self.attempt_count is not None else len(self.attempts)
+        return f"{n} attempt{'s' if n != 1 else ''}" if n else (
+            "attempts not recorded" if self.attempt_count == 0 else "0 attempts")
 
 
 @dataclass
@@ -157,6 +168,8 @@ class Timeline:
     requests: dict[str, int] = field(default_factory=dict)
     events: int = 0
     estimated: bool = False  # a plan's estimate, not a record
+    from_records: bool = False  # from the records on the cluster (cvo.report.records), not from events
+    basis: str = ""  # what the times come from, when not from events
 
     def waits(self) -> list[Wait]:
         return [t.wait for s in self.sweeps for a in s.attempts for n in a.nodes for t in n.tasks if t.wait] + [
@@ -380,3 +393,15 @@ def build_timeline(events: list[Event]) -> Timeline:
         builder.take(event)
     builder.timeline.events = len(ordered)
     return builder.finish()
+
+
+def select_sweep(timeline: Timeline, number: int) -> Timeline:
+    """The timeline of one of its sweeps: ``number`` from 1, or from the end (-1 the last); :class:`IndexError`
+    when there is no such sweep."""
+    count = len(timeline.sweeps)
+    index = number - 1 if number > 0 else count + number
+    if number == 0 or not 0 <= index < count:
+        raise IndexError(number)
+    sweep = timeline.sweeps[index]
+    marks = [m for m in timeline.marks if sweep.start <= m.at <= sweep.end]
+    return dataclasses.replace(timeline, sweeps=[sweep], marks=marks)

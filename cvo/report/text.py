@@ -19,15 +19,21 @@ def p(value: object, limit: int = 140) -> str:
 
 def render_text(timeline: Timeline, title: str) -> str:
     lines = [p(title, 200)]
+    coarse = timeline.from_records
+    if timeline.basis:
+        lines.append(p(timeline.basis, 300))
     if not timeline.sweeps:
-        lines.append("no sweep in these events")
+        lines.append("no sweep in these records" if coarse else "no sweep in these events")
     for sweep in timeline.sweeps:
-        links = critical_path(sweep)
-        n = len(sweep.attempts)
+        links = critical_path(sweep, coarse)
         lines += ["", f"{p(sweep.mode or 'sweep')} {p(sweep.version)}: {sweep.result}, {duration(sweep.duration)}, "
-                      f"{n} attempt{'s' if n != 1 else ''}, from {offset(sweep.start)}".replace("  ", " ")]
+                      f"{sweep.attempts_text}, from {offset(sweep.start)}".replace("  ", " ")]
+        if sweep.note:
+            lines.append(f"  ({p(sweep.note, 300)})")
         if timeline.estimated and sweep.result == "plan":
             lines.append("  no critical path: the operators' durations are not known")
+            continue
+        if coarse and not any(a.nodes for a in sweep.attempts):
             continue
         word = "estimated critical path" if timeline.estimated else "critical path"
         lines.append(f"  {word}:")
@@ -39,7 +45,7 @@ def render_text(timeline: Timeline, title: str) -> str:
             if link.what:
                 lines.append(f"    {'':>6} {'':>7}    {p(link.what)}")
         lines.append("  the path's time went to:")
-        for cause in causes(links, sweep.duration)[:10]:
+        for cause in causes(links, sweep.duration, coarse)[:10]:
             lines.append(f"    {percent(cause.share):>6} {duration(cause.seconds):>7}  {p(cause.name)}")
     summary = summarize(timeline)
     lines += ["", "slowest operators:"]
@@ -47,8 +53,9 @@ def render_text(timeline: Timeline, title: str) -> str:
               + (f"ready at {offset(r.ready_at)}" if r.ready_at is not None else "not ready")
               for r in summary.operators] or ["  none"]
     lines += ["longest waits:"]
-    lines += [f"  {p(w.operator, 40):<32} {duration(w.duration):>7} from {offset(w.start)} (attempt {w.attempt}, "
-              f"{'ready' if w.ready else 'not ready'})" for w in summary.waits] or ["  none"]
+    lines += [f"  {p(w.operator, 40):<32} {duration(w.duration):>7} from {offset(w.start)} ("
+              + (f"attempt {w.attempt}, " if w.attempt is not None else "")
+              + f"{'ready' if w.ready else 'not ready'})" for w in summary.waits] or ["  none"]
     lines += ["retries and failures by reason:"]
     lines += [f"  {r.count:>5} {p(r.kind)} {p(r.reason or '-')}: {p(r.example, 100)}" for r in summary.reasons] or ["  none"]
     lines += ["requests by verb:"]

@@ -1,0 +1,307 @@
+"""A report from what cvo keeps on the cluster, when no events were kept: coarser than events, but always there.
+
+Three records, read from any cluster (or saved objects):
+
+- the ClusterVersion's ``status.history``: each entry is a sweep (the oldest one the install), its span from
+  ``startedTime`` to ``completionTime`` (the newest one, still running, to now);
+- the sweep records ``openshift-cluster-version/cvo-update-durations`` (:mod:`cvo.runner.durations`): for each
+  recent install and update, when the sweep first waited on each ClusterOperator and when it was done, its
+  attempts and their failures;
+- the ClusterOperators' conditions: for the newest sweep when it has no record (a cluster run by the CVO, or
+  an update still running), an operator at the sweep's version was done when its ``Progressing`` last turned
+  ``False``, one still updating has been since ``Progressing`` turned ``True``; ``Degraded=True`` is marked.
+
+From these a :class:`~cvo.report.model.Timeline` the same pages draw: each sweep one attempt holding a node
+of the release's task graph (the history entry's ``file://`` image, read as :mod:`cvo.runner.durations`
+reads it) per node with recorded ClusterOperator waits, each wait a bar from its first wait to done.  A node
+runs after its nearest ancestors with waits, so the critical path walks the graph's edges through the
+recorded times; what the records do not hold (applying, back-offs, workers) is the path's gaps.  The
+attempts a record keeps are marks on the sweep's row with their failure.
+
+Objects come from a cluster anyone may write to: every field is checked for its type, and a field of the
+wrong type counts as absent, as in :mod:`cvo.report.model`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from cvo.report.model import TEXT_LIMIT, AttemptSpan, Mark, NodeSpan, SweepSpan, TaskSpan, Timeline, Wait
+from cvo.status.forecast import INSTALL, UPDATE, OperatorGraph, UpdateRecord
+
+# (image, mode) -> the release's task graph reduced to its ClusterOperator waits; None when it cannot be read
+GraphOf = Callable[[str, str], OperatorGraph | None]
+MATCH_SLACK = 120.0  # seconds: a record belongs to a history entry that started this close to it
+MAX_SWEEPS = 200  # history entries (the CVO keeps 100) and records without one
+
+
+@dataclass
+class ClusterRecords:
+    """What was read from the cluster."""
+
+    cluster_version: Mapping[str, Any] | None
+    cluster_operators: Sequence[Mapping[str, Any]]
+    records: Sequence[UpdateRecord]
+    now: datetime
+    where: str = ""  # the cluster, as the page names it
+
+
+@dataclass
+class _Entry:
+    version: str
+    image: str
+    state: str  # Completed, Partial; "" for a record without a history entry
+    start: datetime
+    end: datetime | None
+    from_history: bool = True
+    record: UpdateRecord | None = None
+    operators: dict[str, tuple[float, float | None, str]] = field(default_factory=dict)  # seconds from start
+
+
+def _time(value: Any) -> datetime | None:
+    if not isinstance(value, str) or not value or len(value) > 64:
+        return None
+    try:
+        when = datetime.fromisoformat(value.replace("Z", "+00:00") if value.endswith("Z") else value)
+    except ValueError:
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    try:
+        return when.astimezone(UTC)
+    except (OverflowError, ValueError):
+        return None
+
+
+def _str(value: Any, limit: int = 200) -> str:
+    return value[:limit] if isinstance(value, str) else ""
+
+
+def _dig(obj: Any, *keys: str) -> Any:
+    for key in keys:
+        if not isinstance(obj, Mapping):
+            return None
+        obj = obj.get(key)
+    return obj
+
+
+def _history(cv: Mapping[str, Any] | None) -> list[_Entry]:
+    history = _dig(cv, "status", "history")
+    entries = []
+    for item in history[:MAX_SWEEPS] if isinstance(history, list) else []:
+        if not isinstance(item, Mapping):
+            continue
+        start = _time(item.get("startedTime"))
+        if start is None:
+            continue
+        end = _time(item.get("completionTime"))
+        entries.append(_Entry(_str(item.get("version")), _str(item.get("image"), 1000), _str(item.get("state"), 40),
+                              start, end if end is not None and end >= start else None))
+    entries.sort(key=lambda e: e.start)  # the history is newest first; a sweep report reads oldest first
+    return entries
+
+
+def _match(entries: list[_Entry], records: Sequence[UpdateRecord], now: datetime) -> list[_Entry]:
+    """Each record to the history entry of its version that started closest to it; the others as entries."""
+    loose = []
+    for record in records:
+        start = _time(record.started_at)
+        if start is None:
+            continue
+        best: _Entry | None = None
+        for entry in entries:
+            if entry.version != record.version or entry.record is not None:
+                continue
+            until = entry.end or now
+            if entry.start.timestamp() - MATCH_SLACK <= start.timestamp() <= until.timestamp() + MATCH_SLACK and (
+                    best is None or abs((entry.start - start).total_seconds())
+                    < abs((best.start - start).total_seconds())):
+                best = entry
+        if best is not None:
+            best.record = record
+        else:
+            end = _time(record.ended_at)
+            loose.append(_Entry(record.version, "", record.result, start, end if end and end >= start else None,
+                                from_history=False, record=record))
+    return sorted([*entries, *loose], key=lambda e: e.start)[-MAX_SWEEPS:]
+
+
+def _condition(co: Mapping[str, Any], kind: str) -> Mapping[str, Any] | None:
+    conditions = _dig(co, "status", "conditions")
+    for c in conditions if isinstance(conditions, list) else []:
+        if isinstance(c, Mapping) and c.get("type") == kind:
+            return c
+    return None
+
+
+def _operator_version(co: Mapping[str, Any]) -> str:
+    versions = _dig(co, "status", "versions")
+    for v in versions if isinstance(versions, list) else []:
+        if isinstance(v, Mapping) and v.get("name") == "operator" and isinstance(v.get("version"), str):
+            return str(v["version"])
+    return ""
+
+
+def _from_conditions(entry: _Entry, cos: Sequence[Mapping[str, Any]], end: datetime,
+                     graph: OperatorGraph | None) -> dict[str, tuple[float, float | None, str]]:
+    """The newest sweep's operator times from the ClusterOperators' conditions (no record of it): done when
+    ``Progressing`` turned False (the start: when the graph let the sweep reach it), updating since it turned True."""
+    span = (end - entry.start).total_seconds()
+    done: dict[str, float] = {}
+    updating: dict[str, float] = {}
+    for co in cos:
+        name = _str(_dig(co, "metadata", "name"))
+        progressing = _condition(co, "Progressing")
+        since = _time(progressing.get("lastTransitionTime")) if progressing is not None else None
+        at = (since - entry.start).total_seconds() if since is not None else None
+        if not name:
+            continue
+        if _operator_version(co) == entry.version:
+            if progressing is not None and progressing.get("status") == "False" and at is not None and 0 <= at <= span:
+                done[name] = at
+        elif progressing is not None and progressing.get("status") == "True":
+            updating[name] = min(max(0.0, at if at is not None else 0.0), span)
+    how = "from the ClusterOperator's Progressing condition"
+    out: dict[str, tuple[float, float | None, str]] = {
+        name: (since, None, f"updating since Progressing turned True ({how})") for name, since in updating.items()}
+    if graph is None:
+        for name, at in done.items():
+            out[name] = (0.0, at, f"done when Progressing turned False; when it was first waited on is not known ({how})")
+        return out
+    # the start of each wait: when the graph let the sweep reach it (its node's predecessors done, the
+    # operators before it in its node done)
+    finish: dict[int, float] = {}
+    for node in graph.order:
+        cursor = max((finish.get(p, 0.0) for p in graph.predecessors.get(node, ())), default=0.0)
+        for name in graph.operators.get(node, ()):
+            if name in done:
+                start = min(cursor, done[name])
+                out[name] = (start, done[name], f"done when Progressing turned False; first waited on when the "
+                                                f"task graph reached it, estimated ({how})")
+                cursor = max(cursor, done[name])
+            elif name in updating:
+                cursor = span
+        finish[node] = cursor
+    return out
+
+
+def _degraded_marks(entry: _Entry, cos: Sequence[Mapping[str, Any]], origin: datetime, end: datetime) -> list[Mark]:
+    marks = []
+    for co in cos:
+        name = _str(_dig(co, "metadata", "name"))
+        degraded = _condition(co, "Degraded")
+        if not name or degraded is None or degraded.get("status") != "True":
+            continue
+        since = _time(degraded.get("lastTransitionTime"))
+        if since is not None and entry.start <= since <= end:
+            marks.append(Mark((since - origin).total_seconds(), "degraded", name, _str(degraded.get("reason")),
+                              _str(degraded.get("message"), TEXT_LIMIT)))
+    return marks
+
+
+def _nodes(times: dict[str, tuple[float, float | None, str]], graph: OperatorGraph | None, offset: float,
+           end: float, source: str) -> list[NodeSpan]:
+    """A node per graph node with recorded waits (each after its nearest such ancestors); without a graph, a node
+    per operator, in the order they were first waited on."""
+    def task(name: str, node: int) -> TaskSpan:
+        start, done, message = times[name]
+        a = offset + start
+        b = max(a, offset + done) if done is not None else max(a, end)
+        span = TaskSpan(f'clusteroperator "{name}"', node, a, b, "done" if done is not None else "cut")
+        span.wait = Wait(name, a, b, ready=done is not None, reason=source, message=message)
+        return span
+
+    nodes: list[NodeSpan] = []
+    placed: set[str] = set()
+    if graph is not None:
+        nearest: dict[int, set[int]] = {}
+        included: set[int] = set()
+        for node in graph.order:
+            ancestors: set[int] = set()
+            for pred in graph.predecessors.get(node, ()):
+                ancestors |= {pred} if pred in included else nearest.get(pred, set())
+            nearest[node] = ancestors
+            tasks = [task(name, node) for name in graph.operators.get(node, ()) if name in times and name not in placed]
+            if not tasks:
+                continue
+            included.add(node)
+            placed.update(t.wait.operator for t in tasks if t.wait is not None)
+            runlevel, component = graph.places.get(node, (None, None))
+            nodes.append(NodeSpan(node, 0, min(t.start for t in tasks), max(t.end for t in tasks),
+                                  "done" if all(t.outcome == "done" for t in tasks) else "cut", runlevel, component,
+                                  tuple(sorted(ancestors)), tasks, size=len(graph.operators.get(node, ()))))
+    first = max((n.node for n in nodes), default=-1) + 1
+    rest = sorted((name for name in times if name not in placed), key=lambda n: (times[n][0], n))
+    for i, name in enumerate(rest):  # not in the graph (or no graph): a node of its own
+        span = task(name, first + i)
+        nodes.append(NodeSpan(first + i, 0, span.start, span.end, span.outcome, None, None, None, [span], size=1))
+    nodes.sort(key=lambda n: n.node)
+    return nodes
+
+
+def _result(entry: _Entry, newest: bool, progressing: bool) -> str:
+    if entry.state == "Completed":
+        return "completed"
+    if not entry.from_history:
+        return entry.state or "recorded"
+    if newest and entry.end is None:
+        return "running" if progressing else "partial"
+    return "partial"
+
+
+def records_timeline(found: ClusterRecords, graph_of: GraphOf) -> Timeline:
+    """The sweeps the cluster's records describe, oldest first."""
+    entries = _match(_history(found.cluster_version), found.records, found.now)
+    sources = (f"the ClusterVersion's history ({sum(e.from_history for e in entries)} entries), "
+               f"{len(found.records)} sweep record(s) (openshift-cluster-version/cvo-update-durations), "
+               f"{len(found.cluster_operators)} ClusterOperators")
+    if not entries:
+        return Timeline(None, 0.0, basis=f"from the cluster's records: {sources}", from_records=True)
+    origin = entries[0].start
+    timeline = Timeline(origin, 0.0, basis=f"from the cluster's records: {sources}", from_records=True)
+    cv_progressing = _condition(found.cluster_version or {}, "Progressing")
+    progressing = cv_progressing is not None and cv_progressing.get("status") == "True"
+    for i, entry in enumerate(entries):
+        newest = i == len(entries) - 1
+        following = entries[i + 1].start if not newest else None
+        end = entry.end or following or max(found.now, entry.start)
+        record = entry.record
+        mode = record.mode if record is not None else (INSTALL if i == 0 and entry.from_history else UPDATE)
+        graph = graph_of(entry.image, mode) if entry.image else None
+        start_s, end_s = (entry.start - origin).total_seconds(), (end - origin).total_seconds()
+        if record is not None and record.operators:
+            source = "recorded"
+            times = {name: (t.started, t.done, "first waited on and done: the sweep's record")
+                     for name, t in record.operators.items()}
+        elif newest and entry.from_history:
+            source = "from conditions"
+            times = _from_conditions(entry, found.cluster_operators, end, graph)
+        else:
+            source, times = "", {}
+        sweep = SweepSpan(i, entry.version, mode, start_s, end_s, _result(entry, newest, progressing))
+        if times:
+            attempt = AttemptSpan(0, start_s, end_s, outcome=sweep.result)
+            attempt.nodes = _nodes(times, graph, start_s, end_s, source)
+            sweep.attempts.append(attempt)
+            sweep.note = ("per-operator times from the sweep's record" if source == "recorded" else
+                          "no record of this sweep: per-operator times from the ClusterOperators' conditions")
+            if graph is None:
+                sweep.note += "; the release's task graph is not readable here (not a file:// image), so the " \
+                              "critical path follows the order the operators were waited on"
+        else:
+            sweep.note = "no per-operator times recorded for this sweep: only its span (the ClusterVersion's history)"
+        sweep.attempt_count = record.attempt_count if record is not None else 0  # 0: not recorded
+        if record is not None:
+            for a in record.attempts:
+                if a.reason and a.ended is not None:
+                    timeline.marks.append(Mark(start_s + a.ended, "attempt", f"attempt {a.number}", a.reason,
+                                               a.message))
+        if newest:
+            timeline.marks.extend(_degraded_marks(entry, found.cluster_operators, origin, end))
+        timeline.sweeps.append(sweep)
+        timeline.end = max(timeline.end, end_s)
+    timeline.marks.sort(key=lambda m: m.at)
+    return timeline
