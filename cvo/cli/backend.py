@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 import orjson
 
-from cvo.cli.common import CommandFailed, UsageError
+from cvo.cli.common import CommandFailed, UsageError, add_saved_flags, uses_saved_objects  # noqa: F401 - theirs
 from cvo.clock import Clock, parse_rfc3339, run_real, run_virtual
 from cvo.cluster.api import ApiError, ApiErrorKind, Cluster
 from cvo.cluster.persist import Budget, GaveUp, persist, steady
@@ -65,22 +65,6 @@ def add_backend_flags(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("cluster")
     group.add_argument("--speed", type=float, default=None, metavar="X",
                        help="simulated seconds per real second (default: as fast as possible)")
-
-
-def add_saved_flags(parser: argparse.ArgumentParser) -> None:
-    """``--from-file`` and ``--now``: a read-only command over saved objects instead of a cluster."""
-    group = parser.add_argument_group("saved objects")
-    group.add_argument("--from-file", dest="from_file", action="append", default=None, metavar="PATH",
-                       help="read the cluster from saved objects instead (repeatable): a YAML or JSON file of objects "
-                            "(single objects or kind: List, as 'oc get -o yaml' writes them) or a directory of "
-                            "such files, e.g. a must-gather's cluster-scoped-resources; writes are refused")
-    group.add_argument("--now", default=None, metavar="RFC3339",
-                       help="with --from-file: the moment the objects describe (default: the latest "
-                            "lastTransitionTime of the ClusterVersion's and ClusterOperators' conditions)")
-
-
-def uses_saved_objects(args: argparse.Namespace) -> bool:
-    return bool(getattr(args, "from_file", None))
 
 
 def saved_cluster(args: argparse.Namespace) -> SavedCluster:

@@ -235,3 +235,20 @@ def add_global_flags(parser: argparse.ArgumentParser, *, top: bool) -> None:
                            help="the embedded cluster's store, an SQLite file that several cvo commands can "
                                 "use at once (default: $CVO_STATE or ~/.local/state/cvo/sim-cluster.db); 'none' "
                                 "keeps the cluster in memory for this command only")
+
+
+def add_saved_flags(parser: argparse.ArgumentParser) -> None:
+    """``--from-file`` and ``--now``: a read-only command over saved objects instead of a cluster
+    (:func:`cvo.cli.backend.saved_cluster`; here, so that registering them imports no cluster code)."""
+    group = parser.add_argument_group("saved objects")
+    group.add_argument("--from-file", dest="from_file", action="append", default=None, metavar="PATH",
+                       help="read the cluster from saved objects instead (repeatable): a YAML or JSON file of objects "
+                            "(single objects or kind: List, as 'oc get -o yaml' writes them) or a directory of "
+                            "such files, e.g. a must-gather's cluster-scoped-resources; writes are refused")
+    group.add_argument("--now", default=None, metavar="RFC3339",
+                       help="with --from-file: the moment the objects describe (default: the latest "
+                            "lastTransitionTime of the ClusterVersion's and ClusterOperators' conditions)")
+
+
+def uses_saved_objects(args: argparse.Namespace) -> bool:
+    return bool(getattr(args, "from_file", None))

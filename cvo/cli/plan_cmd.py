@@ -12,17 +12,19 @@ import argparse
 import io
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from cvo.cli.common import (
     EXIT_OK,
     PayloadOptions,
     UsageError,
     add_payload_flags,
+    add_saved_flags,
     finish,
     non_negative_int,
     payload_options,
     read,
+    uses_saved_objects,
 )
 from cvo.cli.load_progress import for_terminal
 from cvo.payload.cache import default_cache_dir
@@ -31,6 +33,7 @@ from cvo.payload.loader import Release
 if TYPE_CHECKING:
     from cvo.operators.behaviour import Behaviours
     from cvo.plan.build import Plan
+    from cvo.status.forecast import Expected
 
 HELP = "print the task graph a sweep of RELEASE_DIR would run (dry run)"
 
@@ -59,7 +62,34 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                            help="-o html: operator behaviours (their delays) to estimate the critical path with")
     durations.add_argument("--scenario", type=Path, metavar="FILE",
                            help="-o html: the operator behaviours of this scenario file")
+    durations.add_argument("--recorded", action="store_true",
+                           help="-o html: the durations recorded on the cluster (--state, --kubeconfig/--context, "
+                                "or --from-file), as the forecast of 'cvo upgrade status' uses them: each operator's "
+                                "mean over the recorded sweeps of the plan's mode (installs for --mode install, "
+                                "else updates)")
+    add_saved_flags(parser)
     parser.set_defaults(func=run)
+
+
+def recorded_durations(args: argparse.Namespace, mode: str) -> tuple[Expected, str]:
+    """The expected durations the cluster's sweep records give for a plan of ``mode`` (read-only), and the
+    cluster's name."""
+    from cvo.cli.backend import backend_clock, open_backend
+    from cvo.cli.report_cmd import _optional
+    from cvo.runner.durations import RECORDS_REF
+    from cvo.status.forecast import INSTALL, UPDATE, expected_durations, parse_records
+
+    clock, run_loop = backend_clock(args)
+    found: dict[str, Any] = {}
+
+    async def main() -> None:
+        async with open_backend(args, clock, simulate_operators=False, create=False) as backend:
+            found["records"] = await _optional(backend.steady, RECORDS_REF)
+            found["where"] = backend.description
+
+    run_loop(main)
+    return (expected_durations(parse_records(found["records"]), INSTALL if mode == "install" else UPDATE),
+            found["where"])
 
 
 def _behaviours(args: argparse.Namespace) -> Behaviours | None:
@@ -82,10 +112,22 @@ def write_html(plan: Plan, args: argparse.Namespace) -> str:
     from cvo.report.estimate import estimate_timeline
     from cvo.report.html import render_html
 
-    behaviours = _behaviours(args)
-    timeline = estimate_timeline(plan, behaviours)
-    source = "durations: " + (str(args.operators or args.scenario) if behaviours is not None else "unknown")
+    durations: Behaviours | Expected | None
+    if wants_records(args):
+        durations, where = recorded_durations(args, args.mode)
+        kind = "install" if args.mode == "install" else "update"
+        count = f"{durations.records} recorded {kind}{'s' if durations.records != 1 else ''}"
+        source = (f"durations: recorded on {where} ({count}, {len(durations)} operators)" if durations
+                  else f"durations: none recorded on {where} (no record of an {kind})")
+    else:
+        durations = _behaviours(args)
+        source = "durations: " + (str(args.operators or args.scenario) if durations is not None else "unknown")
+    timeline = estimate_timeline(plan, durations)
     return render_html(timeline, f"cvo plan: {plan.mode} {plan.release.version} ({plan.profile})", source)
+
+
+def wants_records(args: argparse.Namespace) -> bool:
+    return bool(args.recorded or uses_saved_objects(args))
 
 
 def output_options(args: argparse.Namespace, options: PayloadOptions) -> list[str]:
@@ -157,8 +199,13 @@ def render(args: argparse.Namespace, options: PayloadOptions, release: Release) 
 def run(args: argparse.Namespace) -> int:
     from cvo.plan.cache import PlanCache, code_fingerprint, plan_key
 
-    if args.output != "html" and (args.operators is not None or args.scenario is not None):
-        raise UsageError("--operators and --scenario give durations for -o html only")
+    if args.output != "html" and (args.operators is not None or args.scenario is not None or wants_records(args)):
+        raise UsageError("--operators, --scenario, --recorded and --from-file give durations for -o html only")
+    if uses_saved_objects(args) and (args.operators is not None or args.scenario is not None):
+        raise UsageError("--from-file: the durations come from the saved records; --operators and --scenario "
+                         "give other ones")
+    if args.now is not None and not uses_saved_objects(args):
+        raise UsageError("--now is for saved objects (--from-file)")
     options = payload_options(args)
     progress = for_terminal(getattr(args, "log_format", "text"))
     try:

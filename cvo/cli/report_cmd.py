@@ -12,8 +12,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cvo.cli.backend import add_saved_flags, uses_saved_objects
-from cvo.cli.common import EXIT_OK, CommandFailed, UsageError
+from cvo.cli.common import EXIT_OK, CommandFailed, UsageError, add_saved_flags, uses_saved_objects
 
 if TYPE_CHECKING:
     from cvo.report.model import Timeline

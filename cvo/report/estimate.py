@@ -1,11 +1,13 @@
 """A plan's timeline before anything runs: the graph by run level, and its estimated critical path.
 
-Each ClusterOperator task is estimated to wait its operator's rollout delay (the behaviours of an
-``--operators`` file or a scenario: what the simulated operators would do); applying an object is
-estimated to take no time (on the embedded cluster it takes none; on a real one, a request).  A node
-starts when every node it runs after has finished: the estimate assumes a free worker for every node
-(update mode has 16; the report of the real sweep shows what waiting for one cost).  Without known
-durations every task is drawn as one second and no critical path is claimed.
+Each ClusterOperator task is estimated to wait its operator's expected duration: the rollout delay of the
+behaviours of an ``--operators`` file or a scenario (what the simulated operators would do), or what the
+cluster's sweep records say (:func:`cvo.status.forecast.expected_durations`, the source the forecast of
+``cvo upgrade status`` uses: the mean of an operator's records, the median of the others for one without).
+Applying an object is estimated to take no time (on the embedded cluster it takes none; on a real one, a
+request).  A node starts when every node it runs after has finished: the estimate assumes a free worker for
+every node (update mode has 16; the report of the real sweep shows what waiting for one cost).  Without
+known durations every task is drawn as one second and no critical path is claimed.
 """
 
 from __future__ import annotations
@@ -18,8 +20,11 @@ from cvo.operators.behaviour import MAX_DURATION, Behaviours
 from cvo.payload.graph import Task
 from cvo.plan.build import Plan
 from cvo.report.model import AttemptSpan, NodeSpan, SweepSpan, TaskSpan, Timeline, Wait
+from cvo.status.forecast import Expected
 
 UNKNOWN_TASK_SECONDS = 1.0
+# Where the operators' durations come from: simulated behaviours, or the cluster's records.
+Durations = Behaviours | Expected
 
 
 def _operator(task: Task) -> str | None:
@@ -29,20 +34,35 @@ def _operator(task: Task) -> str | None:
     return wait.name
 
 
-def task_seconds(task: Task, behaviours: Behaviours | None) -> float:
+def task_seconds(task: Task, behaviours: Durations | None) -> float:
     if behaviours is None:
         return UNKNOWN_TASK_SECONDS
     operator = _operator(task)
     if operator is None:
         return 0.0
+    if isinstance(behaviours, Expected):
+        seconds = behaviours.of(operator)
+        return seconds if math.isfinite(seconds) and seconds >= 0 else MAX_DURATION
     behaviour = behaviours.for_operator(operator)
     if behaviour.never_available or behaviour.never_versions:
         return MAX_DURATION  # never ready: the estimate says so (and the sweep would time out)
     return behaviour.delay if math.isfinite(behaviour.delay) else MAX_DURATION
 
 
-def estimate_timeline(plan: Plan, behaviours: Behaviours | None) -> Timeline:
-    """The plan as a one-attempt sweep on estimated times (``behaviours`` None: durations unknown)."""
+def _how(durations: Durations, operator: str, seconds: float) -> str:
+    if not isinstance(durations, Expected):
+        return f"the operator's rollout: {seconds:g} s"
+    if operator in durations:
+        return (f"the mean of its recorded durations: {seconds:.0f} s ({durations.records} recorded "
+                f"sweep{'s' if durations.records != 1 else ''})")
+    return f"not recorded: the median of the recorded operators, {seconds:.0f} s"
+
+
+def estimate_timeline(plan: Plan, behaviours: Durations | None) -> Timeline:
+    """The plan as a one-attempt sweep on estimated times (``behaviours`` None, or no records: durations
+    unknown)."""
+    if isinstance(behaviours, Expected) and not behaviours:
+        behaviours = None
     graph: nx.DiGraph = plan.graph
     attempt = AttemptSpan(0, 0.0, 0.0, outcome="estimated")
     ends: dict[int, float] = {}
@@ -60,7 +80,8 @@ def estimate_timeline(plan: Plan, behaviours: Behaviours | None) -> Timeline:
             if operator is not None:
                 reason = "estimated" if behaviours is not None else "duration unknown"
                 span.wait = Wait(operator, cursor, cursor + seconds, ready=True, reason=reason,
-                                 message=f"the operator's rollout: {seconds:g} s", attempt=0)
+                                 message=_how(behaviours, operator, seconds) if behaviours is not None else "",
+                                 attempt=0)
             spans.append(span)
             cursor += seconds
         first = tasks[0] if tasks else None

@@ -186,8 +186,8 @@ def _gantt(sweep: SweepSpan, links: list[Link], marks: list[Mark], estimated: bo
     yield "</div>"
 
 
-UNKNOWN = ("No critical path: the operators' durations are not known (cvo plan -o html --operators FILE or "
-           "--scenario FILE gives them); every task is drawn as one second.")
+UNKNOWN = ("No critical path: the operators' durations are not known (cvo plan -o html --operators FILE, "
+           "--scenario FILE or --recorded gives them); every task is drawn as one second.")
 
 
 def _path_html(sweep: SweepSpan, links: list[Link], estimated: bool, coarse: bool = False) -> Iterator[str]:
