@@ -77,8 +77,10 @@ def test_the_cli_is_the_controllers_client_upgrade_no_wait_blocked_override_and_
     log = tmp_path / "run.jsonl"
     watch_out = tmp_path / "watch.jsonl"
     watch: subprocess.Popen[bytes] | None = None
+    sweeps_file = tmp_path / "sweeps.jsonl"
     with log.open("w") as err:
-        ctl = start_controller(err, state, "--release", OLD, "--operators", DEMO_OPERATORS)
+        ctl = start_controller(err, state, "--release", OLD, "--operators", DEMO_OPERATORS, "--events",
+                               str(sweeps_file))
         try:
             poll("the controller's install of 4.16.0", completed(state, "4.16.0"), ctl)
 
@@ -146,6 +148,35 @@ def test_the_cli_is_the_controllers_client_upgrade_no_wait_blocked_override_and_
             stop(ctl)
             if watch is not None:
                 stop(watch)  # type: ignore[arg-type]
+    _check_the_controllers_events(sweeps_file, state)
+
+
+def _check_the_controllers_events(path: Path, state: Path) -> None:
+    """``cvo run --events``: every line says its sweep; ``cvo report --sweep N`` shows one of them; the
+    records the controller's sweeps left on the cluster make a report too."""
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    started = [e for e in lines if e["event"] == "sweep.started"]
+    assert [e["sweep"] for e in started] == list(range(1, len(started) + 1))
+    seen = 0
+    for event in lines:  # each line has the number of the last sweep.started before it (0: none yet)
+        seen += event["event"] == "sweep.started"
+        assert event["sweep"] == seen, event
+    modes = [(e["mode"], e["version"]) for e in started]
+    assert modes[0] == ("install", "4.16.0") and ("update", "4.16.3") in modes and modes[-1][1] == "4.17.0"
+    number = modes.index(("update", "4.16.3")) + 1
+    out = cvo("report", str(path), "--sweep", str(number), "-o", "text")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith(f"cvo sweep report: update 4.16.3 (sweep {number})\n")
+    assert "\nupdate 4.16.3: completed, " in out.stdout and "critical path:" in out.stdout
+    last = cvo("report", str(path), "--sweep", "last", "-o", "text")
+    assert last.returncode == 0 and f"{modes[-1][0]} 4.17.0: " in last.stdout, last.stderr
+    missing = cvo("report", str(path), "--sweep", str(len(started) + 1))
+    assert missing.returncode == 2 and error_lines(missing.stderr) == [
+        f"error: {path}: no sweep {len(started) + 1}: the file has {len(started)} sweep(s) (sweep.started events)"]
+    records = cvo("report", "--state", str(state), "-o", "text")
+    assert records.returncode == 0, records.stderr
+    assert "\ninstall 4.16.0: completed, " in records.stdout and "\nupdate 4.17.0: completed, " in records.stdout
+    assert "(per-operator times from the sweep's record)" in records.stdout
 
 
 def _head(doc: dict[str, Any]) -> tuple[str, str] | None:

@@ -89,6 +89,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                           help="this replica's holder identity (default: HOSTNAME_UUID, as the CVO)")
     election.add_argument("--lease-namespace", default="openshift-cluster-version", metavar="NS",
                           help="the namespace of the Lease named 'version' (default openshift-cluster-version)")
+    parser.add_argument("--events", type=Path, default=None, metavar="FILE",
+                        help="append every event of the controller's sweeps to FILE as JSON lines, each with the "
+                             "number of its sweep (counted over the whole file), for 'cvo report FILE --sweep N' "
+                             "(docs/report.md); the file grows with every sweep: rotate it by renaming it and "
+                             "restarting")
     parser.add_argument("--in-cluster", action="store_true",
                         help="use the pod's service account (KUBERNETES_SERVICE_HOST, the token and CA in "
                              "/var/run/secrets/kubernetes.io/serviceaccount or $CVO_SERVICEACCOUNT_DIR)")
@@ -151,6 +156,7 @@ def run(args: argparse.Namespace) -> int:
     options = payload_options(args)
     identity = args.identity or f"{socket.gethostname()}_{uuid.uuid4()}"
     clock, run_loop = backend_clock(args)
+    events = _events_writer(args.events)
     configure(args.log_format, max(args.verbose, 1))  # the controller's events are its log
     log = get_logger("cvo.cli")
 
@@ -214,7 +220,7 @@ def run(args: argparse.Namespace) -> int:
                 elector = LeaderElector(backend.cluster, clock, identity, settings["timings"],
                                         lease_ref(args.lease_namespace))
                 own = FILE_SCHEME + str(args.own_release.resolve()) if args.own_release else ""
-                reporter = Fanout(_log_reporter(), MetricsReporter(snapshot))
+                reporter = Fanout(_log_reporter(), MetricsReporter(snapshot), *([events] if events else []))
 
                 def make_controller(fenced: Cluster) -> Controller:
                     return Controller(fenced, clock, releases, reporter,
@@ -234,7 +240,23 @@ def run(args: argparse.Namespace) -> int:
             print("cvo run: terminated; the lease is released", file=sys.stderr)
             return EXIT_OK
         raise
+    finally:
+        if events is not None:
+            events.close()
     return EXIT_OK
+
+
+def _events_writer(path: Path | None) -> Any:
+    """``--events FILE``, opened for appending before anything runs: a path that cannot be written is a usage
+    error."""
+    if path is None:
+        return None
+    from cvo.report.events_io import EventsError, EventsWriter
+
+    try:
+        return EventsWriter(path, append=True).open()
+    except EventsError as err:
+        raise UsageError(str(err)) from None
 
 
 async def _sweep_lock(path: Path, identity: str, elector: Any) -> Any:

@@ -203,13 +203,15 @@ def _degraded_marks(entry: _Entry, cos: Sequence[Mapping[str, Any]], origin: dat
 
 
 def _nodes(times: dict[str, tuple[float, float | None, str]], graph: OperatorGraph | None, offset: float,
-           end: float, source: str) -> list[NodeSpan]:
+           span: tuple[float, float], source: str) -> list[NodeSpan]:
     """A node per graph node with recorded waits (each after its nearest such ancestors); without a graph, a node
-    per operator, in the order they were first waited on."""
+    per operator, in the order they were first waited on.  Times are kept within the sweep's ``span``."""
+    begin, end = span
+
     def task(name: str, node: int) -> TaskSpan:
         start, done, message = times[name]
-        a = offset + start
-        b = max(a, offset + done) if done is not None else max(a, end)
+        a = min(max(begin, offset + start), end)
+        b = min(max(a, offset + done), end) if done is not None else end
         span = TaskSpan(f'clusteroperator "{name}"', node, a, b, "done" if done is not None else "cut")
         span.wait = Wait(name, a, b, ready=done is not None, reason=source, message=message)
         return span
@@ -272,19 +274,21 @@ def records_timeline(found: ClusterRecords, graph_of: GraphOf) -> Timeline:
         mode = record.mode if record is not None else (INSTALL if i == 0 and entry.from_history else UPDATE)
         graph = graph_of(entry.image, mode) if entry.image else None
         start_s, end_s = (entry.start - origin).total_seconds(), (end - origin).total_seconds()
+        recorded = _time(record.started_at) if record is not None else None
+        base = (recorded - origin).total_seconds() if recorded is not None else start_s  # the record's times' zero
         if record is not None and record.operators:
             source = "recorded"
             times = {name: (t.started, t.done, "first waited on and done: the sweep's record")
                      for name, t in record.operators.items()}
         elif newest and entry.from_history:
-            source = "from conditions"
+            source, base = "from conditions", start_s
             times = _from_conditions(entry, found.cluster_operators, end, graph)
         else:
             source, times = "", {}
         sweep = SweepSpan(i, entry.version, mode, start_s, end_s, _result(entry, newest, progressing))
         if times:
             attempt = AttemptSpan(0, start_s, end_s, outcome=sweep.result)
-            attempt.nodes = _nodes(times, graph, start_s, end_s, source)
+            attempt.nodes = _nodes(times, graph, base, (start_s, end_s), source)
             sweep.attempts.append(attempt)
             sweep.note = ("per-operator times from the sweep's record" if source == "recorded" else
                           "no record of this sweep: per-operator times from the ClusterOperators' conditions")
@@ -297,7 +301,7 @@ def records_timeline(found: ClusterRecords, graph_of: GraphOf) -> Timeline:
         if record is not None:
             for a in record.attempts:
                 if a.reason and a.ended is not None:
-                    timeline.marks.append(Mark(start_s + a.ended, "attempt", f"attempt {a.number}", a.reason,
+                    timeline.marks.append(Mark(base + a.ended, "attempt", f"attempt {a.number}", a.reason,
                                                a.message))
         if newest:
             timeline.marks.extend(_degraded_marks(entry, found.cluster_operators, origin, end))
