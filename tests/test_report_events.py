@@ -186,3 +186,59 @@ def test_replay_events_needs_one_scenario(tmp_path: Path, capsys: pytest.Capture
     assert capsys.readouterr().err.splitlines() == [
         "error: --events: one events file takes the replay of one scenario, not 2"]
     assert not (tmp_path / "e.jsonl").exists()
+
+
+def _sweep(writer: EventsWriter, at: int, version: str) -> None:
+    t = T0 + timedelta(minutes=at)
+    writer.emit(Event(t, "sweep.started", {"version": version, "mode": "reconcile"}))
+    writer.emit(Event(t + timedelta(seconds=1), "task.started", {"task": 'configmap "a/b" (1 of 1)', "node": 0}))
+    writer.emit(Event(t + timedelta(seconds=2), "sweep.completed", {"version": version}))
+
+
+def test_a_controllers_file_is_appended_to_and_numbered_by_sweep(tmp_path: Path) -> None:
+    """``cvo run --events``: each line says its sweep; a restarted controller continues the count."""
+    path = tmp_path / "run.jsonl"
+    with EventsWriter(path, append=True) as writer:
+        writer.emit(Event(T0, "controller.started", {}))
+        _sweep(writer, 1, "a")
+        _sweep(writer, 2, "b")
+    with EventsWriter(path, append=True) as writer:
+        _sweep(writer, 3, "c")
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [line["sweep"] for line in lines] == [0, 1, 1, 1, 2, 2, 2, 3, 3, 3]
+    for number, version in ((1, "a"), (2, "b"), (3, "c"), (-1, "c"), (-2, "b"), (-3, "a")):
+        events = read_events(path, number).events
+        assert [e.name for e in events] == ["sweep.started", "task.started", "sweep.completed"]
+        assert {e.fields["version"] for e in events if "version" in e.fields} == {version}
+        assert all("sweep" not in e.fields for e in events)  # the line's, not the event's
+    for number in (4, -4):
+        with pytest.raises(EventsError) as err:
+            read_events(path, number)
+        assert str(err.value) == f"{path}: no sweep {number}: the file has 3 sweep(s) (sweep.started events)"
+
+
+def test_one_sweep_is_read_at_a_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "run.jsonl"
+    with EventsWriter(path, append=True) as writer:
+        for n in range(4):
+            _sweep(writer, n, str(n))
+    monkeypatch.setattr(events_io, "MAX_EVENTS", 3)  # the limit counts the events kept: one sweep's
+    assert len(read_events(path, 2).events) == len(read_events(path, -1).events) == 3
+    with pytest.raises(EventsError, match=r"run.jsonl:4: more than 3 events"):
+        read_events(path)
+    with path.open("ab") as f:
+        f.write(b'{"event": "broken"\n')  # after the sweeps asked for: not read
+    assert len(read_events(path, 1).events) == 3
+    with pytest.raises(EventsError, match=r"run.jsonl:13: not a JSON object"):
+        read_events(path, -1)
+
+
+def test_report_picks_a_sweep(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "run.jsonl"
+    with EventsWriter(path, append=True) as writer:
+        _sweep(writer, 1, "4.16.0")
+        _sweep(writer, 5, "4.16.3")
+    capsys.readouterr()
+    assert main(["report", str(path), "--sweep", "last", "-o", "text"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("cvo sweep report: reconcile 4.16.3 (sweep -1)\n") and "4.16.0" not in out
