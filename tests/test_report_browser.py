@@ -11,6 +11,7 @@ from pathlib import Path
 import headless
 import pytest
 from conftest import CORPUS, REPO
+from test_report_records import install_and_upgrade
 from test_report_render import Page
 
 from cvo.cli.main import main
@@ -85,3 +86,36 @@ def test_plan_page_in_chromium(browser: str, tmp_path: Path, capsys: pytest.Capt
     dom = headless.dump_dom(page)
     assert dom.console == []
     assert "clusteroperator dns 45m00s 88.2%" in " ".join(" ".join(Page(dom.stdout).text).split())
+
+
+def test_report_from_the_clusters_records_in_chromium(browser: str, tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """``cvo install`` and ``cvo upgrade`` of the demo payloads with dns taking 45 minutes (the operators of
+    scenarios/upgrade-slow-operator.yaml), then ``cvo report`` from what they recorded on the embedded cluster."""
+    state = install_and_upgrade(tmp_path)
+    page = tmp_path / "records.html"
+    assert main(["report", "--state", str(state), "--output", str(page)]) == 0
+    assert page.stat().st_size < MAX_PAGE_BYTES
+    dom = headless.dump_dom(page)
+    assert dom.console == []
+    parsed = Page(dom.stdout)
+    text = " ".join(" ".join(parsed.text).split())
+    assert "cvo report from the cluster's records: install 4.16.0, update 4.16.3" in text
+    assert "the ClusterVersion's history (2 entries), 2 sweep record(s)" in text
+    assert "install 4.16.0: completed, 46m00s, 9 attempts, from +0s" in text
+    assert "update 4.16.3: completed, 51m00s, 7 attempts, from +46m00s" in text
+    update = text.split("update 4.16.3: completed")[1]
+    assert ("The critical path (from the recorded ClusterOperator waits and the release's task graph): 51m00s, "
+            "7 links") in update
+    # the path's first cause, as the browser shows it: the slow operator
+    assert "the path's time went to time share clusteroperator dns 45m00s 88.2%" in update
+    assert re.search(r"Retries and failures by reason kind reason count attempt ClusterOperatorNotAvailable 8 ", text)
+    crit = [v for k, v in parsed.attrs if k == "class" and "crit" in v.split()]
+    assert len(crit) == 2 + 7  # the install's path and the update's
+    titles = [v for k, v in parsed.attrs if k == "title" and v.startswith("clusteroperator dns: waited 45m")]
+    assert len(titles) == 4  # a wait bar per sweep, and its row in the longest waits
+    png = tmp_path / "records.png"
+    shot = headless.screenshot(page, png, 1400, 1200)
+    assert shot.console == [] and headless.png_size(png) == (1400, 1200)
+    assert png.stat().st_size > 20_000
+    assert headless.render_ms(page, tmp_path) < MAX_RENDER_MS
