@@ -127,7 +127,21 @@ def seeds() -> dict[str, list[bytes]]:
     read = lambda paths: [p.read_bytes() for p in paths]  # noqa: E731
     return {"parse": read(manifests) or [b"kind: ConfigMap\n"], "template": read(templates) or [b"{{.ReleaseImage}}"],
             "behaviours": read(operators) or [b"etcd: {delay: 1m}\n"], "scenario": read(scenarios) or [b"name: x\n"],
-            "state": state_seeds()}
+            "state": state_seeds(), "events": events_seeds()}
+
+
+def events_seeds() -> list[bytes]:
+    """The events of two scenario replays (a slow operator over seven attempts, a failed branch), whole and cut
+    to their first lines: mutated, they probe the events reader, the timeline and the pages."""
+    from cvo.report.events_io import event_line
+    from cvo.scenario.model import load_scenario
+    from cvo.scenario.replay import replay
+
+    out = []
+    for name in ("upgrade-slow-operator.yaml", "failed-branch-independent-finish.yaml"):
+        lines = [event_line(e) for e in replay(load_scenario(t.REPO / "scenarios" / name)).events]
+        out += [b"".join(lines[:40]), b"".join(lines[:400]), b"".join(lines)]
+    return out
 
 
 def state_seeds() -> list[bytes]:
@@ -159,6 +173,7 @@ BYTE_TARGETS: dict[str, Callable[[bytes], None]] = {
     "behaviours": t.behaviours_target,
     "scenario": t.scenario_target,
     "state": t.state_target,
+    "events": t.events_target,
 }
 TOKENS = [s.encode("utf-8", "surrogatepass") for s in t.YAML_TOKENS + t.TEMPLATE_TOKENS] + [
     b"[" * 300, b"{a: " * 250, b"- " * 50, b"&x [*x]", b"<<: *a\n", b"\x00", b"\xff\xfe", b"\n---\n" * 50,

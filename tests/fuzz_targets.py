@@ -375,6 +375,105 @@ def saved_target(data: bytes) -> None:
     upgrade_status_target(cvs[0] if cvs else {}, [o for o in objects if o.get("kind") == "ClusterOperator"])
 
 
+# --- the report: an events file, and the records on a cluster ------------------------------------------------
+
+EVENT_NAMES = ["sweep.started", "sweep.completed", "sweep.timeout", "sweep.blocked", "sweep.cancelled",
+               "attempt.started", "attempt.failed", "attempt.woken", "node.started", "node.done", "node.failed",
+               "node.error", "task.started", "task.applied", "task.done", "task.failed", "task.skipped",
+               "task.waiting", "task.retry", "task.dependency", "operator.ready", "operator.degraded",
+               "operator.done", "cluster.requests", "controller.sweep", "x"]
+EVENT_KEYS = ["event", "time", "sim_time", "sweep", "field_time", "node", "after", "task", "operator", "attempt",
+              "retry_in", "verbs", "runlevel", "component", "tasks", "total", "version", "mode", "reason", "message",
+              "waited", "started", "level", "timestamp", "action", "file", "error", "kind", "dependency"]
+EVENT_TIMES = ["2026-01-01T00:00:00", "2026-01-01T00:00:00+00:00", "2026-01-01T00:05:00Z", "2026-01-01T00:00:00.5",
+               "2026-01-01T01:00:00+01:00", "0001-01-01T00:00:00+14:00", "9999-12-31T23:59:59-14:00", "2026-13-01",
+               "yesterday", ""]
+event_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-2, 3) | st.sampled_from([2**53, -(2**63), 1e308, 0.5, -1.5])
+    | st.sampled_from(EVENT_NAMES + EVENT_TIMES + ['clusteroperator "dns" (1 of 2)', 'configmap "a/b" (2 of 2)',
+                                                   "dns", "10", "<script>", "\x1b[31m", "\ud800"]),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.sampled_from([*EVENT_KEYS, "create", "get"]),
+                                                                inner, max_size=4),
+    max_leaves=12)
+event_docs = st.fixed_dictionaries(
+    {"event": st.sampled_from(EVENT_NAMES) | event_values, "time": st.sampled_from(EVENT_TIMES) | event_values},
+    optional={k: event_values for k in EVENT_KEYS[2:]})
+
+
+def _event_line(doc: dict[str, Any]) -> bytes:
+    return json.dumps(doc, allow_nan=True).encode("utf-8", "surrogatepass")
+
+
+event_files = st.lists(event_docs.map(_event_line) | st.binary(max_size=60)
+                       | st.sampled_from([b"", b"{", b"[1]", b"{}", b"not json", b'{"event": "a"}',
+                                          b'{"time": "2026-01-01T00:00:00"}', b"\xff\xfe"]), max_size=14).map(
+    lambda lines: b"\n".join(lines))
+
+
+def events_target(data: bytes) -> None:
+    """An events file of any bytes: its report (every sweep, the first, the last; HTML and text), or one error
+    line naming the file (and the line)."""
+    from cvo.report.critical import causes, critical_path
+    from cvo.report.events_io import EventsError, read_stream
+    from cvo.report.html import render_html
+    from cvo.report.model import build_timeline
+    from cvo.report.text import render_text
+
+    for sweep in (None, 1, -1):
+        try:
+            read = read_stream(io.BytesIO(data), "events.jsonl", sweep)
+        except EventsError as err:
+            _one_line(str(err))
+            assert str(err).startswith("events.jsonl"), err
+            continue
+        timeline = build_timeline(read.events)
+        for span in timeline.sweeps:
+            links = critical_path(span)
+            assert span.duration == 0 or abs(sum(link.share for link in links) - 1.0) < 1e-6, links
+            causes(links, span.duration)
+        page = render_html(timeline, "fuzz")
+        assert "<script" not in page.lower(), "markup from the events reached the page"
+        text = render_text(timeline, "fuzz")
+        assert "\x1b" not in text, "an escape sequence from the events reached the text"
+
+
+records_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-2, 3) | st.sampled_from(
+        ["True", "False", "Completed", "Partial", "Progressing", "Degraded", "2026-01-01T00:00:00Z",
+         "2026-01-01T00:30:00Z", "2026-01-01T01:00:00Z", "9999-12-31T23:59:59Z", "x", "", "4.16.0", "4.16.3",
+         "file:///nonexistent", "operator", "install"]),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(
+        ["status", "history", "version", "state", "startedTime", "completionTime", "image", "conditions", "type",
+         "metadata", "name", "versions", "lastTransitionTime", "message", "reason", "operators", "started", "done",
+         "startedAt", "mode", "attempts", "attemptCount", "attempt", "ended", "endedAt", "result", "dns", "etcd"]),
+        inner, max_size=5),
+    max_leaves=30)
+
+
+def records_target(cv: Any, cos: list[Any], records: Any) -> None:
+    """The report from a cluster's records, whatever shape its ClusterVersion, ClusterOperators and records
+    ConfigMap have: a page, never an exception."""
+    from datetime import UTC, datetime
+
+    from cvo.report.critical import critical_path
+    from cvo.report.html import render_html
+    from cvo.report.records import ClusterRecords, records_timeline
+    from cvo.report.text import render_text
+    from cvo.status.forecast import parse_records
+
+    raw = records if isinstance(records, str) else json.dumps(records, allow_nan=True)
+    parsed = parse_records({"data": {"records.json": raw}})
+    found = ClusterRecords(cv if isinstance(cv, dict) else {"status": cv},
+                           [c if isinstance(c, dict) else {"status": c} for c in cos], parsed,
+                           datetime(2026, 1, 1, 2, tzinfo=UTC))
+    timeline = records_timeline(found, lambda image, mode: None)
+    for span in timeline.sweeps:
+        assert span.end >= span.start
+        critical_path(span, coarse=True)
+    render_html(timeline, "fuzz")
+    render_text(timeline, "fuzz")
+
+
 def check_input_error(err: Exception) -> None:
     assert isinstance(err, InputError)
     _one_line(str(err))
@@ -417,4 +516,7 @@ TARGETS: dict[str, tuple[st.SearchStrategy[Any], Any]] = {
                        lambda pair: upgrade_status_target(*pair)),
     "state": (st.binary(max_size=600) | st.binary(max_size=400).map(lambda b: b"SQLite format 3\x00" + b)
               | st.binary(max_size=300).map(lambda b: b'{"format": 1, ' + b), state_target),
+    "events": (event_files, events_target),
+    "records": (st.tuples(records_values, st.lists(records_values, max_size=3), records_values),
+                lambda triple: records_target(*triple)),
 }

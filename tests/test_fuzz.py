@@ -114,3 +114,16 @@ def test_saved_objects_read_or_one_error_line(data: bytes) -> None:
           [{"metadata": {"annotations": {"include.release.openshift.io/x": "true"}}}]))
 def test_upgrade_status_of_any_objects(pair: tuple[Any, list[Any]]) -> None:
     t.upgrade_status_target(*pair)
+
+
+@given(t.TARGETS["events"][0])
+@example(b"")
+@example(b'{"event": "sweep.started", "time": "2026-01-01T00:00:00"}\n{"event": "node.started", "time": '
+         b'"2026-01-01T00:00:01", "node": 0, "after": [0]}')  # a node after itself
+def test_events_file_reads_or_is_one_error_line(data: bytes) -> None:
+    t.events_target(data)
+
+
+@given(t.TARGETS["records"][0])
+def test_records_of_any_shape_make_a_report(triple: tuple[Any, list[Any], Any]) -> None:
+    t.records_target(*triple)
