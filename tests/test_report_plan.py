@@ -83,7 +83,8 @@ def test_plan_html_without_durations_claims_no_path(capsys: pytest.CaptureFixtur
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (["-o", "text", "--operators", "x.yaml"], "error: --operators and --scenario give durations for -o html only"),
+    (["-o", "text", "--operators", "x.yaml"], "error: --operators, --scenario, --recorded and --from-file give durations "
+                                              "for -o html only"),
     (["-o", "html", "--scenario", "/nonexistent.yaml"], "error: /nonexistent.yaml"),
     (["-o", "html", "--operators", "/nonexistent.yaml"], "error: /nonexistent.yaml"),
 ])
