@@ -35,7 +35,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "upgrade-status": ("upgrade_status_cmd", "show the update's progress and health, like 'oc adm upgrade status'"),
     "override": ("override_cmd", "set (or --clear) an admin override of an operator's Upgradeable OperatorCondition"),
     "replay": ("replay_cmd", "replay scenario files on the embedded cluster; print the timeline and PASS/FAIL"),
-    "report": ("report_cmd", "show a sweep's events as a timeline with its critical path (HTML page or text)"),
+    "report": ("report_cmd", "show a sweep's events, or the cluster's records of its sweeps, as a timeline with its critical path"),
     "bootstrap": ("bootstrap_cmd", "install the ClusterVersion, ClusterOperator and OperatorCondition CRDs and RBAC"),
     "sim-operators": ("simop_cmd", "run the simulated operators of a release against a cluster"),
     "run": ("run_cmd", "run the controller: watch the ClusterVersion and act on it until stopped (leader-elected)"),
