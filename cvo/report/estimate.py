@@ -3,7 +3,8 @@
 Each ClusterOperator task is estimated to wait its operator's expected duration: the rollout delay of the
 behaviours of an ``--operators`` file or a scenario (what the simulated operators would do), or what the
 cluster's sweep records say (:func:`cvo.status.forecast.expected_durations`, the source the forecast of
-``cvo upgrade status`` uses: the mean of an operator's records, the median of the others for one without).
+``cvo upgrade status`` uses: an operator's usual recorded duration, the median of its records with overruns
+left out, and the median of the others for one without).
 Applying an object is estimated to take no time (on the embedded cluster it takes none; on a real one, a
 request).  A node starts when every node it runs after has finished: the estimate assumes a free worker for
 every node (update mode has 16; the report of the real sweep shows what waiting for one cost).  Without
@@ -53,7 +54,7 @@ def _how(durations: Durations, operator: str, seconds: float) -> str:
     if not isinstance(durations, Expected):
         return f"the operator's rollout: {seconds:g} s"
     if operator in durations:
-        return (f"the mean of its recorded durations: {seconds:.0f} s ({durations.records} recorded "
+        return (f"its usual recorded duration: {seconds:.0f} s ({durations.records} recorded "
                 f"sweep{'s' if durations.records != 1 else ''})")
     return f"not recorded: the median of the recorded operators, {seconds:.0f} s"
 
