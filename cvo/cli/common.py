@@ -192,6 +192,8 @@ class Parser(argparse.ArgumentParser):
                    namespace: argparse.Namespace | None = None) -> argparse.Namespace:
         """Unknown arguments are reported under the command they were given to (``cvo install: …``)."""
         parsed, extras = self.parse_known_args(args, namespace)
+        after = vars(parsed).pop(VERBOSE_AFTER, 0)
+        parsed.verbose = getattr(parsed, "verbose", 0) + after  # -v is additive on both sides of the command
         if extras:
             prog = self.prog
             for action in self._actions:
@@ -204,6 +206,8 @@ class Parser(argparse.ArgumentParser):
 # The flags every command accepts, before or after its name (kubectl's global flags).  The top-level
 # parser holds their defaults; a command's parser declares them again with SUPPRESS as its default, so
 # that a flag given after the command overrides the one before it and an absent one changes nothing.
+# -v is the exception: it counts, on both sides (the command's count goes to VERBOSE_AFTER and is added).
+VERBOSE_AFTER = "verbose_after_command"
 KUBECONFIG_HELP = ("talk to the real cluster of this kubeconfig instead of the embedded one (with --context "
                    "alone: $KUBECONFIG, else ~/.kube/config). $KUBECONFIG alone is deliberately ignored: "
                    "without --kubeconfig or --context every command uses the embedded cluster")
@@ -216,9 +220,9 @@ def add_global_flags(parser: argparse.ArgumentParser, *, top: bool) -> None:
 
     have = {o for a in parser._actions for o in a.option_strings}
     group = parser.add_argument_group("global flags (before or after the command)")
-    if "-v" not in have:
-        group.add_argument("-v", "--verbose", action="count", default=default(0),
-                           help="more log output: -v every event of a sweep, -vv debug")
+    if "-v" not in have:  # counted on each side, added up by Parser.parse_args: -v install -v is -vv
+        group.add_argument("-v", "--verbose", action="count", dest="verbose" if top else VERBOSE_AFTER,
+                           default=default(0), help="more log output: -v every event of a sweep, -vv debug")
     if "--log-format" not in have:
         group.add_argument("--log-format", choices=["text", "json"], default=default("text"),
                            help="log lines and errors on stderr as text (default) or JSON lines")
