@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from conftest import PAYLOADS, REPO
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -54,3 +55,61 @@ def test_v_before_and_after_is_vv(tmp_path: Path) -> None:
     assert debug_lines("install", OLD, "-vv") > 0
     assert debug_lines("-v", "install", OLD, "-v") > 0
     assert debug_lines("install", OLD, "-v") == 0
+
+
+# --- a bad kubeconfig: one error: line ------------------------------------------------------------
+
+KUBECONFIG_OK = """apiVersion: v1
+kind: Config
+clusters:
+- name: a
+  cluster: {server: "https://127.0.0.1:9", insecure-skip-tls-verify: true}
+users:
+- name: u
+  user: {token: t0ken-s3cret}
+contexts:
+- name: lab
+  context: {cluster: a, user: u}
+current-context: lab
+"""
+
+BAD_KUBECONFIGS = {
+    "unterminated quote": ('clusters:\n- name: a\n  cluster: {server: "https://x\n', "not valid YAML"),
+    "bad flow mapping": ("clusters: [\n  foo: : bar\n", "not valid YAML"),
+    "a tab": ("clusters:\n\t- name: a\n", "not valid YAML"),
+    "not a mapping": ("- a\n- b\n", "is not a kubeconfig"),
+    "contexts not a list": ("contexts: 5\n", "contexts is not a list"),
+    "context not a mapping": ("current-context: c\ncontexts:\n- name: c\n  context: 5\n", "cannot be loaded"),
+    "unknown cluster": ("current-context: c\ncontexts:\n- name: c\n  context: {cluster: zz, user: u}\n",
+                        "Expected object with name zz"),
+    "not UTF-8": (b"\xff\xfe\x00 bad", "not UTF-8"),
+    "missing context": (KUBECONFIG_OK, "has no context 'nope' (it has: lab)"),
+    "missing file": (None, "does not exist"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_KUBECONFIGS))
+def test_a_bad_kubeconfig_is_one_error_line(tmp_path: Path, case: str) -> None:
+    content, expected = BAD_KUBECONFIGS[case]
+    path = tmp_path / "kubeconfig"
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    elif content is not None:
+        path.write_text(content)
+    context = ["--context", "nope"] if case == "missing context" else []
+    for argv in (["status"], ["install", OLD], ["override", "etcd", "Upgradeable=True"]):
+        done = cvo(*argv, "--kubeconfig", str(path), *context)
+        assert done.returncode == 2, done.stderr
+        (line,) = done.stderr.splitlines()
+        assert line.startswith(f"error: kubeconfig {path}") and expected in line, line
+        assert "Traceback" not in done.stderr and "^" not in line
+
+
+def test_an_unreachable_server_is_one_error_line(tmp_path: Path) -> None:
+    path = tmp_path / "kubeconfig"
+    path.write_text(KUBECONFIG_OK)
+    done = cvo("install", OLD, "--kubeconfig", str(path), "--timeout", "2s")
+    assert done.returncode == 1, done.stderr
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "unreachable (connection refused)" in errors[0], done.stderr
+    assert "t0ken-s3cret" not in done.stderr + done.stdout

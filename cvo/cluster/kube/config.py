@@ -45,8 +45,11 @@ def load_kubeconfig(path: str | os.PathLike[str] | None = None, context: str | N
         raise KubeconfigError("no kubeconfig: pass --kubeconfig FILE or set KUBECONFIG")
     missing = [p for p in files if not Path(os.path.expanduser(p)).is_file()]
     if len(missing) == len(files):
+        if len(files) == 1 and Path(os.path.expanduser(files[0])).exists():
+            raise KubeconfigError(f"kubeconfig {chosen} is not a file")
         raise KubeconfigError(f"kubeconfig {chosen} does not exist")
     chosen = os.pathsep.join(p for p in files if p not in missing)
+    name = context or ""
     try:
         names, current = _contexts(chosen)
         name = context or current
@@ -59,9 +62,18 @@ def load_kubeconfig(path: str | os.PathLike[str] | None = None, context: str | N
         config.load_kube_config(config_file=chosen, context=name, client_configuration=configuration,
                                 persist_config=False)
     except ConfigException as err:
-        raise KubeconfigError(f"kubeconfig {chosen}: {err}") from None
-    except (OSError, ValueError, yaml.YAMLError) as err:  # unreadable file, YAML that is not a kubeconfig
-        raise KubeconfigError(f"kubeconfig {chosen}: cannot load it: {err}") from None
+        raise KubeconfigError(f"kubeconfig {chosen}: {one_line(str(err))}") from None
+    except yaml.YAMLError as err:
+        raise KubeconfigError(f"kubeconfig {chosen}: not valid YAML: {yaml_problem(err)}") from None
+    except UnicodeDecodeError:
+        raise KubeconfigError(f"kubeconfig {chosen}: not UTF-8 text") from None
+    except OSError as err:
+        raise KubeconfigError(f"kubeconfig {chosen}: cannot read it: {err.strerror or err}") from None
+    except ValueError as err:  # e.g. certificate data that is not base64
+        raise KubeconfigError(f"kubeconfig {chosen}: cannot load it: {one_line(str(err))}") from None
+    except (AttributeError, TypeError, KeyError):  # the client's loader on entries of the wrong shape
+        raise KubeconfigError(f"kubeconfig {chosen}: context {name!r} cannot be loaded: its cluster, user or "
+                              "context entry is not a mapping of the fields a kubeconfig holds") from None
     if not configuration.host or configuration.host == "http://localhost":
         raise KubeconfigError(f"kubeconfig {chosen}: context {name!r} names no server")
     return Kubeconfig(configuration, chosen, name)
@@ -75,9 +87,27 @@ def _contexts(files: str) -> tuple[list[str], str]:
         doc = yaml.safe_load(Path(os.path.expanduser(path)).read_text()) or {}
         if not isinstance(doc, dict):
             raise KubeconfigError(f"kubeconfig {path} is not a kubeconfig (a YAML mapping)")
-        names += [c.get("name", "") for c in doc.get("contexts") or [] if isinstance(c, dict)]
+        for key in ("clusters", "users", "contexts"):
+            if not isinstance(doc.get(key) or [], list):
+                raise KubeconfigError(f"kubeconfig {path} is not a kubeconfig: {key} is not a list")
+        names += [str(c.get("name", "")) for c in doc.get("contexts") or [] if isinstance(c, dict)]
         current = current or str(doc.get("current-context") or "")
     return names, current
+
+
+def one_line(text: str) -> str:
+    """A message on one line: an ``error:`` line must not be split in several."""
+    return " ".join(text.split())
+
+
+def yaml_problem(err: yaml.YAMLError) -> str:
+    """PyYAML's multi-line message (the offending line quoted, a ``^`` under it) as one line: the problem and where."""
+    if isinstance(err, yaml.MarkedYAMLError):
+        mark = err.problem_mark or err.context_mark
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
+        what = err.problem or err.context or "not valid YAML"
+        return one_line(f"{what}{where}")
+    return one_line(str(err)) or "not valid YAML"
 
 
 SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
