@@ -113,3 +113,55 @@ def test_an_unreachable_server_is_one_error_line(tmp_path: Path) -> None:
     errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "unreachable (connection refused)" in errors[0], done.stderr
     assert "t0ken-s3cret" not in done.stderr + done.stdout
+
+
+# --- install or upgrade to the current release --------------------------------------------------------
+
+
+def test_install_and_upgrade_to_the_current_release_say_the_same_and_exit_0(tmp_path: Path) -> None:
+    state = str(tmp_path / "s.db")
+    done = cvo("install", OLD, "--state", state, "--speed", "6000", "--operators", OPS)
+    assert done.returncode == 0, done.stderr
+    said = set()
+    for argv in (["install", OLD], ["upgrade", "--to", OLD], ["upgrade", "--to", OLD, "--dry-run"],
+                 ["install", OLD, "-o", "json"]):
+        done = cvo(*argv, "--state", state)
+        assert (done.returncode, done.stdout) == (0, ""), done.stderr
+        lines = [line for line in done.stderr.splitlines() if not line.startswith("cluster: ")]
+        assert lines == ["the cluster already runs 4.16.0: nothing to do ('cvo reconcile' re-applies it)"], lines
+        said.add(lines[0])
+    assert len(said) == 1
+    done = cvo("install", PATCH, "--state", state)  # another release: that is an upgrade's job
+    assert done.returncode == 2
+    assert done.stderr.splitlines()[-1] == ("error: the cluster already runs 4.16.0; use 'cvo upgrade --to DIR' "
+                                            "or a new --state file")
+
+
+# --- the current release's directory has moved -----------------------------------------------------------
+
+
+def test_a_moved_current_release_is_named_with_the_option_that_finds_it(tmp_path: Path) -> None:
+    import shutil
+
+    installed_from, moved = tmp_path / "4.16.0", tmp_path / "elsewhere" / "4.16.0"
+    shutil.copytree(OLD, installed_from)
+    state = ["--state", str(tmp_path / "s.db"), "--speed", "6000", "--operators", OPS]
+    done = cvo("install", str(installed_from), *state)
+    assert done.returncode == 0, done.stderr
+    moved.parent.mkdir()
+    installed_from.rename(moved)
+
+    for argv, option in ((["reconcile"], "--release"), (["upgrade", "--to", PATCH], "--from")):
+        done = cvo(*argv, *state)
+        assert done.returncode == 2, done.stderr
+        (error,) = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+        assert error == (f"error: the cluster's current release 4.16.0 was read from {installed_from}, which no "
+                         f"longer exists (moved or deleted?): give its new place with {option} DIR")
+
+    done = cvo("upgrade", "--to", PATCH, "--from", PATCH, *state)  # --from is the current release, not another
+    assert done.returncode == 2 and "--from says where the current release is now" in done.stderr
+    done = cvo("reconcile", "--release", str(moved), *state)
+    assert done.returncode == 0, done.stderr
+    done = cvo("upgrade", "--to", PATCH, "--from", str(moved), *state)
+    assert done.returncode == 0, done.stderr
+    assert "completed: 157/157 tasks" in done.stdout

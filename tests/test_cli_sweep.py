@@ -225,10 +225,13 @@ def test_failed_upgrade_exits_1(state: str, tmp_path: Path, capsys: pytest.Captu
 # --- bad input: exit 2, one error line ---------------------------------------------------------------------------
 
 
-def test_install_twice_is_bad_input(state: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_install_twice_does_nothing_another_install_is_bad_input(state: str, capsys: pytest.CaptureFixture[str]) -> None:
     before = state_objects(Path(state))
-    code, _, err = cli(capsys, "install", OLD, "--state", state)
-    assert_usage_error(code, err, "the cluster already runs 4.16.0")
+    code, out, err = cli(capsys, "install", OLD, "--state", state)  # as upgrade --to the current release
+    assert (code, out) == (0, "")
+    assert "the cluster already runs 4.16.0: nothing to do" in err and not error_lines(err)
+    code, _, err = cli(capsys, "install", PATCH, "--state", state)
+    assert_usage_error(code, err, "the cluster already runs 4.16.0; use 'cvo upgrade --to DIR'")
     assert state_objects(Path(state)) == before
 
 
@@ -351,7 +354,7 @@ def test_python_m_cvo_state_file_round_trip(installed: Path, tmp_path: Path) -> 
     proc = run_cvo("status", "--state", str(state), "-o", "json")
     assert proc.returncode == 0, proc.stderr
     assert history(json.loads(proc.stdout)) == [("4.16.0", "Completed")]
-    proc = run_cvo("install", OLD, "--state", str(state))
+    proc = run_cvo("install", PATCH, "--state", str(state))
     assert_usage_error(proc.returncode, proc.stderr, "already runs 4.16.0")
 
 

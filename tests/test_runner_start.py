@@ -37,8 +37,12 @@ def test_install_starts_on_a_new_cluster_or_resumes_the_same_release(releases: t
     start.check_install(cv([{"state": "Partial", "version": "4.16.0", "image": old.image}]), old)
     with pytest.raises(start.Refused, match=re.escape("is installing 4.16.0, not 4.16.3")):
         start.check_install(cv([{"state": "Partial", "version": "4.16.0"}]), new)
+    assert not start.check_install(None, old)
+    assert start.check_install(cv([completed("4.16.0", old.image)]), old)  # already there: nothing to do
     with pytest.raises(start.Refused, match=re.escape("already runs 4.16.0; use 'cvo upgrade")):
-        start.check_install(cv([completed("4.16.0", old.image)]), old)
+        start.check_install(cv([completed("4.16.0", old.image)]), new)
+    with pytest.raises(start.Refused, match=re.escape("already runs 4.16.0 from another release image; use")):
+        start.check_install(cv([completed("4.16.0", "file:///elsewhere")]), old)
 
 
 def test_upgrade_needs_a_completed_release(releases: tuple[Release, Release]) -> None:

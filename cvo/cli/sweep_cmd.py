@@ -96,6 +96,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                                          "in this process until the target is reached.")
     upgrade.add_argument("--to", dest="release_dir", type=Path, required=True, metavar="RELEASE_DIR",
                          help="the release to upgrade to")
+    upgrade.add_argument("--from", dest="from_dir", type=Path, default=None, metavar="RELEASE_DIR",
+                         help="where the cluster's current release is now, if its directory has moved since it was "
+                              "applied (default: the directory the cluster recorded)")
     upgrade.add_argument("--force", action="store_true",
                          help="go ahead despite blocking preconditions (recorded on the history entry)")
     upgrade.add_argument("--no-wait", action="store_true",
@@ -328,13 +331,21 @@ def _report(args: argparse.Namespace, result: SweepResult, cos: list[dict[str, A
                       file=sys.stderr)
 
 
+def _already_there(release: Release) -> int:
+    """``install`` or ``upgrade --to`` the release the cluster runs: nothing to do, said the same way, exit 0."""
+    print(f"the cluster already runs {release.version}: nothing to do ('cvo reconcile' re-applies it)",
+          file=sys.stderr)
+    return EXIT_OK
+
+
 def run_install(args: argparse.Namespace) -> int:
     _options(args)  # bad flags fail before the release is read
     options = payload_options(args)
     release = load(args, options)
 
     async def prepare(backend: Backend) -> tuple[str, MakeRunner] | int:
-        start.check_install(await backend.steady.get(cv_ref()), release)
+        if start.check_install(await backend.steady.get(cv_ref()), release):
+            return _already_there(release)
         backend.register(release)
         return f"install {release.version}", lambda reporter, options: Worker(
             backend.cluster, release, Mode.INSTALL, reporter, clock_of(backend), options)
@@ -364,6 +375,8 @@ def run_upgrade(args: argparse.Namespace) -> int:
                 raise ControllerLeads(holder)
         cv = await backend.steady.get(cv_ref())
         begin = start.check_upgrade(cv, target)
+        if begin.already_there:
+            return _already_there(target)
         if args.dry_run:  # reads only: the current release is not needed (saved objects may name any image)
             from cvo.cli.gates import print_verdict, verdict_data
             from cvo.runner.upgrade import preflight
@@ -376,6 +389,10 @@ def run_upgrade(args: argparse.Namespace) -> int:
             return EXIT_FAILED if check.verdict.blocked else EXIT_OK
         releases = Releases(Catalogue(None), default_loader(options.load_filter))
         releases.add(target)
+        if args.from_dir is not None:  # the current release, moved: known by the image the cluster recorded
+            releases.add(start.current_release_from(cv, args.from_dir, _loader(args)))
+        else:
+            start.check_current_directory(cv, "--from")
         wanted = desired_update(target, args.force)
         try:  # the controller's decision, on the ClusterVersion as it would be with the target asked for
             plan = decide({**(cv or {}), "spec": {**((cv or {}).get("spec") or {}), "desiredUpdate": wanted}},
@@ -386,9 +403,6 @@ def run_upgrade(args: argparse.Namespace) -> int:
         for release in (plan.current, plan.release):
             if release is not None:
                 backend.register(release)
-        if begin.already_there:
-            print(f"the cluster already runs {target.version}", file=sys.stderr)
-            return EXIT_OK
         if args.no_wait:
             await set_desired_update(backend.steady, wanted, backend.budget)
             print(f"spec.desiredUpdate: {target.version} ({target.image}); no controller leads this cluster: "
@@ -440,8 +454,7 @@ def _upgrade_through_controller(args: argparse.Namespace, target: Release, holde
             except start.NotInstalled as err:
                 raise CommandFailed(str(err)) from None
             if begin.already_there:
-                print(f"the cluster already runs {target.version}", file=sys.stderr)
-                return EXIT_OK
+                return _already_there(target)
             await set_desired_update(backend.steady, desired_update(target, args.force), budget)
             log.info("upgrade.requested", controller=holder, version=target.version, image=target.image,
                      force=args.force)

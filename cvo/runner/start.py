@@ -48,14 +48,27 @@ def has_completed(cv: Object | None) -> bool:
     return any(h.get("state") == "Completed" for h in _history(cv))
 
 
-def check_install(cv: Object | None, release: Release) -> None:
-    """An install starts on a new cluster, or goes on with the one it was installing."""
+def runs(cv: Object | None, release: Release) -> bool:
+    """Whether the cluster's completed current release is ``release`` (the same image): nothing to install or
+    upgrade to."""
     history = _history(cv)
+    return bool(history) and history[0].get("state") == "Completed" and history[0].get("image") == release.image
+
+
+def check_install(cv: Object | None, release: Release) -> bool:
+    """An install starts on a new cluster, or goes on with the one it was installing.  ``True``: the cluster
+    already runs ``release`` (nothing to do, as for an upgrade to it); another release is :class:`Refused`."""
+    history = _history(cv)
+    if runs(cv, release):
+        return True
     if has_completed(cv):
-        raise Refused(f"the cluster already runs {current_version(history)}; use 'cvo upgrade --to DIR' "
+        current = current_version(history)
+        other = " from another release image" if current == release.version else ""
+        raise Refused(f"the cluster already runs {current}{other}; use 'cvo upgrade --to DIR' "
                       f"or a new --state file")
     if history and history[0].get("version") != release.version:
         raise Refused(f"the cluster is installing {history[0].get('version')}, not {release.version}")
+    return False
 
 
 @dataclass(frozen=True)
@@ -69,9 +82,7 @@ def check_upgrade(cv: Object | None, target: Release) -> UpgradeStart:
     if cv is None or not has_completed(cv):
         raise NotInstalled("no cluster has been installed yet: it has no completed release to upgrade from "
                            "(cvo install RELEASE_DIR)")
-    history = _history(cv)
-    done = history[0].get("state") == "Completed" and history[0].get("image") == target.image
-    return UpgradeStart(current_image=str(_desired(cv).get("image") or ""), already_there=done)
+    return UpgradeStart(current_image=str(_desired(cv).get("image") or ""), already_there=runs(cv, target))
 
 
 def image_directory(image: str) -> Path:
@@ -81,21 +92,54 @@ def image_directory(image: str) -> Path:
     return Path(image[len(FILE_SCHEME):])
 
 
+class Moved(Refused):
+    """The cluster's current release was read from a directory that is no longer there (moved or deleted)."""
+
+    def __init__(self, version: str, directory: Path, option: str) -> None:
+        super().__init__(f"the cluster's current release {version or '(unknown version)'} was read from {directory}, "
+                         f"which no longer exists (moved or deleted?): give its new place with {option} DIR")
+        self.version = version
+        self.directory = directory
+
+
+def check_current_directory(cv: Object | None, option: str) -> None:
+    """:class:`Moved` (naming ``option``, the flag that says where it is now) when the cluster's current release
+    is a ``file://`` directory that no longer exists."""
+    desired = _desired(cv)
+    image = str(desired.get("image") or "")
+    if image.startswith(FILE_SCHEME) and not Path(image[len(FILE_SCHEME):]).is_dir():
+        raise Moved(str(desired.get("version") or ""), Path(image[len(FILE_SCHEME):]), option)
+
+
 def reconcile_release(cv: Object | None, given: Release | None, where: Path | None, keep_image: bool,
                       load: Callable[[Path, str | None], Release]) -> Release:
     """The release a reconcile re-applies: the cluster's current one, read from ``given`` if the user named a
-    directory (``where``), else from the ClusterVersion's image.  ``load(directory, image)`` reads a release
-    (image None: the directory's own).  ``keep_image``: the user gave the release image explicitly."""
+    directory (``where``), else from the ClusterVersion's image (:class:`Moved` when that directory is gone).
+    ``load(directory, image)`` reads a release (image None: the directory's own).  ``keep_image``: the user
+    gave the release image explicitly."""
     desired = _desired(cv)
     image = str(desired.get("image") or "")
     if not image:
         raise NotInstalled("no cluster has been installed yet: it has no release to reconcile (cvo install RELEASE_DIR)")
     if given is None or where is None:
+        check_current_directory(cv, "--release")
         return load(image_directory(image), None)
     check_current_release(given, desired, where)
     if given.image != image and not keep_image:
         return load(where, image)  # the same release from another directory keeps the image the cluster knows
     return given
+
+
+def current_release_from(cv: Object | None, where: Path, load: Callable[[Path, str | None], Release]) -> Release:
+    """The cluster's current release read from ``where`` (``cvo upgrade --from DIR``: its directory has moved since
+    it was applied), known by the image the cluster recorded; :class:`Refused` if ``where`` holds another release."""
+    desired = _desired(cv)
+    current = str(desired.get("version") or "")
+    release = load(where, str(desired.get("image") or "") or None)
+    if release.version != current:
+        raise Refused(f"--from {where} is release {release.version}, but the cluster runs {current}: --from says "
+                      f"where the current release is now (the release to upgrade to is --to)")
+    return release
 
 
 def check_current_release(release: Release, desired: dict[str, Any], where: Path) -> None:
