@@ -165,3 +165,66 @@ def test_a_moved_current_release_is_named_with_the_option_that_finds_it(tmp_path
     done = cvo("upgrade", "--to", PATCH, "--from", str(moved), *state)
     assert done.returncode == 0, done.stderr
     assert "completed: 157/157 tasks" in done.stdout
+
+
+# --- which cluster: one cluster: line at the start of every write, and of status ---------------------------
+
+
+def test_every_write_and_status_says_which_cluster_first(tmp_path: Path) -> None:
+    state = tmp_path / "state.db"
+    flags = ["--state", str(state), "--speed", "6000", "--operators", OPS]
+    expected = "cluster: embedded, state state.db"  # the path as given, relative to the working directory
+    for argv in (["install", OLD, *flags], ["upgrade", "--to", PATCH, *flags], ["reconcile", *flags],
+                 ["upgrade", "--to", OLD, "--dry-run", "--state", str(state)],
+                 ["override", "etcd", "Upgradeable=True", "--state", str(state)],
+                 ["status", "--state", str(state)], ["bootstrap", "--state", str(state)]):
+        done = cvo(*argv, cwd=tmp_path)
+        assert done.returncode in (0, 1), done.stderr
+        lines = done.stderr.splitlines()
+        assert lines[0] == expected, (argv, lines[:3])
+        assert sum(line.startswith("cluster: ") for line in lines) == 1, argv
+    done = cvo("status", "--state", "none")
+    assert done.stderr.splitlines()[0] == "cluster: embedded, in memory (--state none)"
+    done = cvo("status", "--log-format", "json", "--state", str(state), cwd=tmp_path)
+    first = __import__("orjson").loads(done.stderr.splitlines()[0])
+    assert (first["event"], first["cluster"]) == ("cluster", "embedded, state state.db")
+
+
+def test_the_controller_says_which_cluster_first(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "KUBERNETES_SERVICE_HOST")}
+    run = subprocess.Popen([sys.executable, "-m", "cvo", "run", "--state", str(tmp_path / "s.db"), "--listen", "none",
+                            "--speed", "600"], cwd=tmp_path, env={**env, "PYTHONPATH": str(REPO)},
+                           stderr=subprocess.PIPE, text=True)
+    try:
+        assert run.stderr is not None
+        assert run.stderr.readline().rstrip("\n") == "cluster: embedded, state s.db"
+    finally:
+        run.terminate()
+        run.communicate(timeout=60)
+    assert run.returncode == 0
+
+
+def test_a_real_cluster_is_named_by_context_and_server_without_credentials(tmp_path: Path) -> None:
+    path = tmp_path / "kubeconfig"
+    path.write_text(KUBECONFIG_OK.replace("https://127.0.0.1:9", "https://admin:pa55word@127.0.0.1:9/?x=s3cret"))
+    done = cvo("install", OLD, "--kubeconfig", str(path), "--timeout", "1s")
+    assert done.returncode == 1
+    assert done.stderr.splitlines()[0] == "cluster: context lab, server https://127.0.0.1:9/"
+    for secret in ("pa55word", "s3cret", "t0ken-s3cret", "admin:"):
+        assert secret not in done.stderr + done.stdout
+
+
+def test_the_cluster_line_fits_the_width() -> None:
+    from cvo.cli.backend import cluster_line
+
+    where = "embedded, state /tmp/pytest-of-someone/pytest-123/test_a_long_name_for_a_test0/states/cluster.db"
+    assert cluster_line(where, None) == f"cluster: {where}"
+    fitted = cluster_line(where, 80)
+    assert len(fitted) <= 80 and fitted.startswith("cluster: embedded, state …/") and fitted.endswith(
+        "/states/cluster.db")
+    assert cluster_line("embedded, state " + "x" * 100, 80).endswith("…")
+    kube = "context a-rather-long-context-name-for-a-kind-cluster, server https://a-long-host.example.com:6443"
+    fitted = cluster_line(kube, 80)
+    assert len(fitted) <= 80 and fitted.endswith("…") and fitted.startswith("cluster: context ")
+    kube = "context a-rather-long-context-name-for-a-kind-cluster, server https://a.example.com:6443"
+    assert len(cluster_line(kube, 80)) <= 80 and "…/" not in cluster_line(kube, 80)  # a URL is not a path

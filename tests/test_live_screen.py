@@ -62,9 +62,9 @@ def assert_fits(shown: list[str]) -> None:
     """The live display's lines (the summary tables after it are oc's, as wide as their columns)."""
     if any(line.startswith("NAME ") for line in shown):
         shown = shown[:next(i for i, line in enumerate(shown) if line.startswith("NAME "))]
-    for before, line in zip(["", *shown], shown, strict=False):
-        if not line or (before.startswith("cluster: ") and before.endswith(")") is False):
-            continue  # printed before the display: the state file's path is not shortened
+    for line in shown:
+        if not line:
+            continue
         assert LINE_STARTS.match(line), f"a wrapped or unexpected line: {line!r}\n" + "\n".join(shown)
         if "━" in line or "╺" in line:
             assert re.fullmatch(r"[━╺─]+", line), f"the bar runs into text: {line!r}"
@@ -125,3 +125,44 @@ def test_a_blocked_upgrade_says_what_blocks_it(tmp_path: Path, size: tuple[int, 
     blocked_part = "\n".join(first[next(i for i, line in enumerate(first) if "blocked by" in line):])
     assert "━" not in blocked_part and "sweep.completed" not in blocked_part and "/157 tasks" not in blocked_part
     assert any(line.startswith("completed: 158/158 tasks") for line in last)
+
+
+def run_and_keep_every_line(args: list[str], size: tuple[int, int], *, timeout: float = 240) -> tuple[int, list[str]]:
+    """Run cvo on a pseudo-terminal of ``size`` whose emulator is far wider (200 columns) and keeps what scrolls
+    off: a line cvo wrote longer than the terminal stays one line here, so that its length can be asserted."""
+    columns, rows = size
+    screen = pyte.HistoryScreen(200, rows, history=10_000)
+    stream = pyte.ByteStream(screen)
+    child = pexpect.spawn(sys.executable, ["-m", "cvo", *args], cwd=str(REPO), env=env(),
+                          dimensions=(rows, columns), timeout=timeout)
+    try:
+        while True:
+            try:
+                stream.feed(child.read_nonblocking(65536, timeout=timeout))
+            except pexpect.EOF:
+                break
+    finally:
+        child.close()
+    scrolled = ["".join(line[x].data for x in range(200)).rstrip() for line in screen.history.top]
+    lines = scrolled + [line.rstrip() for line in screen.display]
+    while lines and not lines[-1]:
+        lines.pop()
+    return child.exitstatus if child.exitstatus is not None else -1, lines
+
+
+def test_the_summary_tables_and_the_cluster_line_fit_80_columns(tmp_path: Path) -> None:
+    state = tmp_path / "a-directory-with-a-rather-long-name" / "and-another-one-below-it" / "state.db"
+    state.parent.mkdir(parents=True)
+    common = ["--state", str(state), "--speed", "6000", "--operators", OPS]
+    for argv in (["install", str(PAYLOADS / "demo-4.16.0"), *common],
+                 ["upgrade", "--to", str(PAYLOADS / "demo-4.16.3"), *common],
+                 ["upgrade", "--to", str(PAYLOADS / "demo-4.17.0"), "--force", *common],
+                 ["status", "--state", str(state)]):
+        code, lines = run_and_keep_every_line(argv, (80, 24))
+        assert code == 0, "\n".join(lines)
+        assert all(len(line) <= 80 for line in lines), "\n".join(line for line in lines if len(line) > 80)
+        assert lines[0] == "cluster: embedded, state …/and-another-one-below-it/state.db", lines[0]
+        assert any(line.startswith("NAME ") and line.endswith(" SINCE") for line in lines)  # MESSAGE moved
+    at = lines.index(next(line for line in lines if line.startswith("openshift-samples ")))
+    assert lines[at + 1] == "    not in the current release 4.17.0 (left over from 4.16.3)"  # under its row
+    assert any(line.startswith("Upgradeable: False") for line in lines)

@@ -7,6 +7,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cvo.clock import to_rfc3339
 from cvo.status.clusterversion import SyncStatus, cluster_version_object, update_cluster_version_status
@@ -169,3 +171,54 @@ def test_write_status_text() -> None:
         "\n"
         "NAME             VERSION   AVAILABLE   PROGRESSING   DEGRADED   SINCE   MESSAGE\n"
         "authentication   4.16.0    True        False         False      12m\n")
+
+
+# --- on a terminal: every line fits its width ------------------------------------------------------------
+
+cells = st.text(st.characters(codec="ascii", categories=("L", "N", "P", "Zs")), max_size=90).map(
+    lambda t: " ".join(t.split()))
+
+
+def tables(n: int) -> st.SearchStrategy[list[list[str]]]:
+    header = st.lists(st.from_regex(r"[A-Z]{1,12}", fullmatch=True), min_size=n, max_size=n)
+    return st.tuples(header, st.lists(st.lists(cells, min_size=n, max_size=n), max_size=5)).map(
+        lambda t: [t[0], *t[1]])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 7).flatmap(tables), st.integers(20, 200))
+def test_a_table_fits_any_terminal_width_and_keeps_its_words(rows: list[list[str]], width: int) -> None:
+    table = format_table(rows, width=width)
+    assert all(len(line) <= width for line in table.splitlines()), table
+    if all(len(line) <= width for line in format_table(rows).splitlines()):
+        assert table == format_table(rows)  # a table that fits is as oc prints it
+    bare = format_table(rows, headers=False, width=width).splitlines()
+    assert table.splitlines()[len(table.splitlines()) - len(bare):] == bare  # --no-headers drops the header only
+    assert len(table.splitlines()) - len(bare) <= 1 or len(rows) == 1
+    squeezed = table.replace("\n", "").replace(" ", "")
+    for row in rows[1:]:  # the columns before the last are never cut (a word longer than the room is broken)
+        for word in (w for cell in row[:-1] for w in cell.split()):
+            assert word in squeezed or len(word) > width // 3, (word, table)
+
+
+def test_a_wide_table_on_80_columns() -> None:
+    rows = [["NAME", "VERSION", "AVAILABLE", "PROGRESSING", "DEGRADED", "SINCE", "MESSAGE"],
+            ["kube-controller-manager", "4.17.0", "True", "False", "False", "46m", ""],
+            ["openshift-samples", "4.16.3", "True", "False", "False", "42m",
+             "not in the current release 4.17.0 (left over from 4.16.3)"]]
+    assert format_table(rows, width=80).splitlines() == [
+        "NAME                      VERSION   AVAILABLE   PROGRESSING   DEGRADED   SINCE",
+        "kube-controller-manager   4.17.0    True        False         False      46m",
+        "openshift-samples         4.16.3    True        False         False      42m",
+        "    not in the current release 4.17.0 (left over from 4.16.3)"]
+    assert format_table(rows, width=200) == format_table(rows)  # wide enough: as oc prints it
+    status = [["NAME", "VERSION", "AVAILABLE", "PROGRESSING", "SINCE", "STATUS"],
+              ["version", "4.16.3", "True", "True", "2m", "Working towards 4.17.0: 106 of 158 done (67% complete), "
+               "waiting on etcd, kube-apiserver, kube-controller-manager, kube-scheduler and more"]]
+    assert format_table(status, width=80).splitlines() == [
+        "NAME      VERSION   AVAILABLE   PROGRESSING   SINCE   STATUS",
+        "version   4.16.3    True        True          2m      Working towards 4.17.0:",
+        "                                                      106 of 158 done (67%",
+        "                                                      complete), waiting on …"]
+    assert format_table(rows, width=40).splitlines()[:4] == ["NAME:        kube-controller-manager", "VERSION:     4.17.0",
+                                                       "AVAILABLE:   True", "PROGRESSING: False"]

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 import orjson
 
-from cvo.cli.common import CommandFailed, UsageError, add_saved_flags, uses_saved_objects  # noqa: F401 - theirs
+from cvo.cli.common import CommandFailed, UsageError, add_saved_flags, terminal_width, uses_saved_objects  # noqa: F401 - theirs
 from cvo.clock import Clock, parse_rfc3339, run_real, run_virtual
 from cvo.cluster.api import ApiError, ApiErrorKind, Cluster
 from cvo.cluster.persist import Budget, GaveUp, persist, steady
@@ -175,6 +175,7 @@ class Backend:
     description: str
     simulator: object | None = None
     budget: Budget | None = None
+    where: str = ""  # which cluster, for the ``cluster:`` line (:func:`announce`): short, no credentials
 
     @property
     def steady(self) -> Cluster:
@@ -187,6 +188,52 @@ class Backend:
             self.simulator.register_release(release)  # type: ignore[attr-defined]
 
 
+def display_path(path: Path) -> str:
+    """``path`` as a person reads it: relative to the working directory when inside it, ``~/…`` under the home
+    directory, else absolute."""
+    absolute = Path(os.path.abspath(path))
+    for base, shown in ((Path.cwd(), ""), (Path.home(), "~")):
+        try:
+            rest = absolute.relative_to(base)
+        except ValueError:
+            continue
+        return os.path.join(shown, rest) if shown else str(rest)
+    return str(absolute)
+
+
+def cluster_line(where: str, width: int | None) -> str:
+    """``cluster: WHERE`` in at most ``width`` columns: a state file's path loses its leading directories
+    (``…/dir/state.db``), anything else is cut at a word boundary with an ellipsis."""
+    line = f"cluster: {where}"
+    if width is None or len(line) <= width:
+        return line
+    head, sep, path = where.rpartition(" ")
+    if sep and "/" in path and "://" not in path:  # a file's path, not a server's URL
+        parts = path.split("/")
+        for i in range(1, len(parts)):
+            shorter = f"cluster: {head} …/{'/'.join(parts[i:])}"
+            if len(shorter) <= width:
+                return shorter
+    from cvo.cli.progress import shorten
+
+    return shorten(line, width)
+
+
+def announce(args: argparse.Namespace, where: str) -> None:
+    """Say on stderr which cluster the command acts on, once, at its start: ``cluster: embedded, state FILE`` or
+    ``cluster: context NAME, server URL`` (never credentials), fitted to a terminal's width; with
+    ``--log-format json`` a JSON document (``"event": "cluster"``).  Once per command, even when it opens the
+    cluster twice (an upgrade that finds a controller leading becomes its client)."""
+    if getattr(args, "_said_where", None) == where:
+        return
+    args._said_where = where
+    if getattr(args, "log_format", "text") == "json":
+        print(orjson.dumps({"level": "info", "event": "cluster", "cluster": where,
+                            "timestamp": datetime.now(UTC).isoformat()}).decode(), file=sys.stderr, flush=True)
+        return
+    print(cluster_line(where, terminal_width(sys.stderr)), file=sys.stderr, flush=True)
+
+
 class NoCluster(CommandFailed):
     """The embedded cluster a read-only command asked for has never been created; exits 1."""
 
@@ -197,8 +244,12 @@ _KUBECONFIG_HINT = [True]
 @asynccontextmanager
 async def open_backend(args: argparse.Namespace, clock: Clock, behaviours: Behaviours | None = None,
                        simulate_operators: bool = True, *, create: bool = True,
-                       sweep: str | None = None, budget: Budget | None = None) -> AsyncIterator[Backend]:
+                       sweep: str | None = None, budget: Budget | None = None,
+                       say_where: bool = False) -> AsyncIterator[Backend]:
     """The cluster the command talks to.
+
+    ``say_where``: say which cluster on stderr (:func:`announce`) as soon as it is known, before connecting
+    (every command that writes, and ``status``).
 
     ``create=False``: a command that only reads (or only amends what is there) does not create an
     embedded cluster; :class:`NoCluster` when there is none.  ``sweep``: what the command is about to
@@ -213,10 +264,14 @@ async def open_backend(args: argparse.Namespace, clock: Clock, behaviours: Behav
             raise UsageError("--from-file: saved objects are read-only; only commands that read a cluster "
                              "(status, upgrade status, upgrade --dry-run) can use them")
         cluster = saved_cluster(args)
-        yield Backend(cluster, clock, cluster.description, budget=budget)
+        where = "saved objects from " + ", ".join(display_path(Path(p)) for p in args.from_file)
+        if say_where:
+            announce(args, where)
+        yield Backend(cluster, clock, cluster.description, budget=budget,
+                      where=where)
         return
     if uses_real_clock(args):
-        async with _open_kube(args, clock, simulate_operators, budget) as backend:
+        async with _open_kube(args, clock, simulate_operators, budget, say_where) as backend:
             yield backend
         return
     from cvo.cluster.embedded.server import SimCluster
@@ -249,6 +304,9 @@ async def open_backend(args: argparse.Namespace, clock: Clock, behaviours: Behav
             raise ClusterBusy(str(err)) from None
         except OSError as err:
             raise UsageError(f"{path}: cannot lock the state for a sweep: {err.strerror}") from None
+    where = f"embedded, state {display_path(path)}" if path else "embedded, in memory (--state none)"
+    if say_where:
+        announce(args, where)
     try:
         try:
             cluster = SimCluster(clock=clock, path=path, group_commit=True)
@@ -256,7 +314,7 @@ async def open_backend(args: argparse.Namespace, clock: Clock, behaviours: Behav
             raise UsageError(str(err)) from None
         description = f"embedded simulated cluster (state: {path})" if path else "embedded simulated cluster (in memory)"
         simulator = OperatorSimulator(cluster, clock, behaviours) if simulate_operators else None
-        backend = Backend(cluster, clock, description, simulator, budget)
+        backend = Backend(cluster, clock, description, simulator, budget, where)
         try:
             yield backend
         finally:
@@ -305,7 +363,7 @@ def _refuse_simulator_flags(args: argparse.Namespace, simulate_operators: bool) 
 
 @asynccontextmanager
 async def _open_kube(args: argparse.Namespace, clock: Clock, simulate_operators: bool,
-                     budget: Budget) -> AsyncIterator[Backend]:
+                     budget: Budget, say_where: bool) -> AsyncIterator[Backend]:
     """Connect (``GET /version`` and discovery), riding out an unreachable or failing server within ``budget``.
 
     A server that is still unreachable when the budget runs out raises the last error
@@ -322,6 +380,8 @@ async def _open_kube(args: argparse.Namespace, clock: Clock, simulate_operators:
             cluster = KubeCluster.from_kubeconfig(getattr(args, "kubeconfig", None), getattr(args, "context", None))
     except KubeconfigError as err:
         raise UsageError(str(err)) from None
+    if say_where:
+        announce(args, cluster.where)
     try:
         try:
             await persist(cluster.connect, budget, f"connecting to {cluster.description}")
@@ -330,7 +390,7 @@ async def _open_kube(args: argparse.Namespace, clock: Clock, simulate_operators:
         except ApiError as err:
             raise UsageError(f"cannot use {cluster.description}: {err}") from None
         try:
-            yield Backend(cluster, clock, cluster.description, budget=budget)
+            yield Backend(cluster, clock, cluster.description, budget=budget, where=cluster.where)
         except ApiError as err:
             if err.kind is ApiErrorKind.NO_KIND_MATCH and err.ref is not None and err.ref.group == "config.openshift.io":
                 raise UsageError(f"{err}: the cluster lacks the CRDs cvo writes (ClusterVersion, ClusterOperator, "

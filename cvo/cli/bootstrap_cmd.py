@@ -63,8 +63,7 @@ def run(args: argparse.Namespace) -> int:
     clock, run_loop = backend_clock(args)
 
     async def main() -> BootstrapResult:
-        async with open_backend(args, clock, simulate_operators=False) as backend:
-            print(f"cluster: {backend.description}", file=sys.stderr)
+        async with open_backend(args, clock, simulate_operators=False, say_where=True) as backend:
             return await bootstrap(backend.cluster, manifests, timeout=timeout, on_applied=_show)
 
     try:

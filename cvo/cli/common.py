@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, NoReturn, TextIO
 
 from cvo.cli.load_progress import for_terminal
 from cvo.payload.filters import (
@@ -166,6 +166,17 @@ def describe_api_error(err: ApiError) -> str:
     if isinstance(err, GaveUp):
         return f"the cluster kept failing ({err.kind.value}): {err}"
     return f"the cluster refused a request ({err.kind.value}): {err}"
+
+
+def terminal_width(stream: TextIO) -> int | None:
+    """The width of the terminal ``stream`` writes to; ``None`` when it is not a terminal (piped output keeps its
+    lines whole)."""
+    import os
+
+    try:
+        return os.get_terminal_size(stream.fileno()).columns if stream.isatty() else None
+    except (OSError, ValueError, AttributeError):
+        return None
 
 
 def print_error(message: str) -> None:

@@ -74,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
     done: dict[str, Any] = {}
 
     async def main() -> None:
-        async with open_backend(args, clock, simulate_operators=False, create=False) as backend:
+        async with open_backend(args, clock, simulate_operators=False, create=False, say_where=True) as backend:
             cluster = backend.cluster
             if not await cluster.serves(OC_API_VERSION, OC_KIND):
                 raise UsageError("the cluster does not serve OperatorConditions (operators.coreos.com)")

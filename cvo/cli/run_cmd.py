@@ -181,7 +181,7 @@ def run(args: argparse.Namespace) -> int:
             endpoint.start()
         try:
             async with open_backend(args, clock, simulate_operators=False, create=True,
-                                    budget=Budget.of(None)) as backend:
+                                    budget=Budget.of(None), say_where=True) as backend:
                 where = f"{endpoint.address[0]}:{endpoint.address[1]}" if endpoint else "nowhere"
                 log.info("controller", backend=backend.description, identity=identity, listen=where,
                          lease=f"{args.lease_namespace}/version")

@@ -118,8 +118,7 @@ def run(args: argparse.Namespace) -> int:
                 handled.append(signum)
         budget = Budget.of(duration)  # transient errors are retried for as long as the command runs
         try:
-            async with open_backend(args, clock, simulate_operators=False, budget=budget) as backend:
-                print(f"cluster: {backend.description}", file=sys.stderr)
+            async with open_backend(args, clock, simulate_operators=False, budget=budget, say_where=True) as backend:
                 return await _run(backend.steady, clock, behaviours, explicit, stop, args.once, duration)
         finally:
             for signum in handled:

@@ -24,7 +24,7 @@ from cvo.cli.backend import (
     open_backend,
     uses_saved_objects,
 )
-from cvo.cli.common import EXIT_OK, CommandFailed, UsageError
+from cvo.cli.common import EXIT_OK, CommandFailed, UsageError, terminal_width
 from cvo.cli.output import (
     NAME,
     STRUCTURED,
@@ -76,7 +76,7 @@ def _render(found: dict[str, Any], output: str, *, one_line: bool = False, heade
 
     out = io.StringIO()
     write_status_text(found["cv"], found["cos"], found["now"], out, found["ocs"], wide=output == WIDE,
-                      headers=headers)
+                      headers=headers, width=None if output == WIDE else terminal_width(sys.stdout))
     return out.getvalue()
 
 
@@ -110,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
     found: dict[str, Any] = {}
 
     async def main() -> None:
-        async with open_backend(args, clock, simulate_operators=False, create=False) as backend:
+        async with open_backend(args, clock, simulate_operators=False, create=False, say_where=True) as backend:
             # reads ride out a failing server for a while (cvo.cluster.persist)
             found.update(await _read(backend.steady, clock.now()))
 
@@ -172,7 +172,7 @@ def _watch(args: argparse.Namespace) -> int:
                 await w.stop()
 
     async def main() -> None:
-        async with open_backend(args, clock, simulate_operators=False, create=False) as backend:
+        async with open_backend(args, clock, simulate_operators=False, create=False, say_where=True) as backend:
             await watch(backend)
 
     run_real(lambda: cancelled_by_signals(main))

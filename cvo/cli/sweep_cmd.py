@@ -37,6 +37,7 @@ from cvo.cli.common import (
     load,
     payload_options,
     print_error,
+    terminal_width,
 )
 from cvo.cli.output import STRUCTURED, TEXT, add_no_headers_flag, add_output_flag, dump, is_structured
 from cvo.cli.progress import LiveDisplay, LogReporter, format_duration, wants_live_display
@@ -217,11 +218,7 @@ def _sweep(args: argparse.Namespace, prepare: Callable[[Backend], Awaitable[tupl
         budget = Budget.of(options.timeout)
         dry_run = bool(getattr(args, "dry_run", False))
         async with open_backend(args, clock, behaviours, create=create and not dry_run,
-                                sweep=None if dry_run else what, budget=budget) as backend:
-            if args.log_format == "json":
-                get_logger("cvo.cli").info("cluster", backend=backend.description)
-            else:
-                print(f"cluster: {backend.description}", file=sys.stderr)
+                                sweep=None if dry_run else what, budget=budget, say_where=True) as backend:
             try:
                 prepared = await prepare(backend)
             except start.Refused as err:
@@ -301,6 +298,17 @@ def _record_requests(events: EventsWriter, backend: Backend, clock: Clock) -> No
         events.emit(Event(clock.now(), "cluster.requests", {"verbs": {str(k): int(v) for k, v in verbs.items()}}))
 
 
+def _say(text: str) -> None:
+    """A line of the final report on stdout; on a terminal, wrapped at word boundaries to its width."""
+    import textwrap
+
+    width = terminal_width(sys.stdout)
+    if width is not None:
+        text = "\n".join(textwrap.fill(line, width, subsequent_indent="  ", break_on_hyphens=False)
+                          for line in text.split("\n"))
+    print(text)
+
+
 def _report(args: argparse.Namespace, result: SweepResult, cos: list[dict[str, Any]], wall: float,
             clock: Clock) -> None:
     from cvo.status.text import write_status_text
@@ -314,13 +322,14 @@ def _report(args: argparse.Namespace, result: SweepResult, cos: list[dict[str, A
                "clusterVersion": result.cluster_version, "clusterOperators": cos}
         sys.stdout.write(dump(doc, args.output))
     else:
-        write_status_text(result.cluster_version, cos, result.finished, sys.stdout, headers=not args.no_headers)
+        write_status_text(result.cluster_version, cos, result.finished, sys.stdout, headers=not args.no_headers,
+                          width=terminal_width(sys.stdout))
         if result.blocked:
-            print(f"\nblocked: the upgrade did not start ({wall:.2f}s wall)")
+            _say(f"\nblocked: the upgrade did not start ({wall:.2f}s wall)")
         else:
             verdict = "completed" if result.completed else "did not complete"
-            print(f"\n{verdict}: {result.done}/{result.total} tasks, {result.attempts} attempt(s), "
-                  f"{format_duration(simulated)} on the cluster's clock, {wall:.2f}s wall")
+            _say(f"\n{verdict}: {result.done}/{result.total} tasks, {result.attempts} attempt(s), "
+                 f"{format_duration(simulated)} on the cluster's clock, {wall:.2f}s wall")
     if not result.ok:
         print_error(result.message or "the sweep failed")
         if result.failure is not None and result.failure.nested:
@@ -447,8 +456,8 @@ def _upgrade_through_controller(args: argparse.Namespace, target: Release, holde
 
     async def main() -> int:
         budget = Budget.of(options.timeout)
-        async with open_backend(args, clock, simulate_operators=False, create=False, budget=budget) as backend:
-            log.info("cluster", backend=backend.description, controller=holder)
+        async with open_backend(args, clock, simulate_operators=False, create=False, budget=budget, say_where=True) as backend:
+            log.info("controller.leads", controller=holder)
             try:
                 begin = start.check_upgrade(await backend.steady.get(cv_ref()), target)
             except start.NotInstalled as err:
@@ -503,15 +512,16 @@ def _report_client(args: argparse.Namespace, outcome: dict[str, Any], holder: st
                "outcome": verdict.state}
         sys.stdout.write(dump(doc, args.output))
     else:
-        write_status_text(cv, outcome["cos"], outcome["now"], sys.stdout, headers=not args.no_headers)
+        write_status_text(cv, outcome["cos"], outcome["now"], sys.stdout, headers=not args.no_headers,
+                          width=terminal_width(sys.stdout))
         if verdict.state == "blocked":
-            print(f"\nblocked: the upgrade did not start ({wall:.2f}s wall)")
+            _say(f"\nblocked: the upgrade did not start ({wall:.2f}s wall)")
         elif ok:
             took = f"{format_duration(simulated)} on the cluster's clock, " if simulated is not None else ""
-            print(f"\ncompleted by the controller {holder}: {took}{wall:.2f}s wall")
+            _say(f"\ncompleted by the controller {holder}: {took}{wall:.2f}s wall")
         else:
-            print(f"\ndid not complete ({verdict.state}), the controller {holder} goes on with "
-                  f"spec.desiredUpdate: {wall:.2f}s wall")
+            _say(f"\ndid not complete ({verdict.state}), the controller {holder} goes on with "
+                 f"spec.desiredUpdate: {wall:.2f}s wall")
     if not ok:
         print_error(verdict.message)
 

@@ -91,20 +91,100 @@ def _name(obj: Mapping[str, Any]) -> str:
     return (obj.get("metadata") or {}).get("name", "")
 
 
-def format_table(rows: Sequence[Sequence[str]], *, headers: bool = True) -> str:
+def format_table(rows: Sequence[Sequence[str]], *, headers: bool = True, width: int | None = None) -> str:
     """Align columns like kubectl's tab writer; the last column is not padded, lines carry no trailing blanks.
     ``rows[0]`` is the header; without ``headers`` its line is left out, the columns aligned as with it (so
-    ``--no-headers`` drops exactly one line)."""
+    ``--no-headers`` drops exactly one line).
+
+    With ``width`` (a terminal's), every line fits it (:func:`_fit_table`); without, as wide as the cells.
+    """
     if not rows:
         return ""
-    columns = len(rows[0])
-    widths = [max(_MIN_WIDTH, max(len(row[i]) for row in rows) + _PADDING) for i in range(columns - 1)]
-    lines = ["".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False)) + row[-1]
-             for row in rows[0 if headers else 1:]]
-    return "".join(line.rstrip() + "\n" for line in lines)
+    lines, header_lines = _aligned(rows, _PADDING), 1
+    if width is not None and any(len(line) > width for line in lines):
+        lines, header_lines = _fit_table(rows, width)
+    return "".join(line + "\n" for line in lines[0 if headers else header_lines:])
 
 
-def clusterversion_table(cv: Mapping[str, Any], now: datetime, *, wide: bool = False, headers: bool = True) -> str:
+def _column_widths(rows: Sequence[Sequence[str]], padding: int) -> list[int]:
+    """The padded widths of every column but the last."""
+    return [max(_MIN_WIDTH, max(len(row[i]) for row in rows) + padding) for i in range(len(rows[0]) - 1)]
+
+
+def _aligned(rows: Sequence[Sequence[str]], padding: int) -> list[str]:
+    widths = _column_widths(rows, padding)
+    return [("".join(cell.ljust(w) for cell, w in zip(row, widths, strict=False)) + row[-1]).rstrip() for row in rows]
+
+
+# The last column (MESSAGE, STATUS) stays a column while it has at least this many characters of room: wrapped
+# there at word boundaries; with less room its text goes under its row.
+_MIN_LAST_COLUMN = 24
+_MAX_WRAPPED = 3  # lines of one cell's text at most; the last one ends with an ellipsis when it is cut
+_UNDER_INDENT = "    "
+
+
+def _wrapped(text: str, width: int) -> list[str]:
+    import textwrap
+
+    return textwrap.wrap(text, width=max(width, 1), max_lines=_MAX_WRAPPED, placeholder=" …",
+                         break_long_words=True, break_on_hyphens=False) or [""]
+
+
+def _fit_table(rows: Sequence[Sequence[str]], width: int) -> tuple[list[str], int]:
+    """The table in ``width`` columns, cut nowhere but at word boundaries where it can be, and how many of its
+    first lines are the header's.
+
+    The last column is wrapped within its room when it has :data:`_MIN_LAST_COLUMN` characters of it; with less,
+    each cell's text goes under its row, indented, and the header leaves the column out.  Narrower padding is
+    tried before that; a table whose other columns alone do not fit is shown a row at a time (:func:`_expanded`).
+    """
+    for padding in range(_PADDING, 0, -1):
+        start = sum(_column_widths(rows, padding))
+        if width - start >= min(_MIN_LAST_COLUMN, width):  # (a table of one column always wraps in place)
+            out: list[str] = []
+            for line, row in zip(_aligned([[*r[:-1], ""] for r in rows], padding), rows, strict=True):
+                first, *rest = _wrapped(row[-1], width - start) if row[-1] else [""]
+                out.append((line.ljust(start) + first).rstrip())
+                out += [" " * start + more for more in rest]
+            return out, len(_wrapped(rows[0][-1], width - start))
+    for padding in range(_PADDING, 0, -1):
+        lines = _aligned([r[:-1] for r in rows], padding)
+        if all(len(line) <= width for line in lines):
+            out = [lines[0]]
+            for line, row in zip(lines[1:], rows[1:], strict=True):
+                out.append(line)
+                if row[-1]:
+                    out += [_UNDER_INDENT + more for more in _wrapped(row[-1], width - len(_UNDER_INDENT))]
+            return out, 1
+    return _expanded(rows, width)
+
+
+def _expanded(rows: Sequence[Sequence[str]], width: int) -> tuple[list[str], int]:
+    """Each row as ``HEADER: value`` lines (psql's expanded display), rows separated by a blank line: for a
+    table whose columns do not fit side by side even without the last one.  No header lines, unless the table
+    has no rows (then its names, wrapped)."""
+    headers = rows[0]
+    if len(rows) == 1:
+        import textwrap
+
+        names = textwrap.wrap(" ".join(h for h in headers if h), width) or [""]
+        return names, len(names)
+    label = max(len(h) for h in headers) + 2
+    out: list[str] = []
+    for row in rows[1:]:
+        if out:
+            out.append("")
+        for i, (header, cell) in enumerate(zip(headers, row, strict=False)):
+            if not cell and i:
+                continue  # an empty MESSAGE says nothing
+            first, *rest = _wrapped(cell, width - label) if cell else [""]
+            out.append(f"{header + ':':<{label}}{first}".rstrip())
+            out += [" " * label + more for more in rest]
+    return out, 0
+
+
+def clusterversion_table(cv: Mapping[str, Any], now: datetime, *, wide: bool = False, headers: bool = True,
+                         width: int | None = None) -> str:
     """NAME, VERSION (the current version), AVAILABLE, PROGRESSING, SINCE and STATUS (the Progressing message);
     ``wide`` adds DESIRED (``status.desired.version``), FAILING and UPGRADEABLE before STATUS."""
     status = cv.get("status") or {}
@@ -123,7 +203,7 @@ def clusterversion_table(cv: Mapping[str, Any], now: datetime, *, wide: bool = F
                 _condition_field(cv, "Failing", "status"), _condition_field(cv, "Upgradeable", "status")]
     header.append("STATUS")
     row.append(_single_line(_condition_field(cv, "Progressing", "message")))
-    return format_table([header, row], headers=headers)
+    return format_table([header, row], headers=headers, width=width)
 
 
 def operator_version(co: Mapping[str, Any]) -> str:
@@ -168,7 +248,7 @@ def not_in_release(co: Mapping[str, Any], release: str) -> bool:
 
 
 def clusteroperators_table(cos: Sequence[Mapping[str, Any]], now: datetime, release: str = "", *,
-                           wide: bool = False, headers: bool = True) -> str:
+                           wide: bool = False, headers: bool = True, width: int | None = None) -> str:
     """One row per ClusterOperator, sorted by name; SINCE is the age of the Available condition.  With the
     cluster's completed ``release``, a ClusterOperator it does not hold says so in MESSAGE.  ``wide`` adds
     UPGRADEABLE (the operator's own Upgradeable condition) and REASON (of the condition MESSAGE shows) before
@@ -191,13 +271,14 @@ def clusteroperators_table(cos: Sequence[Mapping[str, Any]], now: datetime, rele
         if wide:
             row += [_condition_field(co, "Upgradeable", "status"), operator_reason(co)]
         rows.append([*row, message])
-    return format_table(rows, headers=headers)
+    return format_table(rows, headers=headers, width=width)
 
 
 def upgradeable_text(cv: Mapping[str, Any], cos: Sequence[Mapping[str, Any]],
-                     ocs: Sequence[Mapping[str, Any]] = (), *, headers: bool = True) -> str:
+                     ocs: Sequence[Mapping[str, Any]] = (), *, headers: bool = True, width: int | None = None) -> str:
     """The cluster's Upgradeable condition, then every operator's: ClusterOperators and OperatorConditions
-    (a table; without ``headers``, without its header line)."""
+    (a table; without ``headers``, without its header line).  With ``width``, every line fits it (the prose
+    wrapped at word boundaries)."""
     from cvo.gates.olm import unsupported_conditions, upgradeable_verdict
 
     cond = next((c for c in _conditions(cv) if c.get("type") == "Upgradeable"), None)
@@ -222,19 +303,32 @@ def upgradeable_text(cv: Mapping[str, Any], cos: Sequence[Mapping[str, Any]],
         for extra in unsupported_conditions(dict(oc)):
             rows.append(["operatorcondition (not acted on)", name, f"{extra.get('type')}={extra.get('status')}",
                          str(extra.get("reason", "")), _single_line(str(extra.get("message", "")))])
+    if width is not None:
+        lines = [part for text in lines for line in text.split("\n") for part in _fit_line(line, width)]
     if len(rows) > 1:
-        lines += ["", format_table(rows, headers=headers).rstrip("\n")]
+        lines += ["", format_table(rows, headers=headers, width=width).rstrip("\n")]
     return "\n".join(lines) + "\n"
+
+
+def _fit_line(line: str, width: int) -> list[str]:
+    """A line of prose in ``width`` columns: wrapped at word boundaries, its indentation kept on every line."""
+    import textwrap
+
+    if len(line) <= width:
+        return [line]
+    indent = line[:len(line) - len(line.lstrip())]
+    return textwrap.wrap(line, width=width, subsequent_indent=indent or "    ", break_on_hyphens=False) or [line]
 
 
 def write_status_text(cv: Mapping[str, Any], cos: Sequence[Mapping[str, Any]], now: datetime, out: TextIO,
                       ocs: Sequence[Mapping[str, Any]] | None = None, *, wide: bool = False,
-                      headers: bool = True) -> None:
+                      headers: bool = True, width: int | None = None) -> None:
     """Both tables, separated by a blank line; with ``ocs``, the Upgradeable section too.  ``wide``: the tables'
-    extra columns (``-o wide``); without ``headers``, no header lines (``--no-headers``)."""
-    out.write(clusterversion_table(cv, now, wide=wide, headers=headers))
+    extra columns (``-o wide``); without ``headers``, no header lines (``--no-headers``).  ``width``: a
+    terminal's, which every line fits (:func:`format_table`); ``None`` (piped): lines as long as their cells."""
+    out.write(clusterversion_table(cv, now, wide=wide, headers=headers, width=width))
     out.write("\n")
-    out.write(clusteroperators_table(cos, now, completed_version(cv), wide=wide, headers=headers))
+    out.write(clusteroperators_table(cos, now, completed_version(cv), wide=wide, headers=headers, width=width))
     if ocs is not None:
         out.write("\n")
-        out.write(upgradeable_text(cv, cos, ocs, headers=headers))
+        out.write(upgradeable_text(cv, cos, ocs, headers=headers, width=width))

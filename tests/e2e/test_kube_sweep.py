@@ -218,7 +218,7 @@ def test_cli_install_and_status_with_kubeconfig(no_cluster_version: ControlPlane
     code = cvo_main(["install", str(release_dir), "--kubeconfig", kubeconfig, "--timeout", "2m", "-o", "json"])
     out, err = capsys.readouterr()
     assert code == 0, err
-    assert f"cluster: Kubernetes API server {no_cluster_version.server_url}" in err
+    assert f"cluster: context cvo-e2e, server {no_cluster_version.server_url}\n" in err
     doc = yaml.safe_load(out)
     assert doc["ok"] and doc["completed"]
     assert doc["clusterVersion"]["status"]["history"][0]["state"] == "Completed"

@@ -42,7 +42,7 @@ from kubernetes.client.exceptions import ApiException
 
 from cvo.cluster.api import ApiError, ApiErrorKind, Object, Ref, WatchEvent
 from cvo.cluster.kube import errors
-from cvo.cluster.kube.config import Kubeconfig, load_kubeconfig
+from cvo.cluster.kube.config import Kubeconfig, display_server, load_kubeconfig
 from cvo.cluster.kube.discovery import Discovery, Resource
 from cvo.cluster.landed import intent_landed
 from cvo.cluster.persist import retry_deadline
@@ -105,7 +105,7 @@ class Transport:
 
     @property
     def server(self) -> str:
-        return str(self.api.configuration.host)
+        return display_server(str(self.api.configuration.host))
 
     def open(self, method: str, path: str, query: list[tuple[str, str]] | None = None, body: Any = None,
              accept: str = "application/json", timeout: tuple[float, float | None] | None = None,
@@ -133,7 +133,7 @@ class KubeCluster:
     """A real cluster behind the :class:`~cvo.cluster.api.Cluster` protocol.  See the module docstring."""
 
     def __init__(self, configuration: client.Configuration, *, workers: int = DEFAULT_WORKERS,
-                 retry: RetryPolicy | None = None, description: str = "",
+                 retry: RetryPolicy | None = None, description: str = "", where: str = "",
                  request_timeout: tuple[float, float] = (10.0, 60.0)) -> None:
         configuration.connection_pool_maxsize = workers + WATCH_CONNECTIONS
         configuration.retries = False  # no hidden urllib3 retries: ours are classified and logged
@@ -142,7 +142,8 @@ class KubeCluster:
         self.api_client.user_agent = USER_AGENT
         self.stats = KubeStats()
         self.retry = retry or RetryPolicy()
-        self.description = description or f"Kubernetes API server {configuration.host}"
+        self.description = description or f"Kubernetes API server {display_server(str(configuration.host))}"
+        self.where = where or f"server {display_server(str(configuration.host))}"  # the CLI's cluster: line
         self.transport = Transport(self.api_client, self.stats, request_timeout)
         self.discovery = Discovery(self._fetch_discovery)
         self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="cvo-kube")
@@ -160,7 +161,8 @@ class KubeCluster:
         """Connect as ``kubectl --kubeconfig PATH --context NAME`` would (defaults: $KUBECONFIG, current-context)."""
         kubeconfig: Kubeconfig = load_kubeconfig(path, context)
         description = f"Kubernetes API server {kubeconfig.server} (context {kubeconfig.context}, {kubeconfig.path})"
-        return cls(kubeconfig.configuration, description=description, **options)
+        return cls(kubeconfig.configuration, description=description,
+                   where=f"context {kubeconfig.context}, server {kubeconfig.server}", **options)
 
     @classmethod
     def in_cluster(cls, **options: Any) -> KubeCluster:
@@ -169,7 +171,8 @@ class KubeCluster:
 
         kubeconfig = load_in_cluster()
         description = f"Kubernetes API server {kubeconfig.server} (in-cluster, service account in {kubeconfig.path})"
-        return cls(kubeconfig.configuration, description=description, **options)
+        return cls(kubeconfig.configuration, description=description, where=f"in-cluster, server {kubeconfig.server}",
+                   **options)
 
     @property
     def server(self) -> str:

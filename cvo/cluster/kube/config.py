@@ -29,7 +29,20 @@ class Kubeconfig:
 
     @property
     def server(self) -> str:
-        return str(self.configuration.host)
+        """The server's URL for messages (no credentials in it: :func:`display_server`)."""
+        return display_server(str(self.configuration.host))
+
+
+def display_server(url: str) -> str:
+    """``url`` without what must not be printed: a ``user:password@`` part, a query or a fragment."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    try:
+        parts = urlsplit(url)
+        host = parts.netloc.rpartition("@")[2]
+        return urlunsplit((parts.scheme, host, parts.path, "", ""))
+    except ValueError:
+        return "(a server URL that cannot be parsed)"
 
 
 def default_kubeconfig_path() -> str:
