@@ -5,6 +5,7 @@ or upgrading to the current release, bad kubeconfigs, a moved release directory,
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -228,3 +229,51 @@ def test_the_cluster_line_fits_the_width() -> None:
     assert len(fitted) <= 80 and fitted.endswith("…") and fitted.startswith("cluster: context ")
     kube = "context a-rather-long-context-name-for-a-kind-cluster, server https://a.example.com:6443"
     assert len(cluster_line(kube, 80)) <= 80 and "…/" not in cluster_line(kube, 80)  # a URL is not a path
+
+
+# --- every command's --help: written for people, with examples that parse --------------------------------
+
+
+def examples_of(help_text: str) -> list[str]:
+    """The command lines of the help's ``Examples:`` section (comments and blank lines left out)."""
+    assert "\nExamples:\n" in help_text, help_text[-500:]
+    section = help_text.split("\nExamples:\n", 1)[1]
+    return [line.strip() for line in section.splitlines() if line.strip() and not line.strip().startswith("#")]
+
+
+def command_line(example: str) -> list[str]:
+    """The cvo command of an example line (``source <(cvo …)``, ``cvo … > FILE &``) as argv, without ``cvo``."""
+    import shlex
+
+    match = re.search(r"(?:^|\(|\$\()\s*cvo\s+([^)|&;<>]*)", example)
+    assert match, f"an example that does not run cvo: {example!r}"
+    return shlex.split(match.group(1))
+
+
+COMMAND_NAMES = sorted(name.replace("upgrade-status", "upgrade status") for name in
+                       __import__("cvo.cli.main", fromlist=["COMMANDS"]).COMMANDS)
+
+
+@pytest.mark.parametrize("command", ["", *COMMAND_NAMES])
+def test_every_help_has_examples_that_parse(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from cvo.cli.main import COMMANDS, _aliased, _command, main
+
+    with pytest.raises(SystemExit) as exit_:
+        main([*command.split(), "--help"])
+    assert exit_.value.code == 0
+    help_text = capsys.readouterr().out
+    examples = examples_of(help_text)
+    assert examples
+    if command:
+        assert any(command_line(e)[:len(command.split())] == command.split() for e in examples), examples
+    for example in examples:
+        argv = _aliased(command_line(example))
+        if "--help" in argv:
+            continue  # `cvo install --help`: the way to the examples
+        args = build_parser(_command(argv)).parse_args(argv)  # a bad example exits 2 here
+        assert args.command in COMMANDS
+    # written for people: not the help line with its first letter raised and the rest lowered
+    assert "release_dir" not in help_text and "clusterversion and every clusteroperator" not in help_text.lower()
+    for name, (_, line) in COMMANDS.items():
+        if line[1:] != line[1:].lower():  # str.capitalize lowers ClusterVersion, RELEASE_DIR…
+            assert line.capitalize() not in help_text, name

@@ -31,8 +31,18 @@ DESCRIPTION = (
 )
 
 
+EXAMPLES = """\
+Examples:
+  # Prepare a kind cluster for cvo (run it again at any time: it changes nothing)
+  cvo bootstrap --context kind-kind
+
+  # A cluster of another kubeconfig, giving its CRDs two minutes to be Established
+  cvo bootstrap --kubeconfig ~/.kube/lab.yaml --timeout 2m
+"""
+
+
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    parser = sub.add_parser("bootstrap", help=HELP, description=DESCRIPTION)
+    parser = sub.add_parser("bootstrap", help=HELP, description=DESCRIPTION, epilog=EXAMPLES)
     parser.add_argument("--manifests", type=Path, default=None, metavar="DIR",
                         help="apply this directory of manifests instead of the one shipped with cvo")
     parser.add_argument("--timeout", default=f"{DEFAULT_TIMEOUT:g}s", metavar="DURATION",

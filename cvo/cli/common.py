@@ -194,6 +194,16 @@ class Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:  # type: ignore[override]
         self.fail(self.prog, message)
 
+    def format_help(self) -> str:
+        """argparse's help, then the epilog (a command's ``Examples:``) as written: its lines are command lines
+        and comments, which argparse would run together into one paragraph."""
+        epilog, self.epilog = self.epilog, None
+        try:
+            text = super().format_help()
+        finally:
+            self.epilog = epilog
+        return text + ("\n" + epilog.strip("\n") + "\n" if epilog else "")
+
     @staticmethod
     def fail(prog: str, message: str) -> NoReturn:
         print_error(f"{prog}: {message} (see '{prog} --help')")

@@ -14,16 +14,24 @@ from cvo.cli.common import EXIT_OK
 
 SHELLS = ("bash", "zsh", "fish")
 HELP = "print the shell completion script for bash, zsh or fish"
-EPILOG = """examples:
-  source <(cvo completion bash)                       # bash, this shell only
-  cvo completion zsh > "${fpath[1]}/_cvo"             # zsh
+DESCRIPTION = ("Print the script that lets your shell complete cvo's commands, flags and their values (bash, zsh "
+               "or fish), as 'kubectl completion' does. The shell asks cvo itself, so completions always match "
+               "--help.")
+EPILOG = """\
+Examples:
+  # Complete cvo in this bash shell (add the line to ~/.bashrc to keep it)
+  source <(cvo completion bash)
+
+  # zsh: install the completion function where zsh looks for it
+  cvo completion zsh > "${fpath[1]}/_cvo"
+
+  # fish
   cvo completion fish > ~/.config/fish/completions/cvo.fish
 """
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    parser = sub.add_parser("completion", help=HELP, description=HELP.capitalize() + ".", epilog=EPILOG,
-                            formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = sub.add_parser("completion", help=HELP, description=DESCRIPTION, epilog=EPILOG)
     parser.add_argument("shell", choices=SHELLS, metavar="SHELL", help="bash, zsh or fish")
     parser.set_defaults(func=run)
 

@@ -10,11 +10,28 @@ from cvo.cli.common import EXIT_FAILED, EXIT_OK, add_payload_flags, load, payloa
 from cvo.cli.output import STRUCTURED, TEXT, add_output_flag, dump, is_structured
 from cvo.plan.lint import Severity, lint
 
-HELP = "check RELEASE_DIR for problems a sweep would trip over (exit 1 on errors)"
+HELP = "check a release for problems a sweep would trip over (exit 1 on errors)"
+DESCRIPTION = (
+    "Check RELEASE_DIR for the problems a sweep would trip over: a ClusterOperator that would be waited on "
+    "before its operator is deployed, the same object in two files, annotations the CVO refuses, documents "
+    "no cluster profile includes... Each finding names its file and document, its rule and how to fix it. "
+    "Exits 1 when there is an error, 0 otherwise."
+)
+EXAMPLES = """\
+Examples:
+  # Check a release before publishing it
+  cvo lint payloads/demo-4.16.0
+
+  # Errors only, as JSON for a CI job
+  cvo lint payloads/demo-4.16.0 --min-severity error -o json
+
+  # What a single-node cluster would trip over
+  cvo lint payloads/demo-4.16.0 --profile single-node-developer
+"""
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    parser = sub.add_parser("lint", help=HELP, description=HELP.capitalize() + ".")
+    parser = sub.add_parser("lint", help=HELP, description=DESCRIPTION, epilog=EXAMPLES)
     add_payload_flags(parser)
     add_output_flag(parser, (TEXT, *STRUCTURED), "cvo lint DIR -o json | jq '.findings[].rule'",
                     what="the findings and their summary")

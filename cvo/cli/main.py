@@ -25,16 +25,16 @@ from cvo.log import configure
 # command -> (module that registers it, one-line help).  Only the module of the command being run
 # is imported: a warm `cvo plan` of the corpus must not pay for the sweep's and the client's imports.
 COMMANDS: dict[str, tuple[str, str]] = {
-    "plan": ("plan_cmd", "print the task graph a sweep of RELEASE_DIR would run (dry run)"),
-    "lint": ("lint_cmd", "check RELEASE_DIR for problems a sweep would trip over (exit 1 on errors)"),
-    "install": ("sweep_cmd", "install RELEASE_DIR into an empty cluster and wait until it is done"),
+    "plan": ("plan_cmd", "show what a sweep of a release would do, without a cluster (dry run)"),
+    "lint": ("lint_cmd", "check a release for problems a sweep would trip over (exit 1 on errors)"),
+    "install": ("sweep_cmd", "install a release into an empty cluster and wait until it is done"),
     "upgrade": ("sweep_cmd", "upgrade the cluster to the release in --to DIR"),
     "reconcile": ("sweep_cmd", "re-apply the current release once, repairing drift"),
-    "status": ("status_cmd", "show the ClusterVersion and every ClusterOperator"),
+    "status": ("status_cmd", "show the cluster's version and its operators"),
     # `cvo upgrade status` (see _aliased): `cvo upgrade --to DIR` keeps its own parser
     "upgrade-status": ("upgrade_status_cmd", "show the update's progress and health, like 'oc adm upgrade status'"),
-    "override": ("override_cmd", "set (or --clear) an admin override of an operator's Upgradeable OperatorCondition"),
-    "replay": ("replay_cmd", "replay scenario files on the embedded cluster; print the timeline and PASS/FAIL"),
+    "override": ("override_cmd", "let an operator's minor updates through, or hold them back: an admin override"),
+    "replay": ("replay_cmd", "replay scenario files on a simulated cluster; print the timeline and PASS/FAIL"),
     "report": ("report_cmd", "show a sweep's events, or the cluster's records of its sweeps, as a timeline with its critical path"),
     "bootstrap": ("bootstrap_cmd", "install the ClusterVersion, ClusterOperator and OperatorCondition CRDs and RBAC"),
     "sim-operators": ("simop_cmd", "run the simulated operators of a release against a cluster"),
@@ -44,12 +44,28 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+EXAMPLES = """\
+Examples:
+  # The story of 'make demo': install, take a patch, see a minor update held back, override, upgrade
+  cvo install payloads/demo-4.16.0 --operators payloads/demo-operators.yaml
+  cvo upgrade --to payloads/demo-4.16.3 --operators payloads/demo-operators.yaml
+  cvo upgrade --to payloads/demo-4.17.0 --dry-run
+  cvo override etcd Upgradeable=True --reason MigrationVerified --message "storage migration checked"
+  cvo upgrade --to payloads/demo-4.17.0 --operators payloads/demo-operators.yaml
+  cvo status
+
+  # Every command's own examples
+  cvo install --help
+"""
+
+
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The parser; with ``only``, just that command is fully registered (the others get their help line)."""
     parser = Parser(
         prog="cvo",
         description="Walk an OpenShift-style release payload the way the Cluster Version Operator does: "
         "plan it, lint it, sweep it into a cluster and gate its upgrades.",
+        epilog=EXAMPLES,
     )
     parser.add_argument("--version", action="version", version=f"cvo {__version__}")
     add_global_flags(parser, top=True)

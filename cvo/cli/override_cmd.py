@@ -19,11 +19,28 @@ from cvo.cluster.api import Ref
 from cvo.gates.olm import OC_API_VERSION, OC_GROUP, OC_KIND, SUPPORTED_TYPES
 from cvo.runner.overrides import Override, OverrideFailed, set_override
 
-HELP = "set (or --clear) an admin override of an operator's Upgradeable OperatorCondition"
+HELP = "let an operator's minor updates through, or hold them back: an admin override"
+DESCRIPTION = (
+    "Override what an operator says about minor updates, as an admin does with OLM: Upgradeable=True lets "
+    "them through, Upgradeable=False holds them back. It is written in spec.overrides of the "
+    "OperatorCondition of ClusterOperator NAME and wins over the operator's own word until it is removed "
+    "with --clear. A 'cvo upgrade' waiting on the operator sees it and goes ahead by itself."
+)
+EXAMPLES = """\
+Examples:
+  # etcd holds back the minor update while it migrates its storage; the admin has checked it is safe
+  cvo override etcd Upgradeable=True --reason MigrationVerified --message "storage migration checked"
+
+  # Hold back minor updates until further notice
+  cvo override etcd Upgradeable=False --reason MaintenanceWindow --message "not before Monday"
+
+  # Remove the override: the operator's own word counts again
+  cvo override etcd --clear
+"""
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    parser = sub.add_parser("override", help=HELP, description=HELP.capitalize() + ".")
+    parser = sub.add_parser("override", help=HELP, description=DESCRIPTION, epilog=EXAMPLES)
     parser.add_argument("name", metavar="NAME", help="the ClusterOperator whose OperatorCondition to override")
     parser.add_argument("condition", metavar="TYPE=STATUS", nargs="?",
                         help="e.g. Upgradeable=True (let upgrades through) or Upgradeable=False (block them)")

@@ -35,14 +35,37 @@ if TYPE_CHECKING:
     from cvo.plan.build import Plan
     from cvo.status.forecast import Expected
 
-HELP = "print the task graph a sweep of RELEASE_DIR would run (dry run)"
+HELP = "show what a sweep of a release would do, without a cluster (dry run)"
+DESCRIPTION = (
+    "Show the task graph a sweep of RELEASE_DIR would walk, without touching any cluster: its steps, the nodes "
+    "that run side by side, every task with the manifest it comes from, and what each ClusterOperator task "
+    "waits for. The order depends on the mode: an update goes run level by run level, an install starts "
+    "everything at once, a reconcile shuffles the order."
+)
+EXAMPLES = """\
+Examples:
+  # What an update to this release would do, step by step
+  cvo plan payloads/demo-4.17.0
+
+  # The install of a release, as JSON for a script
+  cvo plan payloads/demo-4.16.0 --mode install -o json
+
+  # The graph as a picture (Graphviz: dot -Tsvg plan.dot > plan.svg)
+  cvo plan payloads/demo-4.17.0 -o dot > plan.dot
+
+  # A timeline page, with the critical path estimated from how long the operators take
+  cvo plan payloads/demo-4.17.0 -o html --operators payloads/demo-operators.yaml > plan.html
+
+  # What a single-node cluster would get, and what that profile leaves out
+  cvo plan payloads/demo-4.16.0 --profile single-node-developer --show-excluded
+"""
 
 # The values of cvo.payload.graph.Mode (tested): the graph module is imported only when a plan is built.
 MODES = ("install", "update", "reconcile")
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    parser = sub.add_parser("plan", help=HELP, description=HELP.capitalize() + ".")
+    parser = sub.add_parser("plan", help=HELP, description=DESCRIPTION, epilog=EXAMPLES)
     add_payload_flags(parser)
     parser.add_argument("--mode", choices=MODES, default="update",
                         help="install (flattened), update (by run level; default) or reconcile (permuted)")

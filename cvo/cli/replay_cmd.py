@@ -15,7 +15,23 @@ if TYPE_CHECKING:
     from cvo.scenario.expect import Check
     from cvo.scenario.replay import ReplayOutcome
 
-HELP = "replay scenario files on the embedded cluster; print the timeline and PASS/FAIL per expectation"
+HELP = "replay scenario files on a simulated cluster; print the timeline and PASS/FAIL per expectation"
+DESCRIPTION = (
+    "Replay scenario files on the embedded cluster, on a virtual clock: each one sets up a cluster, runs its "
+    "timed actions (install, upgrade, override, drift...) with simulated operators, prints what happened "
+    "when, and checks every expectation: PASS or FAIL. Exits 1 if one fails. The format: docs/scenarios.md."
+)
+EXAMPLES = """\
+Examples:
+  # One scenario, with its timeline
+  cvo replay scenarios/upgrade-degraded-exceeds-40m.yaml
+
+  # Every scenario, verdicts only
+  cvo replay scenarios/*.yaml -q
+
+  # Every scenario's timeline as a web page, in reports/
+  cvo replay scenarios/*.yaml --report reports
+"""
 
 # Events shown on the timeline (everything else is in --all).
 TIMELINE = {"scenario.action", "sweep.started", "attempt.started", "attempt.failed", "task.waiting",
@@ -24,7 +40,7 @@ TIMELINE = {"scenario.action", "sweep.started", "attempt.started", "attempt.fail
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    parser = sub.add_parser("replay", help=HELP, description=HELP.capitalize() + ". Format: docs/scenarios.md.")
+    parser = sub.add_parser("replay", help=HELP, description=DESCRIPTION, epilog=EXAMPLES)
     parser.add_argument("files", nargs="+", type=Path, metavar="FILE")
     parser.add_argument("--all", action="store_true", help="print every event, not only the main ones")
     parser.add_argument("-q", "--quiet", action="store_true", help="print only the verdicts")

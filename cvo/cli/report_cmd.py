@@ -32,6 +32,20 @@ task graph. The cluster: the embedded one (--state), a real one (--kubeconfig/--
 (--from-file, as 'cvo upgrade status' reads them)."""
 
 
+EXAMPLES = """\
+Examples:
+  # Keep the events of an upgrade, then see them as a page
+  cvo upgrade --to payloads/demo-4.16.3 --events upgrade.jsonl
+  cvo report upgrade.jsonl --output upgrade.html
+
+  # The same in the terminal
+  cvo report upgrade.jsonl -o text
+
+  # No events kept: the sweeps the embedded cluster's records tell of, the last one
+  cvo report --sweep last -o text
+"""
+
+
 def sweep_number(text: str) -> int:
     if text == "last":
         return -1
@@ -45,7 +59,7 @@ def sweep_number(text: str) -> int:
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    parser = sub.add_parser("report", help=HELP, description=DESCRIPTION,
+    parser = sub.add_parser("report", help=HELP, description=DESCRIPTION, epilog=EXAMPLES,
                             formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("events", type=Path, metavar="EVENTS", nargs="?", default=None,
                         help="JSON lines of events: from --events FILE, or --log-format json -vv stderr ('-': stdin); "

@@ -65,8 +65,24 @@ pod's service account (--in-cluster, the default when KUBERNETES_SERVICE_HOST is
 backend is named).  SIGTERM releases the lease and exits 0."""
 
 
+EXAMPLES = """\
+Examples:
+  # A controller for the embedded cluster: it installs 4.16.0, then re-applies it every 3 minutes
+  cvo run --release payloads/demo-4.16.0
+
+  # ... and from another terminal, ask it for an update and follow it
+  cvo upgrade --to payloads/demo-4.16.3
+
+  # Updates asked for by version alone are looked up in a directory of releases
+  cvo run --release payloads/demo-4.16.0 --releases payloads
+
+  # In a pod, with its service account; metrics on another port
+  cvo run --in-cluster --releases /releases --listen 0.0.0.0:9100
+"""
+
+
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    parser = sub.add_parser("run", help=HELP, description=DESCRIPTION,
+    parser = sub.add_parser("run", help=HELP, description=DESCRIPTION, epilog=EXAMPLES,
                             formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--release", dest="own_release", type=Path, default=None, metavar="RELEASE_DIR",
                         help="the release to install into a cluster that has none (the CVO's own payload)")

@@ -59,12 +59,23 @@ DESCRIPTION = (
     "with --release and the one the ClusterVersion's status.desired.image names (a file:// directory), "
     "followed as cvo upgrade moves it. Runs until interrupted (Ctrl-C), or --once, or for --duration."
 )
+EXAMPLES = """\
+Examples:
+  # The demo's operators on a kind cluster, in the background, logging to a file
+  cvo sim-operators --context kind-kind --operators payloads/demo-operators.yaml > sim-operators.log 2>&1 &
+
+  # Report once for the release the cluster runs, then exit
+  cvo sim-operators --context kind-kind --once
+
+  # Also know a release before the cluster asks for it, and stop after an hour
+  cvo sim-operators --context kind-kind --release payloads/demo-4.17.0 --duration 1h
+"""
 EXIT_INTERRUPTED = 130
 EXIT_TERMINATED = 143
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    parser = sub.add_parser("sim-operators", help=HELP, description=DESCRIPTION)
+    parser = sub.add_parser("sim-operators", help=HELP, description=DESCRIPTION, epilog=EXAMPLES)
     parser.add_argument("--release", dest="releases", action="append", type=Path, default=[], metavar="DIR",
                         help="a release directory whose operators to simulate (repeatable; default: the "
                              "ClusterVersion's desired release)")

@@ -38,11 +38,30 @@ from cvo.cli.output import (
 from cvo.cluster.api import CLUSTER_OPERATOR, CLUSTER_VERSION, Cluster, cv_ref
 from cvo.gates.olm import OC_API_VERSION, OC_GROUP, OC_KIND
 
-HELP = "show the ClusterVersion and every ClusterOperator"
+HELP = "show the cluster's version and its operators"
+DESCRIPTION = (
+    "Show the cluster's version and every operator's, as 'oc get clusterversion,clusteroperators' does, then "
+    "whether minor updates may start (Upgradeable) and, if not, which operator or admin override holds "
+    "them back. Reading creates no cluster: with none installed yet it says so and exits 1."
+)
+EXAMPLES = """\
+Examples:
+  # The embedded cluster
+  cvo status
+
+  # Follow it while it changes (another command or 'cvo run' is upgrading it), until Ctrl-C
+  cvo status -w
+
+  # A kind cluster, as JSON
+  cvo status --context kind-kind -o json
+
+  # A cluster you cannot reach, from the objects of a must-gather
+  cvo status --from-file must-gather/cluster-scoped-resources
+"""
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    parser = sub.add_parser("status", help=HELP, description=HELP.capitalize() + ".")
+    parser = sub.add_parser("status", help=HELP, description=DESCRIPTION, epilog=EXAMPLES)
     add_backend_flags(parser)
     add_saved_flags(parser)
     add_output_flag(parser, (TEXT, *STRUCTURED, WIDE, NAME), "cvo status -o wide; cvo status -o name",

@@ -79,22 +79,84 @@ def _add_sweep_flags(parser: argparse.ArgumentParser) -> None:
                         help="write every event of the sweep to FILE as JSON lines (for cvo report; docs/report.md)")
 
 
+INSTALL_DESCRIPTION = (
+    "Install RELEASE_DIR into a cluster that has no release yet, and wait until every ClusterOperator is "
+    "Available at the release's version. An install applies everything at once (no run-level order), as the "
+    "CVO does on a new cluster. Installing the release the cluster already runs changes nothing (exit 0); "
+    "another release is an upgrade's job."
+)
+INSTALL_EXAMPLES = """\
+Examples:
+  # Install into the embedded cluster (kept in ~/.local/state/cvo/sim-cluster.db)
+  cvo install payloads/demo-4.16.0
+
+  # A throwaway cluster in memory, with the demo's simulated operators, 600 times faster than real time
+  cvo install payloads/demo-4.16.0 --state none --operators payloads/demo-operators.yaml --speed 600
+
+  # Into a kind cluster (after 'cvo bootstrap --context kind-kind')
+  cvo install payloads/demo-4.16.0 --context kind-kind
+
+  # Keep every event of the install, for 'cvo report'
+  cvo install payloads/demo-4.16.0 --events install.jsonl
+"""
+UPGRADE_DESCRIPTION = (
+    "Upgrade the cluster to the release in --to DIR. Its gates are checked first, as the CVO checks them: "
+    "an operator can hold back a minor update (Upgradeable=False), and --dry-run shows every gate without "
+    "changing anything. Then the new release is applied run level by run level until every ClusterOperator "
+    "reports its new version. A held-back upgrade waits, and goes ahead by itself when the operator or an "
+    "admin (cvo override) lets it through. When 'cvo run' is running, the command asks it for the update and "
+    "follows it instead. Upgrading to the release the cluster already runs changes nothing (exit 0)."
+)
+UPGRADE_EXAMPLES = """\
+Examples:
+  # Upgrade the embedded cluster to a patch release
+  cvo upgrade --to payloads/demo-4.16.3
+
+  # Would a minor update start? (exit 1 if not, saying who holds it back and how to override)
+  cvo upgrade --to payloads/demo-4.17.0 --dry-run
+
+  # Go ahead despite what holds it back (recorded in the cluster's history)
+  cvo upgrade --to payloads/demo-4.17.0 --force
+
+  # Ask the running controller ('cvo run') for the update, and return at once
+  cvo upgrade --to payloads/demo-4.17.0 --no-wait
+
+  # The current release's directory has moved since it was installed: say where it is now
+  cvo upgrade --to payloads/demo-4.16.3 --from /srv/releases/4.16.0
+
+  # Check the gates against objects saved from a cluster ('oc get clusterversion,co -o yaml')
+  cvo upgrade --to payloads/demo-4.17.0 --dry-run --from-file cluster.yaml
+
+  # Where the update is and when it will end (a command of its own)
+  cvo upgrade status
+"""
+RECONCILE_DESCRIPTION = (
+    "Apply the release the cluster runs once more, putting back whatever drifted from it (an edited "
+    "ConfigMap, a deleted Deployment), as the CVO re-applies its release every few minutes: in a shuffled "
+    "order, two at a time. It refuses another release: moving to one is 'cvo upgrade'."
+)
+RECONCILE_EXAMPLES = """\
+Examples:
+  # Put back what drifted on the embedded cluster
+  cvo reconcile
+
+  # The release's directory has moved since it was applied: say where it is now
+  cvo reconcile --release /srv/releases/4.16.0
+
+  # On a kind cluster, keeping the events for 'cvo report'
+  cvo reconcile --context kind-kind --events reconcile.jsonl
+"""
+
+
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    install = sub.add_parser("install", help="install RELEASE_DIR into an empty cluster and wait until it is done",
-                             description="Install a release: walk its task graph in install mode (flattened, "
-                                         "unbounded parallelism) until every ClusterOperator is Available.")
+    install = sub.add_parser("install", help="install a release into an empty cluster and wait until it is done",
+                             description=INSTALL_DESCRIPTION, epilog=INSTALL_EXAMPLES)
     add_payload_flags(install)
     _add_sweep_flags(install)
     install.set_defaults(func=run_install)
 
     upgrade = sub.add_parser("upgrade", help="upgrade the cluster to the release in --to DIR",
-                             description="Upgrade: set spec.desiredUpdate and walk the new release in update "
-                                         "mode (by run level, 16 workers) until every ClusterOperator reports "
-                                         "the new versions.  With a controller running ('cvo run' holding "
-                                         "the lease), only set spec.desiredUpdate and follow the "
-                                         "ClusterVersion until the controller has completed it (or it is "
-                                         "blocked or failed); without one, run the controller's sweep "
-                                         "in this process until the target is reached.")
+                             description=UPGRADE_DESCRIPTION, epilog=UPGRADE_EXAMPLES)
     upgrade.add_argument("--to", dest="release_dir", type=Path, required=True, metavar="RELEASE_DIR",
                          help="the release to upgrade to")
     upgrade.add_argument("--from", dest="from_dir", type=Path, default=None, metavar="RELEASE_DIR",
@@ -114,8 +176,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     upgrade.set_defaults(func=run_upgrade)
 
     reconcile = sub.add_parser("reconcile", help="re-apply the current release once, repairing drift",
-                               description="Reconcile: walk the cluster's current release in reconcile mode "
-                                           "(flattened, permuted, 2 workers), putting back what drifted.")
+                               description=RECONCILE_DESCRIPTION, epilog=RECONCILE_EXAMPLES)
     reconcile.add_argument("--release", dest="release_dir", type=Path, default=None, metavar="RELEASE_DIR",
                            help="the current release's directory (default: from the ClusterVersion's image)")
     _add_selection(reconcile)

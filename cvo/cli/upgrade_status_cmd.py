@@ -18,11 +18,28 @@ from cvo.cluster.api import CLUSTER_OPERATOR, ApiError, ApiErrorKind, Cluster, R
 from cvo.status.upgrade_text import DETAILS
 
 HELP = "show the progress and health of the cluster's update, like 'oc adm upgrade status'"
+DESCRIPTION = (
+    "Show where the cluster's update is: how far the control plane has got and for how long, the operators "
+    "still updating, health problems and when the update should end, line for line as 'oc adm upgrade "
+    "status' prints it, with a forecast from the task graph and the durations of earlier updates."
+)
+EXAMPLES = """\
+Examples:
+  # The update in progress on the embedded cluster
+  cvo upgrade status
+
+  # Every updating operator and every health insight
+  cvo upgrade status --details all
+
+  # From a must-gather, as things stood at a given moment
+  cvo upgrade status --from-file must-gather/cluster-scoped-resources --now 2024-05-01T12:00:00Z
+"""
 MCO_DEPLOYMENT = Ref("apps", "Deployment", "openshift-machine-config-operator", "machine-config-operator")
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    parser = sub.add_parser("upgrade-status", prog="cvo upgrade status", help=HELP, description=HELP.capitalize() + ".")
+    parser = sub.add_parser("upgrade-status", prog="cvo upgrade status", help=HELP, description=DESCRIPTION,
+                            epilog=EXAMPLES)
     add_backend_flags(parser)
     add_saved_flags(parser)
     parser.add_argument("--details", choices=DETAILS, default="none",

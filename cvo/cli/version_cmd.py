@@ -14,16 +14,23 @@ from cvo.cluster.api import ApiError, cv_ref
 from cvo.payload.conditions import current_version
 
 HELP = "print cvo's version and, when connected, the cluster's version and which cluster it is"
-EPILOG = """examples:
-  cvo version                                   # cvo, and the embedded cluster's version if it exists
-  cvo version --kubeconfig ~/.kube/config       # cvo, and a real cluster's
-  cvo version --client                          # cvo only: no cluster is read
+DESCRIPTION = ("Print cvo's version and, when there is a cluster, which one it is and the release it runs, as "
+               "'oc version' does. Asking creates no cluster.")
+EPILOG = """\
+Examples:
+  # cvo's version, and the embedded cluster's if there is one
+  cvo version
+
+  # cvo's version and a real cluster's
+  cvo version --context kind-kind
+
+  # cvo's version only: no cluster is read
+  cvo version --client
 """
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    parser = sub.add_parser("version", help=HELP, description=HELP.capitalize() + ".", epilog=EPILOG,
-                            formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = sub.add_parser("version", help=HELP, description=DESCRIPTION, epilog=EPILOG)
     parser.add_argument("--client", action="store_true", help="print cvo's version only")
     add_output_flag(parser, (TEXT, *STRUCTURED), "cvo version -o json | jq -r .openshiftVersion",
                     what="the versions (json, yaml: clientVersion, cluster and openshiftVersion, as 'oc version "
