@@ -38,7 +38,8 @@ class _LineLogger:
             stream.flush()
 
     log = debug = info = warning = warn = error = critical = exception = fatal = msg
-_settings: dict[str, Any] = {"format": "text", "verbosity": 0, "color": True, "configured": False}
+# details: whether Logger.detail lines are info (shown wherever info is) or debug; piped sweeps show them at -v
+_settings: dict[str, Any] = {"format": "text", "verbosity": 0, "color": True, "configured": False, "details": True}
 
 
 def use_color() -> bool:
@@ -73,6 +74,15 @@ class _LazyLogger:
         self._name = name
         self._logger: Any = None
 
+    def detail(self, event: str, **fields: Any) -> None:
+        """A line that repeats what the reader learns from other lines (``operator rolling out`` beside the
+        sweep's wait for that operator): info where details are wanted (``configure(details=True)``, the
+        default), else debug.  A piped sweep wants them only with ``-v``."""
+        if _settings["details"]:
+            self.info(event, **fields)
+        else:
+            self.debug(event, **fields)
+
     def __getattr__(self, attr: str) -> Any:
         if self._logger is None:
             import structlog
@@ -88,13 +98,17 @@ def get_logger(name: str) -> Any:
     return _LazyLogger(name)
 
 
-def configure(log_format: str = "text", verbosity: int = 0, color: bool | None = None) -> None:
-    """Choose the format (``text`` or ``json``), the level (``-v`` lowers it) and, with ``color=False``
-    (``--no-color``), no colours; applied on first log."""
+def configure(log_format: str = "text", verbosity: int = 0, color: bool | None = None,
+              details: bool | None = None) -> None:
+    """Choose the format (``text`` or ``json``), the level (``-v`` lowers it), with ``color=False``
+    (``--no-color``) no colours, and whether :meth:`_LazyLogger.detail` lines are info (``details``);
+    applied on first log."""
     with _lock:
         _settings.update(format=log_format, verbosity=verbosity, configured=False)
         if color is not None:
             _settings["color"] = color
+        if details is not None:
+            _settings["details"] = details
         if "structlog" in sys.modules:
             import structlog
 

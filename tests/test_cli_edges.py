@@ -277,3 +277,43 @@ def test_every_help_has_examples_that_parse(command: str, capsys: pytest.Capture
     for name, (_, line) in COMMANDS.items():
         if line[1:] != line[1:].lower():  # str.capitalize lowers ClusterVersion, RELEASE_DIR…
             assert line.capitalize() not in help_text, name
+
+
+# --- piped output: one line per meaningful event -------------------------------------------------------
+
+
+def test_a_reconcile_that_finds_everything_in_place_again_is_detail(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A blocked upgrade reconciles its current release every interval: said once, unless -v."""
+    import io
+    from datetime import UTC, datetime, timedelta
+
+    import orjson
+
+    from cvo.cli.progress import LogReporter
+    from cvo.log import configure
+    from cvo.runner.events import Event
+
+    t0 = datetime(2024, 5, 1, tzinfo=UTC)
+
+    def reconcile(n: int, *, drift: bool = False) -> list[Event]:
+        t = t0 + timedelta(minutes=3 * n)
+        middle = [Event(t, "task.failed", {"task": "configmap a/b", "message": "drifted"})] if drift else []
+        return [Event(t, "sweep.started", {"version": "4.16.3", "mode": "reconcile"}),
+                Event(t, "attempt.started", {"attempt": 0}), *middle,
+                Event(t, "sweep.completed", {"version": "4.16.3", "attempts": 1})]
+
+    def levels(verbose: bool) -> list[tuple[str, str]]:
+        stream = io.StringIO()
+        monkeypatch.setattr(sys, "stderr", stream)
+        configure("json", 2)
+        reporter = LogReporter(verbose=verbose)
+        for event in [Event(t0, "precondition.blocked", {"message": "etcd"}), *reconcile(0), *reconcile(1),
+                      *reconcile(2, drift=True), *reconcile(3)]:
+            reporter.emit(event)
+        configure("text", 0)
+        return [(d["level"], d["event"]) for d in map(orjson.loads, stream.getvalue().splitlines())]
+
+    quiet = [event for level, event in levels(False) if level == "info"]
+    assert quiet == ["precondition.blocked", "sweep.started", "attempt.started", "sweep.completed",
+                     "task.failed", "sweep.completed"]  # the first reconcile, then only what changed
+    assert all(level == "info" for level, _ in levels(True))

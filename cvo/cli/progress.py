@@ -44,25 +44,49 @@ _NOISE = {"condition.changed"}
 class LogReporter:
     """Every event as a structured log line (stderr).
 
-    Piped output is one line per meaningful event: ``condition.changed`` and a ``task.waiting`` that
-    repeats the operator's last wait (same message) are debug detail unless ``verbose``.
+    Piped output is one line per meaningful event; unless ``verbose``, these are debug detail:
+    ``condition.changed``, a ``task.waiting`` that repeats the operator's last wait (same message), and a
+    reconcile of a release that an earlier reconcile already found in place, when it finds nothing either
+    (a blocked upgrade reconciles its current release every interval while it waits).
     """
 
     def __init__(self, verbose: bool = True) -> None:
         self.verbose = verbose
         self._last_wait: dict[str, str] = {}
+        self._in_place: set[str] = set()  # releases a reconcile found in place (one attempt, nothing said)
+        self._sweep: dict[str, Any] = {}  # the sweep under way: its mode and version, whether it said anything
+
+    def _noise(self, event: Event) -> bool:
+        name, fields = event.name, event.fields
+        if name == "task.waiting":
+            key = str(fields.get("operator") or fields.get("node") or "")
+            message = str(fields.get("message") or "")
+            noise = self._last_wait.get(key) == message
+            self._last_wait[key] = message
+            return noise
+        if name == "operator.ready":
+            self._last_wait.pop(str(fields.get("operator") or ""), None)
+        if name == "sweep.started":
+            version = str(fields.get("version") or "")
+            again = fields.get("mode") == "reconcile" and version in self._in_place
+            self._sweep = {"version": version, "mode": fields.get("mode"), "again": again, "said": False}
+            return again
+        again = bool(self._sweep.get("again"))
+        if name == "attempt.started" and again and fields.get("attempt") == 0:
+            return True
+        if name == "sweep.completed":
+            quiet = not self._sweep.get("said")
+            if self._sweep.get("mode") == "reconcile" and quiet and fields.get("attempts") == 1:
+                self._in_place.add(str(self._sweep.get("version")))
+            return again and quiet
+        return name in _NOISE
 
     def emit(self, event: Event) -> None:
         fields: dict[str, Any] = {"sim_time": event.time.isoformat(), **event.fields}
-        noise = event.name in _NOISE
-        if event.name == "task.waiting":
-            key = str(event.fields.get("operator") or event.fields.get("node") or "")
-            message = str(event.fields.get("message") or "")
-            noise = self._last_wait.get(key) == message
-            self._last_wait[key] = message
-        elif event.name == "operator.ready":
-            self._last_wait.pop(str(event.fields.get("operator") or ""), None)
+        noise = self._noise(event)
         if event.name in _INFO and (self.verbose or not noise):
+            if event.name not in ("sweep.started", "attempt.started", "sweep.completed"):
+                self._sweep["said"] = True
             log.info(event.name, **fields)
         else:
             log.debug(event.name, **fields)

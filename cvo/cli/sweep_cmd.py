@@ -268,8 +268,8 @@ def _sweep(args: argparse.Namespace, prepare: Callable[[Backend], Awaitable[tupl
     """
     behaviours = load_behaviours(args)
     options = _options(args)
-    if not wants_live_display(args.log_format):
-        configure(args.log_format, max(args.verbose, 1))  # without a live display, progress is the info log
+    if not wants_live_display(args.log_format):  # without a live display, progress is the info log
+        configure(args.log_format, max(args.verbose, 1), details=args.verbose >= 1)  # the detail lines at -v
     clock, run_loop = backend_clock(args)
     started = time.perf_counter()
     outcome: dict[str, Any] = {}

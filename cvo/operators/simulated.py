@@ -351,7 +351,7 @@ class OperatorSimulator:
                 model.task.cancel()
             if reported and reported == model.versions[version] and self._is_available(live):
                 return  # already there: an operator restarting with nothing to do
-            log.info("operator rolling out", operator=model.name, version=version)
+            log.detail("operator rolling out", operator=model.name, version=version)  # its wait says so
             model.task = asyncio.create_task(self._rollout(model, version, reported),
                                              name=f"sim rollout {model.name}")
 
