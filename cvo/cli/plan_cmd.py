@@ -50,6 +50,9 @@ Examples:
   # The install of a release, as JSON for a script
   cvo plan payloads/demo-4.16.0 --mode install -o json
 
+  # Every object the release applies, one kind/name a line, as kubectl -o name prints them
+  cvo plan payloads/demo-4.17.0 -o name
+
   # The graph as a picture (Graphviz: dot -Tsvg plan.dot > plan.svg)
   cvo plan payloads/demo-4.17.0 -o dot > plan.dot
 

@@ -52,6 +52,9 @@ Examples:
   # Follow it while it changes (another command or 'cvo run' is upgrading it), until Ctrl-C
   cvo status -w
 
+  # More columns: the desired version, Failing, Upgradeable and the operators' reasons
+  cvo status -o wide
+
   # A kind cluster, as JSON
   cvo status --context kind-kind -o json
 
