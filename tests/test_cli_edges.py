@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 from conftest import PAYLOADS, REPO
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -125,13 +126,26 @@ def test_install_and_upgrade_to_the_current_release_say_the_same_and_exit_0(tmp_
     assert done.returncode == 0, done.stderr
     said = set()
     for argv in (["install", OLD], ["upgrade", "--to", OLD], ["upgrade", "--to", OLD, "--dry-run"],
-                 ["install", OLD, "-o", "json"]):
+                 ["install", OLD, "-o", "json"], ["upgrade", "--to", OLD, "-o", "yaml"]):
         done = cvo(*argv, "--state", state)
-        assert (done.returncode, done.stdout) == (0, ""), done.stderr
+        assert done.returncode == 0, done.stderr
         lines = [line for line in done.stderr.splitlines() if not line.startswith("cluster: ")]
         assert lines == ["the cluster already runs 4.16.0: nothing to do ('cvo reconcile' re-applies it)"], lines
         said.add(lines[0])
+        if "-o" in argv:  # a document on stdout all the same: a script's jq .completed still parses
+            doc = yaml.safe_load(done.stdout)
+            assert doc == {"ok": True, "completed": True, "swept": False, "message": lines[0],
+                           "release": {"version": "4.16.0", "image": doc["release"]["image"]}}
+        else:
+            assert done.stdout == ""
     assert len(said) == 1
+    done = cvo("upgrade", "--to", PATCH, "--no-wait", "-o", "json", "--state", state)  # no controller: only asked for
+    assert done.returncode == 0, done.stderr
+    doc = yaml.safe_load(done.stdout)
+    assert (doc["ok"], doc["completed"], doc["swept"], doc["release"]["version"]) == (True, False, False, "4.16.3")
+    assert doc["message"].startswith("spec.desiredUpdate: 4.16.3 (") and doc["message"] in done.stderr
+    status = yaml.safe_load(cvo("status", "-o", "json", "--state", state).stdout)
+    assert status["clusterVersion"]["spec"]["desiredUpdate"]["version"] == "4.16.3"
     done = cvo("install", PATCH, "--state", state)  # another release: that is an upgrade's job
     assert done.returncode == 2
     assert done.stderr.splitlines()[-1] == ("error: the cluster already runs 4.16.0; use 'cvo upgrade --to DIR' "

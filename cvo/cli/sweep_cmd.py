@@ -401,11 +401,21 @@ def _report(args: argparse.Namespace, result: SweepResult, cos: list[dict[str, A
                       file=sys.stderr)
 
 
-def _already_there(release: Release) -> int:
-    """``install`` or ``upgrade --to`` the release the cluster runs: nothing to do, said the same way, exit 0."""
-    print(f"the cluster already runs {release.version}: nothing to do ('cvo reconcile' re-applies it)",
-          file=sys.stderr)
+def _already_there(args: argparse.Namespace, release: Release) -> int:
+    """``install`` or ``upgrade --to`` the release the cluster runs: nothing to do, said the same way, exit 0
+    (with ``-o json|yaml`` a document says it too, so that stdout always parses)."""
+    message = f"the cluster already runs {release.version}: nothing to do ('cvo reconcile' re-applies it)"
+    print(message, file=sys.stderr)
+    _no_sweep_document(args, completed=True, message=message, version=release.version, image=release.image)
     return EXIT_OK
+
+
+def _no_sweep_document(args: argparse.Namespace, completed: bool, message: str, version: str, image: str) -> None:
+    """The document of a command that ran no sweep (nothing to do, or ``--no-wait``): ``ok``, ``completed`` and
+    ``message`` as the sweeps' reports have them, ``swept: false``, and the release."""
+    if is_structured(getattr(args, "output", None)):
+        sys.stdout.write(dump({"ok": True, "completed": completed, "swept": False, "message": message,
+                               "release": {"version": version, "image": image}}, args.output))
 
 
 def run_install(args: argparse.Namespace) -> int:
@@ -415,7 +425,7 @@ def run_install(args: argparse.Namespace) -> int:
 
     async def prepare(backend: Backend) -> tuple[str, MakeRunner] | int:
         if start.check_install(await backend.steady.get(cv_ref()), release):
-            return _already_there(release)
+            return _already_there(args, release)
         backend.register(release)
         return f"install {release.version}", lambda reporter, options: Worker(
             backend.cluster, release, Mode.INSTALL, reporter, clock_of(backend), options)
@@ -446,7 +456,7 @@ def run_upgrade(args: argparse.Namespace) -> int:
         cv = await backend.steady.get(cv_ref())
         begin = start.check_upgrade(cv, target)
         if begin.already_there:
-            return _already_there(target)
+            return _already_there(args, target)
         if args.dry_run:  # reads only: the current release is not needed (saved objects may name any image)
             from cvo.cli.gates import print_verdict, verdict_data
             from cvo.runner.upgrade import preflight
@@ -475,8 +485,10 @@ def run_upgrade(args: argparse.Namespace) -> int:
                 backend.register(release)
         if args.no_wait:
             await set_desired_update(backend.steady, wanted, backend.budget)
-            print(f"spec.desiredUpdate: {target.version} ({target.image}); no controller leads this cluster: "
-                  f"'cvo run' applies it when started", file=sys.stderr)
+            message = (f"spec.desiredUpdate: {target.version} ({target.image}); no controller leads this cluster: "
+                       f"'cvo run' applies it when started")
+            print(message, file=sys.stderr)
+            _no_sweep_document(args, completed=False, message=message, version=target.version, image=target.image)
             return EXIT_OK
         return f"upgrade to {target.version}", lambda reporter, options: runner_for(
             plan, backend.cluster, reporter, clock_of(backend), options, write_spec=True)
@@ -524,13 +536,16 @@ def _upgrade_through_controller(args: argparse.Namespace, target: Release, holde
             except start.NotInstalled as err:
                 raise CommandFailed(str(err)) from None
             if begin.already_there:
-                return _already_there(target)
+                return _already_there(args, target)
             await set_desired_update(backend.steady, desired_update(target, args.force), budget)
             log.info("upgrade.requested", controller=holder, version=target.version, image=target.image,
                      force=args.force)
             if args.no_wait:
-                print(f"spec.desiredUpdate: {target.version} ({target.image}); the controller {holder} applies it "
-                      f"('cvo status -w' follows it)", file=sys.stderr)
+                message = (f"spec.desiredUpdate: {target.version} ({target.image}); the controller {holder} applies "
+                           f"it ('cvo status -w' follows it)")
+                print(message, file=sys.stderr)
+                _no_sweep_document(args, completed=False, message=message, version=target.version,
+                                   image=target.image)
                 return EXIT_OK
             verdict, cv = await follow(backend.cluster, target.version, target.image, options.timeout,
                                        args.timeout, on_change, budget)
