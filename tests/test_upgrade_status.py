@@ -225,3 +225,14 @@ def test_non_platform_operators_are_not_counted() -> None:
     status = assess(cv("4.17.0", history_minor()), cos, parse_time(at(minutes=5)))
     assert status.control_plane is not None and status.control_plane.operators.total == 1
     assert "addon" not in render(status, "all")
+
+
+def test_parse_time_keeps_nanoseconds() -> None:
+    from cvo.status.godur import SECOND, parse_time
+
+    base = parse_time("2023-11-21T15:04:15Z")
+    assert base is not None
+    assert parse_time("2023-11-21T15:04:15.000368975Z") == base + 368975
+    assert parse_time("2023-11-21T15:04:15.5Z") == base + SECOND // 2
+    assert parse_time("2023-11-21T15:04:15.0000000001Z") is None  # more than Go's 9 digits
+    assert parse_time("2023-11-21T15:04:15.Z") is None

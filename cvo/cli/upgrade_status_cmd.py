@@ -11,7 +11,13 @@ import argparse
 import sys
 from typing import Any
 
-from cvo.cli.backend import add_backend_flags, add_saved_flags, backend_clock, open_backend
+from cvo.cli.backend import (
+    add_backend_flags,
+    add_saved_flags,
+    backend_clock,
+    open_backend,
+    uses_saved_objects,
+)
 from cvo.cli.common import EXIT_OK, CommandFailed
 from cvo.cli.output import STRUCTURED, TEXT, add_output_flag, dump
 from cvo.cluster.api import CLUSTER_OPERATOR, ApiError, ApiErrorKind, Cluster, Ref, cv_ref
@@ -69,7 +75,7 @@ async def _optional(cluster: Cluster, ref: Ref) -> dict[str, Any] | None:
 
 def run(args: argparse.Namespace) -> int:
     from cvo.runner.durations import RECORDS_REF, cluster_forecast
-    from cvo.status.godur import to_ns
+    from cvo.status.godur import parse_time, to_ns
     from cvo.status.upgrade_status import StatusUnavailable, assess
     from cvo.status.upgrade_text import render, to_data
 
@@ -90,6 +96,9 @@ def run(args: argparse.Namespace) -> int:
 
     run_loop(main)
     now = to_ns(found["now"])
+    given = getattr(args, "now", None)
+    if given is not None and uses_saved_objects(args):
+        now = parse_time(given) or now  # to the nanosecond (the clock keeps microseconds)
     try:
         status = assess(found["cv"], found["cos"], now, _mco_image(found["mco"]))
     except StatusUnavailable as err:

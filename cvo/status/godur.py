@@ -34,16 +34,30 @@ def rfc3339(ns: int) -> str:
 
 
 def parse_time(text: object) -> int | None:
-    """A Kubernetes timestamp as nanoseconds; ``None`` for a missing or malformed one."""
+    """A Kubernetes timestamp as nanoseconds; ``None`` for a missing or malformed one.
+
+    Fractions of a second are kept to the nanosecond (RFC 3339 with up to 9 digits, as Go's
+    ``time.RFC3339Nano``); ``datetime`` alone would cut them to microseconds."""
     if not isinstance(text, str) or not text:
         return None
+    nanos = 0
+    dot = text.find(".")
+    if dot != -1:
+        end = dot + 1
+        while end < len(text) and text[end].isdigit():
+            end += 1
+        digits = text[dot + 1:end]
+        if not digits or len(digits) > 9:
+            return None
+        nanos = int(digits.ljust(9, "0"))
+        text = text[:dot] + text[end:]
     try:
         when = datetime.fromisoformat(text.replace("Z", "+00:00") if text.endswith("Z") else text)
     except ValueError:
         return None
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
-    return to_ns(when)
+    return to_ns(when) + nanos
 
 
 def go_round(d: int, m: int) -> int:
