@@ -55,8 +55,11 @@ def control_plane_text(cp: ControlPlane, detailed: bool, now: int, forecast: For
     if detailed and ops.updating:
         rows = "\nNAME\tSINCE\tREASON\tMESSAGE\n"
         for o in ops.updating:
+            # a multi-line message: its further lines in the MESSAGE column, under the first (as oc writes them)
+            first, *more = o.condition.message.split("\n")
             rows += (f"{o.name}\t{short_duration(now - o.condition.since_ns)}\t{o.condition.reason or '-'}\t"
-                     f"{o.condition.message}\n")
+                     f"{first}\n")
+            rows += "".join(f"\t\t\t{line}\n" for line in more)
         text += "\nUpdating Cluster Operators" + tabwrite(rows)
     if detailed and forecast is not None and forecast.critical_path:
         rows = "\nNAME\tSTATE\tEXPECTED\tENDS IN\n"
