@@ -159,8 +159,9 @@ def test_upgrade_status_on_a_must_gather_directory(tmp_path: Path, capsys: pytes
     assert out.startswith("= Control Plane =\nAssessment:      Progressing\nTarget Version:  4.17.0 (from 4.16.3)\n"
                           "Updating:        etcd\nCompletion:      33% (1 operators updated, 1 updating, 1 waiting)\n"
                           "Duration:        15m")
+    # a multi-line message goes on in the MESSAGE column, as oc writes it
     assert ("NAME   SINCE   REASON          MESSAGE\netcd   now     NodeInstaller   NodeInstallerProgressing: 1 node "
-            "is at revision 7\nwaiting for 2 more\n") in out
+            "is at revision 7\n" + " " * 31 + "waiting for 2 more\n") in out
     assert "Message: Cluster Operator kube-apiserver is degraded (StaticPods)\n  Since:       12m\n" in out
     assert "Forecast" not in out  # no records: exactly oc's view
 
