@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from cvo.cli.main import main
+from cvo.cli.upgrade_status_cmd import _mco_image
 from cvo.status.godur import SECOND, rfc3339
 from cvo.status.upgrade_status import assess, latest_transition
 from cvo.status.upgrade_text import render
@@ -44,17 +45,29 @@ OC_OUTPUTS = [(name, details, suffix) for name in OC_EXAMPLES
               if (GOLDEN / "oc" / f"{name}.{suffix}").exists()]
 
 
+def example_files(name: str) -> list[Path]:
+    """The example's objects: the ClusterVersion, the ClusterOperators and, where oc's example has it, the
+    machine-config operator's Deployment (oc compares its image with machine-config's ``operator-image``)."""
+    kinds = ("cv", "co", "mco-deployment")
+    return [p for p in (GOLDEN / "oc" / f"{name}-{kind}.yaml" for kind in kinds) if p.exists()]
+
+
+def mco_image(name: str) -> str | None:
+    path = GOLDEN / "oc" / f"{name}-mco-deployment.yaml"
+    return _mco_image(yaml.safe_load(path.read_text())) if path.exists() else None
+
+
 @pytest.mark.parametrize(("name", "details", "suffix"), OC_OUTPUTS)
 def test_ocs_examples(name: str, details: str, suffix: str) -> None:
     cv, cos = load(name)
     expected = (GOLDEN / "oc" / f"{name}.{suffix}").read_text()
-    assert render(assess(cv, cos, oc_now(cv, cos)), details) == expected
+    assert render(assess(cv, cos, oc_now(cv, cos), mco_image(name)), details) == expected
 
 
 @pytest.mark.parametrize(("name", "details", "suffix"), OC_OUTPUTS)
 def test_ocs_examples_through_from_file(name: str, details: str, suffix: str,
                                         capsys: pytest.CaptureFixture[str]) -> None:
-    files = [str(GOLDEN / "oc" / f"{name}-{kind}.yaml") for kind in ("cv", "co")]
+    files = [str(p) for p in example_files(name)]
     cv, cos = load(name)
     now = oc_now(cv, cos)  # oc's nanoseconds: a sub-second SINCE reads as oc's shortDuration reads it
     when = f"{rfc3339(now)[:-1]}.{now % SECOND:09d}Z"
