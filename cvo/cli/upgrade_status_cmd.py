@@ -97,8 +97,9 @@ def run(args: argparse.Namespace) -> int:
     run_loop(main)
     now = to_ns(found["now"])
     given = getattr(args, "now", None)
-    if given is not None and uses_saved_objects(args):
-        now = parse_time(given) or now  # to the nanosecond (the clock keeps microseconds)
+    exact = parse_time(given) if given is not None and uses_saved_objects(args) else None
+    if exact is not None:
+        now = exact  # --now to the nanosecond (the clock keeps microseconds)
     try:
         status = assess(found["cv"], found["cos"], now, _mco_image(found["mco"]))
     except StatusUnavailable as err:

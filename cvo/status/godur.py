@@ -36,8 +36,8 @@ def rfc3339(ns: int) -> str:
 def parse_time(text: object) -> int | None:
     """A Kubernetes timestamp as nanoseconds; ``None`` for a missing or malformed one.
 
-    Fractions of a second are kept to the nanosecond (RFC 3339 with up to 9 digits, as Go's
-    ``time.RFC3339Nano``); ``datetime`` alone would cut them to microseconds."""
+    Fractions of a second are kept to the nanosecond, digits past the ninth ignored, as Go's ``time.Parse``
+    reads them; ``datetime`` alone would cut them to microseconds."""
     if not isinstance(text, str) or not text:
         return None
     nanos = 0
@@ -47,9 +47,9 @@ def parse_time(text: object) -> int | None:
         while end < len(text) and text[end].isdigit():
             end += 1
         digits = text[dot + 1:end]
-        if not digits or len(digits) > 9:
+        if not digits:
             return None
-        nanos = int(digits.ljust(9, "0"))
+        nanos = int(digits[:9].ljust(9, "0"))
         text = text[:dot] + text[end:]
     try:
         when = datetime.fromisoformat(text.replace("Z", "+00:00") if text.endswith("Z") else text)
