@@ -44,7 +44,7 @@ def parse_time(text: object) -> int | None:
     dot = text.find(".")
     if dot != -1:
         end = dot + 1
-        while end < len(text) and text[end].isdigit():
+        while end < len(text) and text[end] in "0123456789":
             end += 1
         digits = text[dot + 1:end]
         if not digits:
