@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from cvo.payload.fields import dig
 from cvo.report.model import TEXT_LIMIT, AttemptSpan, Mark, NodeSpan, SweepSpan, TaskSpan, Timeline, Wait
 from cvo.status.forecast import INSTALL, UPDATE, OperatorGraph, UpdateRecord
 
@@ -80,16 +81,8 @@ def _str(value: Any, limit: int = 200) -> str:
     return value[:limit] if isinstance(value, str) else ""
 
 
-def _dig(obj: Any, *keys: str) -> Any:
-    for key in keys:
-        if not isinstance(obj, Mapping):
-            return None
-        obj = obj.get(key)
-    return obj
-
-
 def _history(cv: Mapping[str, Any] | None) -> list[_Entry]:
-    history = _dig(cv, "status", "history")
+    history = dig(cv, "status", "history")
     entries = []
     for item in history[:MAX_SWEEPS] if isinstance(history, list) else []:
         if not isinstance(item, Mapping):
@@ -130,7 +123,7 @@ def _match(entries: list[_Entry], records: Sequence[UpdateRecord], now: datetime
 
 
 def _condition(co: Mapping[str, Any], kind: str) -> Mapping[str, Any] | None:
-    conditions = _dig(co, "status", "conditions")
+    conditions = dig(co, "status", "conditions")
     for c in conditions if isinstance(conditions, list) else []:
         if isinstance(c, Mapping) and c.get("type") == kind:
             return c
@@ -138,7 +131,7 @@ def _condition(co: Mapping[str, Any], kind: str) -> Mapping[str, Any] | None:
 
 
 def _operator_version(co: Mapping[str, Any]) -> str:
-    versions = _dig(co, "status", "versions")
+    versions = dig(co, "status", "versions")
     for v in versions if isinstance(versions, list) else []:
         if isinstance(v, Mapping) and v.get("name") == "operator" and isinstance(v.get("version"), str):
             return str(v["version"])
@@ -153,7 +146,7 @@ def _from_conditions(entry: _Entry, cos: Sequence[Mapping[str, Any]], end: datet
     done: dict[str, float] = {}
     updating: dict[str, float] = {}
     for co in cos:
-        name = _str(_dig(co, "metadata", "name"))
+        name = _str(dig(co, "metadata", "name"))
         progressing = _condition(co, "Progressing")
         since = _time(progressing.get("lastTransitionTime")) if progressing is not None else None
         at = (since - entry.start).total_seconds() if since is not None else None
@@ -191,7 +184,7 @@ def _from_conditions(entry: _Entry, cos: Sequence[Mapping[str, Any]], end: datet
 def _degraded_marks(entry: _Entry, cos: Sequence[Mapping[str, Any]], origin: datetime, end: datetime) -> list[Mark]:
     marks = []
     for co in cos:
-        name = _str(_dig(co, "metadata", "name"))
+        name = _str(dig(co, "metadata", "name"))
         degraded = _condition(co, "Degraded")
         if not name or degraded is None or degraded.get("status") != "True":
             continue
