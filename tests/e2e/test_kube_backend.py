@@ -412,6 +412,51 @@ def test_api_errors_map_to_the_cvo_classes(control_plane: ControlPlane, namespac
     run_with(control_plane, body)
 
 
+def test_credentials_are_asked_for_once_a_second_not_per_request(control_plane: ControlPlane, namespace: str) -> None:
+    """The kubeconfig loader's refresh hook ran on every request (and re-read the proxy variables of the
+    whole environment each time); the transport asks for the credentials at most once a second, and a
+    changed token is sent once that second is over."""
+    async def body(cluster: KubeCluster) -> None:
+        config = cluster.configuration
+        hook = config.refresh_api_key_hook
+        calls = []
+
+        def counting(c: Any) -> None:
+            calls.append(1)
+            if hook is not None:
+                hook(c)
+
+        config.refresh_api_key_hook = counting
+        cluster.transport._auth_until = float("-inf")  # the second is over
+        await make_namespace(cluster, namespace)
+        for i in range(20):
+            await cluster.create(configmap(namespace, f"cm-{i}"))
+        assert len(calls) == 1
+
+        config.refresh_api_key_hook = None
+        config.api_key = {"BearerToken": "Bearer not-a-token"}
+        assert (await cluster.get(Ref("", "ConfigMap", namespace, "cm-0"))) is not None  # within the second
+        cluster.transport._auth_until = float("-inf")
+        with pytest.raises(ApiError) as unauthorized:
+            await cluster.get(Ref("", "ConfigMap", namespace, "cm-0"))
+        assert unauthorized.value.kind is ApiErrorKind.UNAUTHORIZED
+
+    run_with(control_plane, body)
+
+
+def test_a_body_orjson_cannot_encode_is_invalid_and_sends_nothing(control_plane: ControlPlane, namespace: str) -> None:
+    async def body(cluster: KubeCluster) -> None:
+        await make_namespace(cluster, namespace)
+        sent = cluster.stats.requests
+        with pytest.raises(ApiError) as invalid:
+            await cluster.create({**configmap(namespace, "cm"), "data": {"a": object()}})
+        assert invalid.value.kind is ApiErrorKind.INVALID
+        assert "not representable as JSON" in str(invalid.value)
+        assert cluster.stats.requests == sent
+
+    run_with(control_plane, body)
+
+
 # --- watches ---------------------------------------------------------------------------------------------------
 
 

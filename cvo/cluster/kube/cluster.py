@@ -1,9 +1,9 @@
 """The Kubernetes backend: the :class:`~cvo.cluster.api.Cluster` protocol over a real API server.
 
 Built on the official ``kubernetes`` client: its ``Configuration`` (from a kubeconfig, see
-:mod:`cvo.cluster.kube.config`) and its ``ApiClient`` do authentication, TLS, proxies and the HTTP
-connection pool; :mod:`cvo.cluster.kube.discovery` maps kinds to REST resources; :mod:`cvo.cluster.kube.watch`
-runs the client's ``Watch`` in threads.  Objects stay plain JSON dicts, as everywhere in cvo.
+:mod:`cvo.cluster.kube.config`) does authentication, TLS and proxies, and its ``ApiClient`` sets up the
+HTTP connection pool that :class:`Transport` sends every request on; :mod:`cvo.cluster.kube.discovery`
+maps kinds to REST resources; :mod:`cvo.cluster.kube.watch` runs watches in threads.  Objects stay plain JSON dicts, as everywhere in cvo.
 
 * Blocking client calls run in one bounded thread pool (``workers``, 32 by default: the update
   mode's 16 workers, twice over), and every request shares one urllib3 pool sized to match
@@ -28,17 +28,18 @@ from __future__ import annotations
 import asyncio
 import functools
 import threading
+import time
 import weakref
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
+from urllib.parse import urlencode
 
 import orjson
 import urllib3
 from kubernetes import client
-from kubernetes.client.exceptions import ApiException
 
 from cvo.cluster.api import ApiError, ApiErrorKind, Object, Ref, WatchEvent
 from cvo.cluster.kube import errors
@@ -57,6 +58,7 @@ USER_AGENT = "cvo/0.1.0 (kubernetes-python)"
 DEFAULT_WORKERS = 32
 WATCH_CONNECTIONS = 16  # extra pool slots: every open watch holds one connection
 LIST_PAGE = 500
+AUTH_REFRESH = 1.0  # seconds a token from the kubeconfig's credentials is reused (Transport.credentials)
 # What the retry of a write that landed gets: a create AlreadyExists, an update a Conflict.
 LANDED_KINDS = frozenset({ApiErrorKind.ALREADY_EXISTS, ApiErrorKind.CONFLICT})
 
@@ -95,29 +97,60 @@ class RetryPolicy:
 
 
 class Transport:
-    """One HTTP exchange through the official client: auth, TLS and the shared urllib3 pool.  Blocking."""
+    """One HTTP exchange over the official client's urllib3 pool (its TLS, proxy and client-certificate
+    set-up) with its configuration's credentials.  Blocking.
+
+    The client's own request path (``ApiClient.param_serialize`` and ``call_api``) is not used: it
+    walks every body recursively to "sanitize" it and encodes it with ``json``, and asks the
+    kubeconfig loader's refresh hook for the token on every request, which re-assigns the
+    configuration's host and with it re-reads the proxy variables of the whole environment.  On the
+    corpus install that was most of cvo's own CPU time (the payload's CRDs are large), on two cores
+    that the API server needs.  Here a body is encoded once with orjson, and the credentials are
+    asked for at most once per :data:`AUTH_REFRESH` seconds (the loader renews an expiring token
+    minutes before it expires, so a second's reuse never sends an expired one).
+    """
 
     def __init__(self, api_client: client.ApiClient, stats: KubeStats,
                  timeout: tuple[float, float] = (10.0, 60.0)) -> None:
         self.api = api_client
         self.stats = stats
         self.timeout = timeout
+        self._pool: urllib3.PoolManager = api_client.rest_client.pool_manager
+        self._auth: dict[str, str] = {}
+        self._auth_until = float("-inf")
 
     @property
     def server(self) -> str:
         return display_server(str(self.api.configuration.host))
 
+    def credentials(self) -> dict[str, str]:
+        """The headers that authenticate a request (the client's ``auth_settings``), reused for a second."""
+        now = time.monotonic()
+        if now >= self._auth_until:
+            settings = self.api.configuration.auth_settings()
+            self._auth = {str(s["key"]): str(s["value"]) for s in settings.values()
+                          if s.get("in") == "header" and s.get("value")}
+            self._auth_until = now + AUTH_REFRESH
+        return self._auth
+
     def open(self, method: str, path: str, query: list[tuple[str, str]] | None = None, body: Any = None,
              accept: str = "application/json", timeout: tuple[float, float | None] | None = None,
              ) -> urllib3.BaseHTTPResponse:
-        """Send the request; returns the unread urllib3 response (the caller reads or streams it)."""
-        headers = {"Accept": accept}
+        """Send the request; returns the unread urllib3 response (the caller reads or streams it).
+
+        Raises ``TypeError`` for a body orjson cannot encode, urllib3's errors for the connection."""
+        headers = {**self.api.default_headers, "Accept": accept, **self.credentials()}
+        data = None
         if body is not None:
             headers["Content-Type"] = "application/json"
-        request = self.api.param_serialize(method, path, query_params=query or None, header_params=headers,
-                                           body=body, auth_settings=["BearerToken"])
+            data = orjson.dumps(body)
+        url = self.server + path
+        if query:
+            url += "?" + urlencode(query)
+        connect, read = timeout or self.timeout
         self.stats.requests += 1
-        return self.api.call_api(*request, _request_timeout=timeout or self.timeout).response
+        return self._pool.request(method, url, body=data, headers=headers, preload_content=False, retries=False,
+                                  timeout=urllib3.Timeout(connect=connect, read=read))
 
     def request(self, method: str, path: str, query: list[tuple[str, str]] | None = None, body: Any = None,
                 accept: str = "application/json") -> tuple[int, bytes, Mapping[str, str]]:
@@ -273,7 +306,7 @@ class KubeCluster:
 
     def watch(self, group: str, kind: str, namespace: str | None = None, name: str | None = None,
               ) -> AsyncIterator[WatchEvent]:
-        """Changes from now on, fed by a thread running the client's ``Watch``; see :mod:`cvo.cluster.kube.watch`.
+        """Changes from now on, fed by a thread watching the collection; see :mod:`cvo.cluster.kube.watch`.
 
         The thread starts at once (as the simulated cluster subscribes at once) and resumes from the
         newest resourceVersion this client has seen, so a change made after any earlier response
@@ -376,9 +409,7 @@ class KubeCluster:
             status, data, headers = self.transport.request(method, path, query, body)
         except (urllib3.exceptions.HTTPError, OSError) as err:
             raise errors.from_exception(err, ref, what, self.server) from None
-        except ApiException as err:  # the client's wrapper of TLS failures (status 0)
-            raise ApiError(ApiErrorKind.OTHER, f"{what}: {err.reason}", ref) from None
-        except (TypeError, ValueError) as err:  # a body json.dumps cannot encode
+        except (TypeError, ValueError) as err:  # a body orjson cannot encode
             raise ApiError(ApiErrorKind.INVALID, f"{what}: not representable as JSON: {err}", ref) from None
         if 200 <= status < 300:
             obj = orjson.loads(data) if data else {}
