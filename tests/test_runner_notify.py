@@ -111,3 +111,80 @@ def test_without_a_baseline_nothing_is_listed_and_the_first_event_wakes() -> Non
 
     listed, first, second = run_virtual(main)
     assert (listed, first, second) == (0, True, False)
+
+
+def test_kept_objects_are_the_newest_delivered_and_only_while_the_watch_runs() -> None:
+    """``keep_objects``: what the baseline list and the watch delivered, by name, as an informer's lister
+    would give it; nothing before start or after stop (the caller reads then), nothing once deleted."""
+
+    async def main() -> tuple[dict | None, dict | None, dict | None, dict | None, dict | None]:
+        clock = Clock(EPOCH)
+        cluster = SimCluster(clock=clock, namespaces=(*DEFAULT_NAMESPACES, "ns"))
+        await cluster.create(cm("a", "1"))
+        notifier = Notifier(cluster, "", "ConfigMap", keep_objects=True)
+        before = notifier.cached("a")
+        await notifier.start()
+        listed = notifier.cached("a")
+        mark = notifier.mark("a")
+        live = await cluster.get(Ref("", "ConfigMap", "ns", "a"))
+        await cluster.update({**live, "data": {"v": "2"}})
+        await notifier.wait_change("a", mark, 5.0)
+        changed = notifier.cached("a")
+        mark = notifier.mark("a")
+        await cluster.delete(Ref("", "ConfigMap", "ns", "a"))
+        await notifier.wait_change("a", mark, 5.0)
+        deleted = notifier.cached("a")
+        await cluster.create(cm("a", "3"))
+        await asyncio.sleep(1.0)
+        await notifier.stop()
+        return before, listed, changed, deleted, notifier.cached("a")
+
+    before, listed, changed, deleted, stopped = run_virtual(main)
+    assert before is None and deleted is None and stopped is None
+    assert listed is not None and listed["data"] == {"v": "1"}
+    assert changed is not None and changed["data"] == {"v": "2"}
+
+
+def test_kept_objects_are_dropped_when_the_watch_breaks() -> None:
+    """A watch that breaks is opened again later, from then on: what it missed is unknown, so the kept
+    objects go (waiters read) until the new watch delivers them."""
+
+    class Breaking(SimCluster):
+        breaks = 1
+
+        def watch(self, group: str, kind: str, namespace: str | None = None, name: str | None = None):  # type: ignore[no-untyped-def]
+            inner = super().watch(group, kind, namespace, name)
+            if not self.breaks:
+                return inner
+            self.breaks -= 1
+
+            async def broken():  # type: ignore[no-untyped-def]
+                async for event in inner:
+                    yield event
+                    raise RuntimeError("the watch broke")
+
+            return broken()
+
+    async def main() -> tuple[dict | None, dict | None]:
+        clock = Clock(EPOCH)
+        cluster = Breaking(clock=clock, namespaces=(*DEFAULT_NAMESPACES, "ns"))
+        await cluster.create(cm("a", "1"))
+        notifier = Notifier(cluster, "", "ConfigMap", keep_objects=True)
+        await notifier.start()
+        mark = notifier.mark()
+        await cluster.create(cm("b", "1"))  # delivered, then the watch breaks
+        await notifier.wait_change(None, mark, 5.0)
+        await asyncio.sleep(0)
+        after_break = notifier.cached("a")
+        await asyncio.sleep(2.0)  # watching again
+        mark = notifier.mark("a")
+        live = await cluster.get(Ref("", "ConfigMap", "ns", "a"))
+        await cluster.update({**live, "data": {"v": "2"}})
+        await notifier.wait_change("a", mark, 5.0)
+        again = notifier.cached("a")
+        await notifier.stop()
+        return after_break, again
+
+    after_break, again = run_virtual(main)
+    assert after_break is None
+    assert again is not None and again["data"] == {"v": "2"}

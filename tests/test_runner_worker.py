@@ -433,6 +433,52 @@ def test_a_dependent_task_starts_as_soon_as_the_operator_is_ready(make_release: 
     assert begin <= secs(deployment_applied)
 
 
+class CountingReads:
+    """The cluster as the worker sees it, counting its reads (the simulated operators use the cluster itself)."""
+
+    def __init__(self, inner: SimCluster) -> None:
+        self.inner = inner
+        self.gets: list[Ref] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    async def get(self, ref: Ref) -> dict[str, Any] | None:
+        self.gets.append(ref)
+        return await self.inner.get(ref)
+
+
+def test_a_cluster_operator_wait_reads_nothing_while_the_watch_runs(make_release: ReleaseFactory) -> None:
+    """Its checks use what the ClusterOperator watch delivered (as the CVO's informer cache), not a GET per
+    report; the dependent still starts the moment the operator is ready."""
+    old = release_of(make_release, OLD, operator_payload(OLD))
+    new = release_of(make_release, NEW, operator_payload(NEW))
+
+    async def main() -> tuple[SweepResult, Recorder, list[Ref], list[Ref]]:
+        clock = Clock(EPOCH)
+        cluster = new_cluster(clock)
+        sim = await start_sim(cluster, clock, [old, new], Behaviours(default=Behaviour(delay=37.3)))
+        counting = CountingReads(cluster)
+        installed = await Worker(counting, old, Mode.INSTALL, Recorder(), clock, options()).run()  # type: ignore[arg-type]
+        assert installed.ok
+        at_install = list(counting.gets)
+        counting.gets.clear()
+        rec = Recorder()
+        result = await Worker(counting, new, Mode.UPDATE, rec, clock, options()).run()  # type: ignore[arg-type]
+        await sim.stop()
+        return result, rec, at_install, counting.gets
+
+    result, rec, at_install, at_update = virtual(main)
+    assert result.ok and result.attempts == 1
+    assert first(rec, "task.waiting", operator="foo") and first(rec, "operator.ready", operator="foo")
+    assert [r for r in at_install if r.kind == "ClusterOperator"] == []
+    # The update mode reads the ClusterOperator in the precreate pass and to apply it (get, then merge),
+    # never to check it.
+    assert [r for r in at_update if r.kind == "ClusterOperator"] == [co_ref("foo")] * 2
+    applied = first(rec, "task.applied", task='configmap "ns/after-foo" (3 of 3)')
+    assert secs(applied) == pytest.approx(secs(first(rec, "operator.ready", operator="foo")), abs=1e-6)
+
+
 # --- progress and ClusterVersion conditions -----------------------------------------------------------
 
 

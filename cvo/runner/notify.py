@@ -49,15 +49,23 @@ class Notifier:
     for the payload's CRDs is 20 MB per copy of the corpus (200 MB at 20×, the sweep's peak); without
     the baseline, the first event of an object that was already there wakes its waiters even if its
     key did not change, and waiters that mark, then read, just read once more.  (No listeners then.)
+
+    ``keep_objects=True``: the newest object the watch (or the baseline list) delivered for each name is
+    kept, and :meth:`cached` gives it, as an informer's lister would: a waiter that marks, then takes the
+    cached object, needs no read.  Whenever the watch breaks and is opened again (it may have missed
+    changes), the kept objects are dropped, so waiters read until the watch delivers them again.
     """
 
     def __init__(self, cluster: Cluster, group: str, kind: str,
-                 key: Callable[[dict[str, Any]], Hashable] | None = None, *, baseline: bool = True) -> None:
+                 key: Callable[[dict[str, Any]], Hashable] | None = None, *, baseline: bool = True,
+                 keep_objects: bool = False) -> None:
         self.cluster = cluster
         self.group = group
         self.kind = kind
         self.key = key
         self.baseline = baseline
+        self.keep_objects = keep_objects
+        self._objects: dict[str, dict[str, Any]] = {}  # name -> newest object delivered (keep_objects)
         self._known: set[str] = set()  # names seen (the baseline list must not override newer events)
         self.listeners: list[Callable[[str, dict[str, Any] | None], None]] = []  # (name, object or None: gone)
         self._last_keys: dict[str, Hashable] = {}
@@ -79,6 +87,7 @@ class Notifier:
                 name = (obj.get("metadata") or {}).get("name", "")
                 if name not in self._known:
                     self._known.add(name)
+                    self._keep(name, obj)
                     self._tell(name, obj)
                 if self.key is not None:
                     self._last_keys.setdefault(name, self.key(obj))
@@ -93,6 +102,7 @@ class Notifier:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
             self._task = None
+            self._objects.clear()
 
     async def _run(self) -> None:
         while True:
@@ -102,7 +112,9 @@ class Notifier:
                 async for event in stream:
                     name = (event.obj.get("metadata") or {}).get("name", "")
                     self._known.add(name)
-                    self._tell(name, None if event.type == "DELETED" else event.obj)
+                    current = None if event.type == "DELETED" else event.obj
+                    self._keep(name, current)
+                    self._tell(name, current)
                     if event.type != "DELETED" and self.key is not None:
                         key = self.key(event.obj)
                         if self._last_keys.get(name, _UNSEEN) == key:
@@ -113,9 +125,30 @@ class Notifier:
                 raise
             except Exception as err:  # the backend's watch broke: say so, then watch again
                 log.warning("watch ended; restarting", kind=self.kind, error=str(err))
+                self._objects.clear()  # the next watch starts later: what it missed is not known
                 self._ready.set()
                 self._poke_all()  # every waiter re-reads its object
                 await asyncio.sleep(1.0)
+
+    def _keep(self, name: str, obj: dict[str, Any] | None) -> None:
+        if not self.keep_objects:
+            return
+        if obj is None:
+            self._objects.pop(name, None)
+        else:
+            self._objects[name] = obj
+
+    def cached(self, name: str) -> dict[str, Any] | None:
+        """The newest ``name`` the running watch delivered (``keep_objects``); ``None``: read it instead.
+
+        Take a :meth:`mark` first, as before a read: a change after it wakes :meth:`wait_change`."""
+        if self._task is None:
+            return None
+        return self._objects.get(name)
+
+    def delivered(self, name: str) -> bool:
+        """Whether the watch (or the baseline list) has delivered anything of ``name`` yet."""
+        return name in self._known
 
     def _tell(self, name: str, obj: dict[str, Any] | None) -> None:
         for listener in self.listeners:

@@ -179,7 +179,9 @@ class Worker:
         self.status = StatusWriter(cluster, clock, throttle=self.options.status_throttle, reporter=reporter,
                                    budget=self.options.budget)
         watched = steady(cluster, self.options.budget)  # the watches' first lists ride out an outage
-        self.co_notifier = Notifier(watched, *CLUSTER_OPERATOR, key=operator_health_key)
+        # It keeps the ClusterOperators it delivers: their waits check them as the CVO does, from an
+        # informer's cache, instead of reading the operator on each report.
+        self.co_notifier = Notifier(watched, *CLUSTER_OPERATOR, key=operator_health_key, keep_objects=True)
         # No baseline list: it would decode every CRD at once (the CRD waits mark, then read).
         self.crd_notifier = Notifier(watched, "apiextensions.k8s.io", "CustomResourceDefinition", key=established_key,
                                      baseline=False)
@@ -616,7 +618,7 @@ class Worker:
         if task.delete or (task.create_only and m.kind != "ClusterOperator"):
             return
         if m.kind == "ClusterOperator" and m.group == "config.openshift.io":
-            await self._wait_cluster_operator(task, attempt, node)
+            await self._wait_cluster_operator(task, attempt, node, live)
             return
         if self.mode is Mode.INSTALL or live is None:
             return
@@ -665,7 +667,13 @@ class Worker:
                 f"this one: it is never applied while the sweep waits here, so this wait cannot end "
                 f"(cvo lint: clusteroperator-before-operator)")
 
-    async def _wait_cluster_operator(self, task: Task, attempt: _Attempt, node: int | None = None) -> None:
+    async def _wait_cluster_operator(self, task: Task, attempt: _Attempt, node: int | None = None,
+                                     applied: dict | None = None) -> None:
+        """Until the operator is done (or only reports a Degraded that an install tolerates).
+
+        Each check uses the ClusterOperator as the watch delivered it (an informer's cache, as the CVO's
+        checks do); before the watch has delivered anything of it, the object the apply just created or
+        read (``applied``), once; otherwise it reads it."""
         name = task.manifest.name
         versions = operator_versions(task.manifest)
         if not versions:
@@ -675,7 +683,13 @@ class Worker:
         try:
             while True:
                 mark = self.co_notifier.mark(name)
-                live = await self.cluster.get(ref)
+                live = self.co_notifier.cached(name)
+                if live is None and applied is not None and self.co_notifier.running \
+                        and not self.co_notifier.delivered(name):
+                    live = applied  # nothing newer can have been delivered: a change now wakes the wait
+                applied = None
+                if live is None:
+                    live = await self.cluster.get(ref)
                 if live is None:
                     raise ApiError(ApiErrorKind.NOT_FOUND, f'clusteroperators.config.openshift.io "{name}" not found', ref)
                 error = check_operator_health(name, versions, live, self.mode)
