@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from conftest import ReleaseFactory, obj
+from conftest import HA, ReleaseFactory, obj
 from test_runner_worker import EPOCH, first, named, release_of, secs, virtual
 
 from cvo.clock import Clock
@@ -75,25 +75,47 @@ def test_a_namespaced_object_waits_for_its_namespace(make_release: ReleaseFactor
     }
     release = release_of(make_release, "4.17.0", files)
 
-    async def main() -> tuple[SweepResult, Recorder, dict[str, int]]:
+    async def main() -> tuple[SweepResult, Recorder, ReadCounting]:
         clock = Clock(EPOCH)
         cluster = cluster_with(clock)
         # The node that creates the namespace is held up by 3 failures (1 + 2 + 4 s of retries).
         cluster.inject_failure(Ref("", "ConfigMap", "ns", "slow"), ApiErrorKind.TIMEOUT, count=3)
         counting = ReadCounting(cluster)
         result, rec = await sweep(counting, clock, release, Mode.INSTALL)  # type: ignore[arg-type]
-        return result, rec, counting.reads
+        return result, rec, counting
 
-    result, rec, reads = virtual(main)
+    result, rec, counting = virtual(main)
     assert result.ok and result.attempts == 1, result.message
-    assert reads.get("Namespace", 0) == 0  # the namespace watch says when it is there: no reads of it
+    assert counting.reads.get("Namespace", 0) == 0  # the namespace watch says when it is there: no reads of it
     dependency = first(rec, "task.dependency")
     assert (dependency.fields["kind"], dependency.fields["dependency"], dependency.fields["error"]) == (
         "Namespace", "late", "NotFound")
+    # The watch said the namespace was not there yet: no create was sent into it before it was.
+    assert dependency.fields["seen"] == "watch" and secs(dependency) == 0.0
+    assert counting.creates[Ref("", "ConfigMap", "late", "cm")] == 1
     namespace = first(rec, "task.applied", task='namespace "late" (3 of 3)')
     assert secs(namespace) == 7.0
     assert secs(first(rec, "task.applied", task='configmap "late/cm" (1 of 3)')) == 7.0
     assert [e.fields["task"] for e in named(rec, "task.retry")] == ['configmap "ns/slow" (2 of 3)'] * 3
+
+
+def test_a_namespace_the_install_does_not_create_is_not_waited_for(make_release: ReleaseFactory) -> None:
+    """A payload Namespace the attempt skips (here: it is to be deleted, which install mode does not do)
+    will not appear: an object that goes into it gets the CVO's NotFound and back-off at once."""
+    files = {
+        "0000_10_a_cm.yaml": obj("ConfigMap", "cm", "gone", data={"k": "v"}),
+        "0000_10_b_ns.yaml": obj("Namespace", "gone", annotations={**HA, "release.openshift.io/delete": "true"}),
+    }
+    release = release_of(make_release, "4.17.0", files)
+
+    async def main() -> tuple[SweepResult, Recorder]:
+        clock = Clock(EPOCH)
+        return await sweep(cluster_with(clock), clock, release, Mode.INSTALL)
+
+    _result, rec = virtual(main)
+    failed = first(rec, "task.failed", task='configmap "gone/cm" (1 of 2)')
+    assert secs(failed) == 7.0  # 1 + 2 + 4 s: no 60-second wait for a namespace that never comes
+    assert all(e.fields.get("seen") != "watch" for e in named(rec, "task.dependency"))
 
 
 def test_a_dependency_whose_node_fails_is_not_waited_for(make_release: ReleaseFactory) -> None:
@@ -166,15 +188,22 @@ def test_install_creates_without_reading_first(make_release: ReleaseFactory) -> 
 
 
 class ReadCounting:
-    """The embedded cluster, counting reads of each kind (it serves everything else unchanged)."""
+    """The embedded cluster, counting reads of each kind and creates of each object (it serves everything
+    else unchanged)."""
 
     def __init__(self, cluster: SimCluster) -> None:
         self.cluster = cluster
         self.reads: dict[str, int] = {}
+        self.creates: dict[Ref, int] = {}
 
     async def get(self, ref: Ref) -> Any:
         self.reads[ref.kind] = self.reads.get(ref.kind, 0) + 1
         return await self.cluster.get(ref)
+
+    async def create(self, obj: dict[str, Any]) -> Any:
+        ref = Ref.of(obj)
+        self.creates[ref] = self.creates.get(ref, 0) + 1
+        return await self.cluster.create(obj)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.cluster, name)

@@ -156,7 +156,7 @@ class _Attempt:
         self.errors: dict[int, UpdateError] = {}
         self.report_errors: list[UpdateError] = []
         self.interrupted_waits: dict[str, UpdateError] = {}  # ClusterOperator waits cut by the deadline
-        self.unapplied: set[int] = set()  # id() of manifests a failed node will not apply in this attempt
+        self.unapplied: set[int] = set()  # id() of manifests this attempt will not apply (skipped, or a failed node's)
         self.precreated: dict[int, dict] = {}  # id() of tasks -> the ClusterOperator this attempt just created
 
 
@@ -435,6 +435,8 @@ class Worker:
                                    overrides=await self._overrides(), feature_gates=base.feature_gates)
         tasks = make_tasks(self.release.manifests, self.mode, apply_filter)
         self._tasks = tasks
+        # What this attempt will not create (skipped, or deleted rather than applied): nobody waits for it.
+        attempt.unapplied.update(id(t.manifest) for t in tasks if t.skip is not None or t.delete)
         graph = build_graph(tasks, self.mode, number)
         if number == self.options.attempt or not self.co_start_times:
             self.co_start_times = {}
@@ -516,8 +518,17 @@ class Worker:
         last: Exception | None = None
         index = waits = 0
         self.emit("task.started", task=str(task), node=node)
+        namespace = self._missing_namespace(task, attempt)
         while index < calls:
             try:
+                if namespace is not None:
+                    # The namespace watch says the payload's namespace is not there yet: wait for it
+                    # instead of sending a create that can only fail (NotFound) and then waiting.
+                    waits += 1
+                    self.emit("task.dependency", task=str(task), kind=namespace.kind, dependency=namespace.name,
+                              error=ApiErrorKind.NOT_FOUND.value, seen="watch", node=node)
+                    await self._await_dependency(namespace, attempt, task)
+                    namespace = None
                 mutate = None if task.delete else self._mutator(await self.olm.prepare(task.manifest), task)
                 precreated = attempt.precreated.pop(id(task), None)
                 outcome = (ApplyOutcome("created", precreated) if precreated is not None
@@ -548,6 +559,18 @@ class Worker:
         raise error
 
     # --- install mode: objects that need a CRD or Namespace the same attempt applies ------------------
+
+    def _missing_namespace(self, task: Task, attempt: _Attempt) -> Manifest | None:
+        """Install mode: the payload's Namespace that ``task``'s object goes into, when the namespace watch
+        (listed at start, then followed) says it is not there yet and this attempt applies it; ``None``
+        otherwise."""
+        m = task.manifest
+        if self.mode is not Mode.INSTALL or task.delete or not m.namespace or not self.ns_notifier.running \
+                or m.namespace in self._namespaces:
+            return None
+        namespace = self._payload_namespaces.get(m.namespace)
+        return namespace if namespace is not None and namespace is not m and id(namespace) not in attempt.unapplied \
+            else None
 
     def _dependency(self, task: Task, err: ApiError) -> Manifest | None:
         """The payload's CRD or Namespace whose absence caused ``err``, if this install applies it.
