@@ -343,3 +343,94 @@ def test_a_status_write_starts_from_its_last_answer_and_reads_only_after_a_confl
     assert conflict_reads == 1
     assert final["spec"]["channel"] == "stable-1.0"
     assert "3 of 2" in next(c["message"] for c in final["status"]["conditions"] if c["type"] == "Progressing")
+
+
+class SlowStatus(Faulty):
+    """Every status write takes a simulated second; the ``done`` count of each one sent is recorded."""
+
+    def __init__(self, cluster: SimCluster) -> None:
+        super().__init__(cluster)
+        self.sent: list[int] = []
+
+    async def update_status(self, obj: Object) -> Object:
+        self.sent.append(progress_done(obj))
+        await asyncio.sleep(1.0)
+        return await super().update_status(obj)
+
+
+def progress_done(cv: Object) -> int:
+    message = next(c["message"] for c in cv["status"]["conditions"] if c["type"] == "Progressing")
+    return int(message.split(": ")[1].split(" of ")[0])
+
+
+def run_slow(test: Any) -> Any:
+    async def main() -> Any:
+        return await test(SlowStatus(SimCluster(Clock(EPOCH))))
+
+    return run_virtual(main)
+
+
+def report(done: int) -> dict[str, Any]:
+    return {**REPORT, "done": done, "total": 20}
+
+
+def test_forced_status_writes_queued_behind_one_under_way_are_coalesced_into_the_newest() -> None:
+    """Ten ClusterOperator waits start while a write is under way: one more write, with the newest state,
+    and no call returns before the ClusterVersion holds its state or a newer one."""
+
+    async def test(cluster: SlowStatus) -> tuple[list[int], list[int]]:
+        w = writer(cluster, Budget.of(600))
+        await w.ensure("1.0.0", "file:///r", ("True", "PayloadLoaded", "loaded"))
+        seen: list[int] = []
+
+        async def write(done: int) -> None:
+            await w.write(force=True, **report(done))
+            cv = await cluster.cluster.get(cv_ref())
+            assert cv is not None
+            seen.append(progress_done(cv) - done)  # how far the ClusterVersion is ahead of this call
+
+        first = asyncio.ensure_future(write(1))
+        await asyncio.sleep(0)  # the first write is under way
+        await asyncio.gather(first, *(write(done) for done in range(2, 12)))
+        return cluster.sent, seen
+
+    sent, seen = run_slow(test)
+    assert sent == [1, 11]
+    assert min(seen) >= 0
+
+
+def test_a_cancelled_newer_write_does_not_lose_the_older_ones() -> None:
+    """The newest caller gives up while it waits its turn (its wait was cancelled): the write whose turn
+    comes still writes, and writes the newest state asked for."""
+
+    async def test(cluster: SlowStatus) -> list[int]:
+        w = writer(cluster, Budget.of(600))
+        await w.ensure("1.0.0", "file:///r", ("True", "PayloadLoaded", "loaded"))
+        first = asyncio.ensure_future(w.write(force=True, **report(1)))
+        await asyncio.sleep(0)
+        older = asyncio.ensure_future(w.write(force=True, **report(2)))
+        newer = asyncio.ensure_future(w.write(force=True, **report(3)))
+        await asyncio.sleep(0.5)
+        newer.cancel()
+        await asyncio.gather(first, older, newer, return_exceptions=True)
+        return cluster.sent
+
+    assert run_slow(test) == [1, 3]
+
+
+def test_a_status_write_that_must_land_is_never_coalesced_away() -> None:
+    async def test(cluster: SlowStatus) -> tuple[list[int], list[str]]:
+        w = writer(cluster, Budget.of(600))
+        await w.ensure("1.0.0", "file:///r", ("True", "PayloadLoaded", "loaded"))
+        first = asyncio.ensure_future(w.write(force=True, **report(1)))
+        await asyncio.sleep(0)
+        final = {**report(5), "completed": 1}
+        await asyncio.gather(first, w.write(force=True, **report(4)), w.write(force=True, must_land=True, **final),
+                             w.write(force=True, **report(6)))
+        cv = await cluster.cluster.get(cv_ref())
+        assert cv is not None
+        return cluster.sent, [h["state"] for h in cv["status"]["history"]]
+
+    sent, history = run_slow(test)
+    assert sent == [1, 4, 5, 6]  # the must-land write (5, the completion) is made, and in its turn
+    assert history == ["Completed"]

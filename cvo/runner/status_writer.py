@@ -2,7 +2,8 @@
 
 A write happens at once on an edge (a failure appears, changes or clears; a ClusterOperator wait
 starts; completion) and otherwise at most every ``throttle`` seconds, so a thousand task
-completions do not become a thousand writes.
+completions do not become a thousand writes; edges that come while a write is under way are
+written together, with the newest state, once it is done.
 
 Faults, as the CVO absorbs them (its status is written by the operator's sync loop, apart from the
 sync worker, which a failed write never stops):
@@ -63,6 +64,10 @@ class StatusWriter:
         self._cv_current = False
         self._pending: dict[str, Any] | None = None  # a write that failed transiently, to be made again
         self._lock = asyncio.Lock()  # one writer at a time: parallel nodes report through one object
+        self._calls = 0  # write() calls so far, numbered in call order
+        self._forced: dict[int, dict[str, Any]] = {}  # forced calls whose state is not written yet, by number
+        self._must_land: set[int] = set()  # numbers of the calls that must land, not yet written
+        self._written = 0  # calls up to this number are written (or remembered, if the write failed)
         # Where the Upgradeable condition comes from; evaluated on every forced (edge) write.
         self.upgradeable: Callable[[dict[str, Any]], Awaitable[list[Blocker]]] | None = None
         self.accepted_risks = ""
@@ -110,35 +115,72 @@ class StatusWriter:
 
         A transient error is remembered (the next write, or :meth:`flush`, makes it) unless
         ``must_land``: then the write retries within the budget and raises when it runs out.
+
+        Writes wait their turn in call order, and are coalesced: a write whose turn comes writes the
+        newest state a forced call has asked for since (each call's state is a whole snapshot of the
+        sweep, so a newer one carries everything an older one would have written), though never one
+        asked for after a write that must land and has not been made yet (that would be written over
+        with older state); a call whose state, or a newer one, has been written meanwhile returns at
+        once.  A write that must land is never skipped and writes its own state.  The CVO's status is
+        likewise written from its sync worker's latest report, not from each one: when thirty
+        ClusterOperator waits start at once, that is two writes instead of thirty, and the last of
+        those waits does not start thirty writes late.
         """
-        async with self._lock:
-            state = dict(kwargs)
-
-            async def write_once() -> None:
+        self._calls += 1
+        call = number = self._calls
+        if must_land:
+            self._must_land.add(call)
+        elif kwargs.get("force"):
+            self._forced[call] = kwargs
+        try:
+            async with self._lock:
+                if not must_land:
+                    if number <= self._written:
+                        return  # a write made since this call carried its state or a newer one
+                    limit = min((n for n in self._must_land if n > number), default=self._calls + 1)
+                    newest = max((n for n in self._forced if number < n < limit), default=number)
+                    if newest != number:
+                        number, kwargs = newest, self._forced[newest]  # the newest state, on this call's turn
+                written, self._written = self._written, max(self._written, number)
+                for n in [n for n in self._forced if n <= number]:
+                    del self._forced[n]
                 try:
-                    await self._write(**state)
-                except ApiError as err:
-                    if err.kind is ApiErrorKind.CONFLICT:
-                        self._cv_current = False  # someone else wrote: read before the next try
+                    await self._write_turn(must_land, kwargs)
+                except BaseException:
+                    self._written = written  # not written: the calls it would have carried write their own
                     raise
-                finally:
-                    state["force"] = True  # a write made again is not throttled away
+        finally:
+            self._must_land.discard(call)
 
-            async def once() -> None:
-                await reread_on_conflict(write_once, self.budget, "write the ClusterVersion status")
+    async def _write_turn(self, must_land: bool, kwargs: dict[str, Any]) -> None:
+        """One write, holding the lock: retried on a Conflict; a transient error remembered or raised."""
+        state = dict(kwargs)
 
+        async def write_once() -> None:
             try:
-                if must_land and self.budget is not None:
-                    await persist(once, self.budget, "write the ClusterVersion status")
-                else:
-                    await once()
+                await self._write(**state)
             except ApiError as err:
-                if must_land or not is_transient(err):
-                    raise
-                self._pending = {**kwargs, "force": True}
-                log.warning("ClusterVersion status not written; will write it again", error=str(err))
-                return
-            self._pending = None
+                if err.kind is ApiErrorKind.CONFLICT:
+                    self._cv_current = False  # someone else wrote: read before the next try
+                raise
+            finally:
+                state["force"] = True  # a write made again is not throttled away
+
+        async def once() -> None:
+            await reread_on_conflict(write_once, self.budget, "write the ClusterVersion status")
+
+        try:
+            if must_land and self.budget is not None:
+                await persist(once, self.budget, "write the ClusterVersion status")
+            else:
+                await once()
+        except ApiError as err:
+            if must_land or not is_transient(err):
+                raise
+            self._pending = {**kwargs, "force": True}
+            log.warning("ClusterVersion status not written; will write it again", error=str(err))
+            return
+        self._pending = None
 
     async def flush(self) -> None:
         """Make the write that failed transiently (if any), within the budget: it must land now."""
