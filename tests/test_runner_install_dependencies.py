@@ -6,6 +6,7 @@ Everything runs on the virtual clock; event timestamps are simulated seconds sin
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from conftest import HA, ReleaseFactory, obj
@@ -233,3 +234,79 @@ def test_install_reads_no_operator_object_before_its_health_check(make_release: 
     assert reads.get("OperatorCondition", 0) == 0 and reads.get("Role", 0) == 0 and reads.get("RoleBinding", 0) == 0
     assert waits >= 1  # it did wait for the operator
     assert reads.get("ClusterOperator", 0) == 0
+
+
+class SlowConfigMaps(ReadCounting):
+    """The embedded cluster, where creating a ConfigMap takes ``delay`` simulated seconds."""
+
+    def __init__(self, cluster: SimCluster, delay: float) -> None:
+        super().__init__(cluster)
+        self.delay = delay
+
+    async def create(self, obj: dict[str, Any]) -> Any:
+        if obj.get("kind") == "ConfigMap":
+            await asyncio.sleep(self.delay)
+        return await super().create(obj)
+
+
+def slow_node_payload() -> dict[str, object]:
+    # Node "a": the widget, which needs the CRD.  Node "b": two slow ConfigMaps, then the CRD.
+    return {"0000_10_a_widget.yaml": widget(), "0000_10_b_0cm.yaml": obj("ConfigMap", "one", "ns"),
+            "0000_10_b_1cm.yaml": obj("ConfigMap", "two", "ns"), "0000_10_b_crd.yaml": crd()}
+
+
+def test_install_applies_the_payloads_crds_ahead_of_their_nodes(make_release: ReleaseFactory) -> None:
+    """The CRD is sent when the attempt starts, not after the 20 s its node spends on the ConfigMaps before
+    it: the widget waiting for it applies once it is Established (5 s), not at 25 s.  Its own task still
+    runs in its node's order, takes that apply's outcome, and the CRD is created once."""
+    release = release_of(make_release, "4.17.0", slow_node_payload())
+
+    async def main() -> tuple[SweepResult, Recorder, SlowConfigMaps]:
+        clock = Clock(EPOCH)
+        cluster = SlowConfigMaps(cluster_with(clock, crd_establish_delay=5.0), delay=10.0)
+        result, rec = await sweep(cluster, clock, release, Mode.INSTALL)  # type: ignore[arg-type]
+        return result, rec, cluster
+
+    result, rec, cluster = virtual(main)
+    assert result.ok and result.attempts == 1, result.message
+    assert secs(first(rec, "task.applied", task='widget "ns/w" (1 of 4)')) == 5.0
+    crd_task = f'customresourcedefinition "{CRD_NAME}" (4 of 4)'
+    assert secs(first(rec, "task.started", task=crd_task)) == 20.0  # after the ConfigMaps, as before
+    assert first(rec, "task.applied", task=crd_task).fields["action"] == "created"
+    assert cluster.creates[CRD_REF] == 1
+
+
+def test_update_mode_applies_crds_in_their_nodes(make_release: ReleaseFactory) -> None:
+    release = release_of(make_release, "4.17.0", slow_node_payload())
+
+    async def main() -> Recorder:
+        clock = Clock(EPOCH)
+        cluster = SlowConfigMaps(cluster_with(clock), delay=10.0)
+        _result, rec = await sweep(cluster, clock, release, Mode.UPDATE)  # type: ignore[arg-type]
+        return rec
+
+    rec = virtual(main)
+    crd_created = first(rec, "task.applied", task=f'customresourcedefinition "{CRD_NAME}" (4 of 4)')
+    assert secs(crd_created) == 20.0
+
+
+def test_a_failed_early_crd_apply_is_the_tasks_first_call(make_release: ReleaseFactory) -> None:
+    """The early apply fails: its task applies the CRD again after the first back-off (1 s), in its node."""
+    release = release_of(make_release, "4.17.0", slow_node_payload())
+
+    async def main() -> tuple[SweepResult, Recorder, SlowConfigMaps]:
+        clock = Clock(EPOCH)
+        sim = cluster_with(clock)
+        sim.inject_failure(CRD_REF, ApiErrorKind.FORBIDDEN, count=1)
+        cluster = SlowConfigMaps(sim, delay=10.0)
+        result, rec = await sweep(cluster, clock, release, Mode.INSTALL)  # type: ignore[arg-type]
+        return result, rec, cluster
+
+    result, rec, cluster = virtual(main)
+    assert result.ok and result.attempts == 1, result.message
+    crd_task = f'customresourcedefinition "{CRD_NAME}" (4 of 4)'
+    retry = first(rec, "task.retry", task=crd_task)
+    assert secs(retry) == 20.0 and retry.fields["call"] == 1 and retry.fields["error"] == "Forbidden"
+    assert secs(first(rec, "task.applied", task=crd_task)) == 21.0
+    assert secs(first(rec, "task.applied", task='widget "ns/w" (1 of 4)')) == 21.0
+    assert cluster.creates[CRD_REF] == 2

@@ -146,6 +146,15 @@ class WrongRelease(Exception):
 
 
 CRD_RECHECK = 2.0  # seconds between looks at discovery while a custom resource waits for its CRD
+EARLY_CRD_APPLIES = 8  # install: how many of the payload's CRDs are applied at once ahead of their nodes
+CRD = ("apiextensions.k8s.io", "CustomResourceDefinition")
+
+
+async def _cancel_all(futures: list[asyncio.Future[ApplyOutcome]]) -> None:
+    """Cancel what is still running and collect every outcome (nobody else will)."""
+    for future in futures:
+        future.cancel()
+    await asyncio.gather(*futures, return_exceptions=True)
 
 
 class _Attempt:
@@ -158,6 +167,7 @@ class _Attempt:
         self.interrupted_waits: dict[str, UpdateError] = {}  # ClusterOperator waits cut by the deadline
         self.unapplied: set[int] = set()  # id() of manifests this attempt will not apply (skipped, or a failed node's)
         self.precreated: dict[int, dict] = {}  # id() of tasks -> the ClusterOperator this attempt just created
+        self.early: dict[int, asyncio.Future[ApplyOutcome]] = {}  # id() of CRD tasks -> their apply, started early
 
 
 class Worker:
@@ -455,7 +465,12 @@ class Worker:
         async def node_fn(node: int, node_tasks: list[Task]) -> None:
             await self._run_node(node, node_tasks, attempt, sorted(graph.predecessors(node)))
 
-        result = await run_graph(graph, workers, node_fn, attempt_deadline)
+        self._apply_crds_early(tasks, attempt)
+        try:
+            result = await run_graph(graph, workers, node_fn, attempt_deadline)
+        finally:
+            await _cancel_all(list(attempt.early.values()))
+            attempt.early.clear()
         for node, error in result.errors.items():
             if isinstance(error, UpdateError):
                 attempt.errors[node] = error
@@ -474,6 +489,27 @@ class Worker:
                     f"{self.progress.total}: {result.incomplete_message(graph)}")
         self._log_blocked(graph, result.errors)
         return attempt
+
+    def _apply_crds_early(self, tasks: list[Task], attempt: _Attempt) -> None:
+        """Install: start applying the payload's CRDs now, in payload order, a few at a time; each CRD's
+        task takes the outcome of its early apply (or, if that failed, applies it again itself).
+
+        A custom resource of the payload waits for its CRD to be Established, and the API server
+        establishes CRDs one after another; a CRD deep in a long node was created seconds after the
+        first object waiting for it, and the install's tail was such chains.  The objects and the
+        requests are the same; only when the CRDs are sent changes."""
+        if self.mode is not Mode.INSTALL:
+            return
+        gate = asyncio.Semaphore(EARLY_CRD_APPLIES)
+
+        async def apply(task: Task) -> ApplyOutcome:
+            async with gate:  # (no OperatorCondition to prepare: that is for operator Deployments)
+                return await apply_task(self.cluster, task, self.mode, self.deletes, self._mutator(None, task))
+
+        for task in tasks:
+            m = task.manifest
+            if task.skip is None and not task.delete and (m.group, m.kind) == CRD:
+                attempt.early[id(task)] = asyncio.ensure_future(apply(task))
 
     def _log_blocked(self, graph: nx.DiGraph, errors: dict[int, BaseException]) -> None:
         for node in errors:
@@ -531,8 +567,13 @@ class Worker:
                     namespace = None
                 mutate = None if task.delete else self._mutator(await self.olm.prepare(task.manifest), task)
                 precreated = attempt.precreated.pop(id(task), None)
-                outcome = (ApplyOutcome("created", precreated) if precreated is not None
-                           else await apply_task(self.cluster, task, self.mode, self.deletes, mutate))
+                early = attempt.early.pop(id(task), None)
+                if precreated is not None:
+                    outcome = ApplyOutcome("created", precreated)
+                elif early is not None:
+                    outcome = await early  # its failure counts as this task's first call
+                else:
+                    outcome = await apply_task(self.cluster, task, self.mode, self.deletes, mutate)
                 self.emit("task.applied", task=str(task), action=outcome.action, file=task.manifest.path, node=node)
                 await self._health(task, outcome.live, attempt, node)
                 self.emit("task.done", task=str(task), node=node)
