@@ -7,8 +7,10 @@ import json
 import re
 import ssl
 import time
+import urllib.error
 import urllib.request
 from collections import Counter
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +42,77 @@ def builtin_kinds(cp: Any) -> set[tuple[str, str]]:
             if "/" not in res["name"]:
                 served.add((gv, res["kind"]))
     return served
+
+
+def api_send(cp: Any, method: str, path: str, body: Any) -> tuple[int, float]:
+    """Send ``body`` as JSON: (the answer's HTTP status, seconds it took)."""
+    ctx = ssl._create_unverified_context()
+    req = urllib.request.Request(f"{cp.server_url}{path}", method=method, data=json.dumps(body).encode(),
+                                 headers={"Authorization": f"Bearer {cp.token}", "Content-Type": "application/json"})
+    started = time.perf_counter()
+    try:
+        with urllib.request.urlopen(req, timeout=60, context=ctx) as resp:
+            resp.read()
+            status = resp.status
+    except urllib.error.HTTPError as err:
+        err.read()
+        status = err.code
+    return status, time.perf_counter() - started
+
+
+def _established(crd: dict[str, Any]) -> str | None:
+    for c in (crd.get("status") or {}).get("conditions") or []:
+        if c.get("type") == "Established" and c.get("status") == "True":
+            return str(c.get("lastTransitionTime"))
+    return None
+
+
+def _stamp(text: str) -> float:
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+
+
+def crd_times(cp: Any, started: float) -> list[tuple[float, float]]:
+    """Each CRD created since ``started`` (time.time()): (created, Established), seconds after it, from the
+    objects' own timestamps (whole seconds: the API server's resolution)."""
+    out = []
+    for crd in api_get(cp, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions").get("items", []):
+        created = _stamp(crd["metadata"]["creationTimestamp"])
+        established = _established(crd)
+        if created >= int(started) and established is not None:
+            out.append((created - started, _stamp(established) - started))
+    return out
+
+
+def first_write_latency(cp: Any, crd: dict[str, Any]) -> tuple[float, float] | None:
+    """Create ``crd`` on an idle server, wait until it is Established and its kind is served, then create two
+    objects of its kind: how long the server took for the first and the second (seconds)."""
+    status, _ = api_send(cp, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
+    if status >= 300:
+        return None
+    spec = crd["spec"]
+    version = next(v["name"] for v in spec["versions"] if v.get("served"))
+    namespaced = spec.get("scope") == "Namespaced"
+    path = f"/apis/{spec['group']}/{version}/" + ("namespaces/default/" if namespaced else "") + spec["names"]["plural"]
+    deadline = time.monotonic() + 60
+    name = crd["metadata"]["name"]
+    while _established(api_get(cp, f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}")) is None:
+        if time.monotonic() > deadline:
+            return None
+        time.sleep(0.02)
+    took: list[float] = []
+    for n in range(200):  # a 404 until the kind is served (discovery and handlers lag Established a little)
+        obj = {"apiVersion": f"{spec['group']}/{version}", "kind": spec["names"]["kind"],
+               "metadata": {"name": f"cvo-bench-probe-{n}"}, "spec": {}}
+        status, seconds = api_send(cp, "POST", path, obj)
+        if status != 404:
+            took.append(seconds)  # 201, or 422 when the empty spec is not valid: the server got that far
+            if len(took) == 2:
+                return took[0], took[1]
+        elif time.monotonic() > deadline:
+            return None
+        else:
+            time.sleep(0.02)
+    return None
 
 
 def request_counts(cp: Any) -> Counter[str]:

@@ -17,7 +17,14 @@ from typing import Any
 from bench.kube.events import Breakdown, breakdown, events
 from bench.kube.prepare import Prepared
 from bench.kube.processes import Stamped, cvo_argv, process_cpu_ms, timed
-from bench.kube.server import bootstrap, control_plane, request_counts, requests_between, start_sim_operators
+from bench.kube.server import (
+    bootstrap,
+    control_plane,
+    crd_times,
+    request_counts,
+    requests_between,
+    start_sim_operators,
+)
 from bench.kube.settings import KUBECTL, PROCESS_TIMEOUT, TIMEOUT
 
 
@@ -32,6 +39,7 @@ class ToolRun:
     passes: list[tuple[float, int, int]] = field(default_factory=list)  # kubectl: (wall, requests, errors) per pass
     cpu: float = 0.0  # the tool's own CPU seconds
     helper_cpu: float = 0.0  # cvo: sim-operators' CPU seconds during the run
+    crds: list[tuple[float, float]] = field(default_factory=list)  # cvo: each CRD it created, (created, Established) s after the start
 
 
 def cvo_run(prep: Prepared, env: dict[str, str], behaviours: Path) -> ToolRun:
@@ -45,6 +53,10 @@ def cvo_run(prep: Prepared, env: dict[str, str], behaviours: Path) -> ToolRun:
                                  cp.kubeconfig_path, "-o", "json", "--timeout", TIMEOUT), env)
             requests = requests_between(before, request_counts(cp))
             sim_cpu = process_cpu_ms(sim.proc) - sim_cpu
+            try:
+                crds = crd_times(cp, run.started)
+            except (OSError, ValueError, KeyError):  # only for the text: the run itself counts
+                crds = []
         finally:
             if sim is not None:
                 sim.stop()
@@ -60,7 +72,8 @@ def cvo_run(prep: Prepared, env: dict[str, str], behaviours: Path) -> ToolRun:
     else:
         note = f"exit {run.code}: {report.get('message') or ' '.join(run.stderr.strip().splitlines()[-1:])}"
     b = breakdown(evs, run.started, run.wall or PROCESS_TIMEOUT)
-    return ToolRun(run.wall, requests, b.task_failures, ok, note, b, cpu=run.cpu, helper_cpu=sim_cpu / 1000)
+    return ToolRun(run.wall, requests, b.task_failures, ok, note, b, cpu=run.cpu, helper_cpu=sim_cpu / 1000,
+                   crds=crds)
 
 
 MAX_KUBECTL_PASSES = 4
