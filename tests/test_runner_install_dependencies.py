@@ -310,3 +310,40 @@ def test_a_failed_early_crd_apply_is_the_tasks_first_call(make_release: ReleaseF
     assert secs(first(rec, "task.applied", task=crd_task)) == 21.0
     assert secs(first(rec, "task.applied", task='widget "ns/w" (1 of 4)')) == 21.0
     assert cluster.creates[CRD_REF] == 2
+
+
+class CreateOrder(ReadCounting):
+    """The embedded cluster, recording the order of creates."""
+
+    def __init__(self, cluster: SimCluster) -> None:
+        super().__init__(cluster)
+        self.order: list[Ref] = []
+
+    async def create(self, obj: dict[str, Any]) -> Any:
+        self.order.append(Ref.of(obj))
+        return await super().create(obj)
+
+
+def test_install_sends_the_crds_its_custom_resources_need_first(make_release: ReleaseFactory,
+                                                                 monkeypatch: Any) -> None:
+    """The API server establishes CRDs in the order they come: the one the widget waits for goes before a
+    CRD nothing in the payload uses, although the payload has it after that one."""
+    import cvo.runner.worker as worker
+
+    monkeypatch.setattr(worker, "EARLY_CRD_APPLIES", 1)
+    gadgets = obj("CustomResourceDefinition", "gadgets.example.com", api="apiextensions.k8s.io/v1", spec={
+        "group": "example.com", "scope": "Cluster", "names": {"plural": "gadgets", "kind": "Gadget"},
+        "versions": [{"name": "v1", "served": True, "storage": True}]})
+    files = {"0000_10_a_widget.yaml": widget(), "0000_10_b_0gadgets.yaml": gadgets, "0000_10_b_1widgets.yaml": crd()}
+    release = release_of(make_release, "4.17.0", files)
+
+    async def main() -> tuple[SweepResult, CreateOrder]:
+        clock = Clock(EPOCH)
+        cluster = CreateOrder(cluster_with(clock))
+        result, _ = await sweep(cluster, clock, release, Mode.INSTALL)  # type: ignore[arg-type]
+        return result, cluster
+
+    result, cluster = virtual(main)
+    assert result.ok, result.message
+    crds = [ref.name for ref in cluster.order if ref.kind == "CustomResourceDefinition"]
+    assert crds == [CRD_NAME, "gadgets.example.com"]

@@ -159,15 +159,17 @@ _UNCHECKED = None  # Manifest._shape's default: not checked yet
 _FINE = ""  # checked: no problem
 
 
-def shape_problem(m: Manifest) -> str | None:
+def shape_problem(m: Manifest, decoded: dict[str, Any] | None = None) -> str | None:
     """:func:`object_problem` for a manifest, remembered on it.
 
-    The object is decoded for the check and dropped (unless something else already decoded it): a
-    sweep checks every manifest on every attempt, and :attr:`Manifest.obj` would keep every object of
-    the release decoded for the rest of the process, beside the cluster's own copies.
+    The object is decoded for the check and dropped (unless something else already decoded it, or the
+    caller passes its own fresh decode of ``m``, which is only read): a sweep checks every manifest on
+    every attempt, and :attr:`Manifest.obj` would keep every object of the release decoded for the rest
+    of the process, beside the cluster's own copies.
     """
     known = m._shape
     if known is _UNCHECKED:
-        problem = object_problem(m.group, m.kind, m._obj if m._obj is not None else m.copy_obj())
+        obj = decoded if decoded is not None else m._obj if m._obj is not None else m.copy_obj()
+        problem = object_problem(m.group, m.kind, obj)
         m._shape = known = _FINE if problem is None else problem
     return None if known == _FINE else str(known)

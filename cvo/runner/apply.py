@@ -102,8 +102,9 @@ DROPPED_FIELDS = {
 }
 
 
-def desired_object(task: Task, mutate: Mutator | None = None) -> dict[str, Any]:
-    obj = task.manifest.copy_obj()
+def desired_object(task: Task, mutate: Mutator | None = None, fresh: dict[str, Any] | None = None) -> dict[str, Any]:
+    """What to send for ``task``; ``fresh``: a private decode of its manifest to build it from (else one is made)."""
+    obj = fresh if fresh is not None else task.manifest.copy_obj()
     if (task.manifest.group, task.manifest.kind) == ("", "Secret"):
         obj = secret_string_data(obj)
     for key in DROPPED_FIELDS.get((task.manifest.group, task.manifest.kind), ()):
@@ -152,7 +153,16 @@ async def apply_task(cluster: Cluster, task: Task, mode: Mode, deletes: DeleteTr
     m = task.manifest
     if (problem := task.invalid_delete) is not None:
         raise UpdateError("UpdatePayloadResourceInvalid", f"Could not update {task}: {problem}", task=str(task))
-    if not task.delete and (problem := shape_problem(m)) is not None:
+    cluster_operator = m.kind == "ClusterOperator" and m.group == "config.openshift.io"
+    # One decode for the shape check and the object sent (the check only reads it); used once.
+    fresh = None if task.delete or cluster_operator else m.copy_obj()
+
+    def desired() -> dict[str, Any]:
+        nonlocal fresh
+        obj, fresh = fresh, None
+        return desired_object(task, mutate, obj)
+
+    if not task.delete and (problem := shape_problem(m, fresh)) is not None:
         # The CVO's typed decode fails the same way: the task fails, the rest of the payload goes on.
         raise UpdateError("UpdatePayloadResourceInvalid", f"Could not update {task}: {problem}",
                           nested=f"{m.describe()}: {problem}", task=str(task))
@@ -161,12 +171,11 @@ async def apply_task(cluster: Cluster, task: Task, mode: Mode, deletes: DeleteTr
         return await _delete(cluster, ref, mode, deletes)
     if not await cluster.serves(m.api_version, m.kind):
         raise ApiError(ApiErrorKind.NO_KIND_MATCH, f'no matches for kind "{m.kind}" in version "{m.api_version}"', ref)
-    cluster_operator = m.kind == "ClusterOperator" and m.group == "config.openshift.io"
     if mode is Mode.INSTALL and not cluster_operator:
         # An install finds an empty cluster: create first and read only what already exists (one
         # request per new object instead of a GET that fails and then a create).
         try:
-            return ApplyOutcome("created", await cluster.create(desired_object(task, mutate)))
+            return ApplyOutcome("created", await cluster.create(desired()))
         except ApiError as err:
             if err.kind is not ApiErrorKind.ALREADY_EXISTS:
                 raise
@@ -174,19 +183,19 @@ async def apply_task(cluster: Cluster, task: Task, mode: Mode, deletes: DeleteTr
     if cluster_operator:
         return await _cluster_operator(cluster, task, live, mode)
     if live is None:
-        created = await cluster.create(desired_object(task, mutate))
+        created = await cluster.create(desired())
         return ApplyOutcome("created", created)
     if task.create_only:
         return ApplyOutcome("unchanged", live)
-    desired = desired_object(task, mutate)
-    update = merge(desired, live, typed=m.group in TYPED_GROUPS)
+    wanted = desired()
+    update = merge(wanted, live, typed=m.group in TYPED_GROUPS)
     if update is None:
         return ApplyOutcome("unchanged", live)
-    if (m.group, m.kind) == ("batch", "Job") and not contains(mapping(desired.get("spec")).get("template"),
+    if (m.group, m.kind) == ("batch", "Job") and not contains(mapping(wanted.get("spec")).get("template"),
                                                               mapping(live.get("spec")).get("template")):
         # A Job's pod template is immutable: a new release's Job replaces the old one.
         await cluster.delete(ref)
-        return ApplyOutcome("replaced", await cluster.create(desired))
+        return ApplyOutcome("replaced", await cluster.create(wanted))
     return ApplyOutcome("updated", await cluster.update(update))
 
 

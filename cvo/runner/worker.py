@@ -491,25 +491,37 @@ class Worker:
         return attempt
 
     def _apply_crds_early(self, tasks: list[Task], attempt: _Attempt) -> None:
-        """Install: start applying the payload's CRDs now, in payload order, a few at a time; each CRD's
-        task takes the outcome of its early apply (or, if that failed, applies it again itself).
+        """Install: start applying the payload's CRDs now, a few at a time; each CRD's task takes the
+        outcome of its early apply (or, if that failed, applies it again itself).
 
         A custom resource of the payload waits for its CRD to be Established, and the API server
-        establishes CRDs one after another; a CRD deep in a long node was created seconds after the
-        first object waiting for it, and the install's tail was such chains.  The objects and the
-        requests are the same; only when the CRDs are sent changes."""
+        establishes CRDs one after another, in the order they come; a CRD deep in a long node was
+        created seconds after the first object waiting for it, and the install's tail was such chains.
+        So the CRDs whose kinds the payload applies go first, in the order of their first custom
+        resource, then the others (most of the payload's CRDs: nothing in the install waits for them).
+        The objects and the requests are the same; only when the CRDs are sent changes."""
         if self.mode is not Mode.INSTALL:
             return
+        if self._payload_crds is None:
+            self._payload_crds = payload_crds(self.release.manifests)
+        applied = [t for t in tasks if t.skip is None and not t.delete]
+        first_need: dict[int, int] = {}  # id() of a CRD manifest -> index of the first task of its kinds
+        for index, task in enumerate(applied):
+            m = task.manifest
+            crd = self._payload_crds.get((m.group, m.kind, m.version))
+            if crd is not None and crd is not m:
+                first_need.setdefault(id(crd), index)
+        crds = [(first_need.get(id(t.manifest), len(applied) + i), t)
+                for i, t in enumerate(applied) if (t.manifest.group, t.manifest.kind) == CRD]
+        crds.sort(key=lambda pair: pair[0])
         gate = asyncio.Semaphore(EARLY_CRD_APPLIES)
 
         async def apply(task: Task) -> ApplyOutcome:
             async with gate:  # (no OperatorCondition to prepare: that is for operator Deployments)
                 return await apply_task(self.cluster, task, self.mode, self.deletes, self._mutator(None, task))
 
-        for task in tasks:
-            m = task.manifest
-            if task.skip is None and not task.delete and (m.group, m.kind) == CRD:
-                attempt.early[id(task)] = asyncio.ensure_future(apply(task))
+        for _, task in crds:  # the semaphore's waiters go in this order
+            attempt.early[id(task)] = asyncio.ensure_future(apply(task))
 
     def _log_blocked(self, graph: nx.DiGraph, errors: dict[int, BaseException]) -> None:
         for node in errors:
