@@ -24,11 +24,12 @@ class Prepared:
     dropped_delete: int  # documents cvo deletes rather than applies (release.openshift.io/delete)
     cluster_operators: int
     prepare_seconds: float
+    needed_crds: frozenset[str] = frozenset()  # the payload's CRDs whose kinds it applies objects of
 
 
-def crd_kinds(manifests: list[Any]) -> set[tuple[str, str]]:
-    """(apiVersion, kind) the payload's own CustomResourceDefinitions serve."""
-    served: set[tuple[str, str]] = set()
+def crd_kinds(manifests: list[Any]) -> dict[tuple[str, str], str]:
+    """(apiVersion, kind) the payload's own CustomResourceDefinitions serve -> the CRD's name."""
+    served: dict[tuple[str, str], str] = {}
     for m in manifests:
         if m.kind != "CustomResourceDefinition" or m.group != "apiextensions.k8s.io":
             continue
@@ -36,7 +37,7 @@ def crd_kinds(manifests: list[Any]) -> set[tuple[str, str]]:
         kind = (spec.get("names") or {}).get("kind")
         for version in spec.get("versions") or []:
             if version.get("served", True) and kind:
-                served.add((f"{spec.get('group')}/{version.get('name')}", kind))
+                served.setdefault((f"{spec.get('group')}/{version.get('name')}", kind), m.name)
     return served
 
 
@@ -55,7 +56,8 @@ def prepare(target: Path, builtin: set[tuple[str, str]]) -> Prepared:
 
     started = time.perf_counter()
     release = load_release(CORPUS, use_cache=False)
-    servable = builtin | crd_kinds(release.manifests)
+    by_crd = crd_kinds(release.manifests)
+    servable = builtin | set(by_crd)
     unserved: Counter[str] = Counter()
     deleted = 0
     by_file: dict[str, list[bytes]] = {}
@@ -97,8 +99,9 @@ def prepare(target: Path, builtin: set[tuple[str, str]]) -> Prepared:
             if (m.api_version, m.kind) in servable and m.annotations.get(DELETE_ANNOTATION) != "true"]
     if [(m.path, orjson.loads(m.raw)) for m in again.manifests] != kept or again.excluded:
         raise SystemExit("bench kube: the prepared release does not load back as the kept documents")
+    needed = frozenset(by_crd[(m.api_version, m.kind)] for m in again.manifests if (m.api_version, m.kind) in by_crd)
     return Prepared(target, release.version, documents, files, unserved, len(release.excluded), deleted, operators,
-                    time.perf_counter() - started)
+                    time.perf_counter() - started, needed)
 
 
 def next_release(prepared: Path, old: str, target: Path) -> tuple[Path, str]:

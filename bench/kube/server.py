@@ -71,15 +71,15 @@ def _stamp(text: str) -> float:
     return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
 
 
-def crd_times(cp: Any, started: float) -> list[tuple[float, float]]:
-    """Each CRD created since ``started`` (time.time()): (created, Established), seconds after it, from the
-    objects' own timestamps (whole seconds: the API server's resolution)."""
+def crd_times(cp: Any, started: float) -> list[tuple[str, float, float]]:
+    """Each CRD created since ``started`` (time.time()): (name, created, Established), seconds after it, from
+    the objects' own timestamps (whole seconds: the API server's resolution)."""
     out = []
     for crd in api_get(cp, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions").get("items", []):
         created = _stamp(crd["metadata"]["creationTimestamp"])
         established = _established(crd)
         if created >= int(started) and established is not None:
-            out.append((created - started, _stamp(established) - started))
+            out.append((crd["metadata"]["name"], created - started, _stamp(established) - started))
     return out
 
 

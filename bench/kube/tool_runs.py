@@ -39,7 +39,7 @@ class ToolRun:
     passes: list[tuple[float, int, int]] = field(default_factory=list)  # kubectl: (wall, requests, errors) per pass
     cpu: float = 0.0  # the tool's own CPU seconds
     helper_cpu: float = 0.0  # cvo: sim-operators' CPU seconds during the run
-    crds: list[tuple[float, float]] = field(default_factory=list)  # cvo: each CRD it created, (created, Established) s after the start
+    crds: list[tuple[str, float, float]] = field(default_factory=list)  # cvo: CRDs it created: name, created, Established (s)
 
 
 def cvo_run(prep: Prepared, env: dict[str, str], behaviours: Path) -> ToolRun:
