@@ -518,7 +518,10 @@ class Worker:
 
         async def apply(task: Task) -> ApplyOutcome:
             async with gate:  # (no OperatorCondition to prepare: that is for operator Deployments)
-                return await apply_task(self.cluster, task, self.mode, self.deletes, self._mutator(None, task))
+                outcome = await apply_task(self.cluster, task, self.mode, self.deletes, self._mutator(None, task))
+            # Not the CRD as the server answered: an install checks no CRD's health, and until its node
+            # comes to it the answer would be held (the payload's CRDs are its largest objects).
+            return ApplyOutcome(outcome.action)
 
         for _, task in crds:  # the semaphore's waiters go in this order
             attempt.early[id(task)] = asyncio.ensure_future(apply(task))
