@@ -304,6 +304,95 @@ def test_a_crd_watch_feeds_discovery_and_saves_the_crd_reads(control_plane: Cont
     run_with(control_plane, body)
 
 
+def conditions_of(crd_obj: dict[str, Any] | None) -> dict[str, str]:
+    return {c.get("type"): c.get("status") for c in ((crd_obj or {}).get("status") or {}).get("conditions") or []}
+
+
+def hold_establishing(group: str) -> list[dict[str, Any]]:
+    """A ValidatingAdmissionPolicy (and its binding) refusing any status write that marks a CRD of ``group``
+    Established: the API server's establishing controller (which goes through admission) cannot finish."""
+    name = f"hold-{group}"
+    policy = {
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy", "metadata": {"name": name},
+        "spec": {"failurePolicy": "Fail",
+                 "matchConstraints": {"resourceRules": [{
+                     "apiGroups": ["apiextensions.k8s.io"], "apiVersions": ["*"], "operations": ["UPDATE"],
+                     "resources": ["customresourcedefinitions/status"]}]},
+                 "matchConditions": [{"name": "group", "expression": f"object.spec.group == '{group}'"}],
+                 "validations": [{"message": "held by the test",
+                                  "expression": "!has(object.status.conditions) || !object.status.conditions.exists("
+                                                "c, c.type == 'Established' && c.status == 'True')"}]}}
+    binding = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+               "metadata": {"name": name}, "spec": {"policyName": name, "validationActions": ["Deny"]}}
+    return [policy, binding]
+
+
+def test_a_crd_a_restart_left_unestablished_is_nudged(control_plane: ControlPlane, namespace: str,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """The API server's establishing controller is queued only by an update of a CRD whose names are
+    accepted; a server restarted between the two controllers' writes leaves the CRD unestablished (its kinds
+    unserved) until the informer's resync, 5 minutes later.  A look-up of its kind that keeps missing
+    updates the CRD (an annotation set, then removed), and the kind is served seconds later.
+
+    The state is made for certain: an admission policy holds the establishing controller's write, the
+    server restarts (its queue is gone), and the policy is removed."""
+    from cvo.cluster.kube import cluster as kube_cluster
+
+    monkeypatch.setattr(kube_cluster, "CRD_STALL", 2.0)
+    group = unique_group()
+    name = f"widgets.{group}"
+
+    async def body(cluster: KubeCluster) -> None:
+        await make_namespace(cluster, namespace)
+        held = hold_establishing(group)
+        for item in held:
+            await cluster.create(item)
+        # The policy takes a moment to be in force: until a dry run of the write it must refuse is refused
+        # (on another CRD of the group, which may or may not be Established by then).
+        probe_name = f"gadgets.{group}"
+        await cluster.create(crd(group, "Gadget"))
+        async with asyncio.timeout(30):
+            while True:
+                probe = await cluster.get(Ref(*CRD, "", probe_name)) or {}
+                probe.setdefault("status", {})["conditions"] = [
+                    {"type": "Established", "status": "True", "reason": "InitialNamesAccepted", "message": "probe",
+                     "lastTransitionTime": "2026-01-01T00:00:00Z"}]
+                try:
+                    await cluster._call("PUT", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{probe_name}"
+                                        "/status", ref=None, what="probe", body=probe, query=[("dryRun", "All")])
+                except ApiError as err:
+                    if "held by the test" in str(err):
+                        break
+                await asyncio.sleep(0.2)
+        await cluster.create(crd(group, "Widget"))
+        async with asyncio.timeout(30):
+            while conditions_of(await cluster.get(Ref(*CRD, "", name))).get("NamesAccepted") != "True":
+                await asyncio.sleep(0.1)
+        await asyncio.sleep(1)  # the establishing controller's write is refused (and retried, refused again)
+        assert conditions_of(await cluster.get(Ref(*CRD, "", name))).get("Established") == "False"
+        await asyncio.to_thread(control_plane.restart_apiserver)
+        for item in reversed(held):
+            await cluster.delete(Ref.of(item))
+        await asyncio.sleep(3)  # nothing queues the CRD now: it stays as it is
+        live = await cluster.get(Ref(*CRD, "", name))
+        assert conditions_of(live) == {"NamesAccepted": "True", "Established": "False"}
+
+        started = time.monotonic()
+        async with asyncio.timeout(30):
+            while not await cluster.serves(f"{group}/v1", "Widget"):  # as a custom resource waiting for it asks
+                await asyncio.sleep(1.0)
+        served_after = time.monotonic() - started
+        assert cluster.stats.nudged == 1
+        live = await cluster.get(Ref(*CRD, "", name))
+        assert conditions_of(live)["Established"] == "True"
+        assert kube_cluster.NUDGE_ANNOTATION not in (live["metadata"].get("annotations") or {})
+        created = await cluster.create(obj("Widget", "w", namespace, api=f"{group}/v1", spec={"size": 1}))
+        assert created["kind"] == "Widget"
+        print(f"kind served {served_after:.1f}s after the first look-up (stall threshold 2s)")
+
+    run_with(control_plane, body)
+
+
 def test_an_unserved_kind_is_no_kind_match_with_the_cvo_reason(control_plane: ControlPlane, namespace: str,
                                                                make_release: ReleaseFactory) -> None:
     route = obj("Route", "console", namespace, api="route.openshift.io/v1", spec={"to": {"name": "console"}})

@@ -21,6 +21,9 @@ maps kinds to REST resources; :mod:`cvo.cluster.kube.watch` runs watches in thre
   holds what was sent (:mod:`cvo.cluster.landed`), that is the write's result.
 * Apply semantics stay in :mod:`cvo.runner.apply` (get, then create or a merged update); see
   docs/kube.md for why this is not server-side apply.
+* A CRD whose names the server accepted but that it never establishes (its establishing controller
+  queues a CRD only on an update event, so one accepted just before an API server restart waits for
+  the informer's resync, 5 minutes later) is nudged: see :meth:`KubeCluster._nudge_crd`.
 """
 
 from __future__ import annotations
@@ -58,6 +61,10 @@ USER_AGENT = "cvo/0.1.0 (kubernetes-python)"
 DEFAULT_WORKERS = 32
 WATCH_CONNECTIONS = 16  # extra pool slots: every open watch holds one connection
 LIST_PAGE = 500
+# Seconds a kind may stay unserved, while its CRD is accepted but not Established, before the CRD is
+# nudged (and between nudges); the establishing controller takes well under that on a busy server.
+CRD_STALL = 10.0
+NUDGE_ANNOTATION = "cvo.openshift.io/establish"  # set, then removed, by a nudge (KubeCluster._nudge_crd)
 AUTH_REFRESH = 1.0  # seconds a token from the kubeconfig's credentials is reused (Transport.credentials)
 # What the retry of a write that landed gets: a create AlreadyExists, an update a Conflict.
 LANDED_KINDS = frozenset({ApiErrorKind.ALREADY_EXISTS, ApiErrorKind.CONFLICT})
@@ -71,6 +78,7 @@ class KubeStats:
     requests: int = 0
     retries: int = 0
     landed: int = 0  # writes whose lost answer was found to have landed (see cvo.cluster.landed)
+    nudged: int = 0  # CRDs accepted but left unestablished, nudged (see KubeCluster._nudge_crd)
 
 
 @dataclass(frozen=True)
@@ -185,6 +193,8 @@ class KubeCluster:
         # (group, kind) -> what a CRD seen Established serves: registered again when discovery misses it
         # (a refresh of discovery racing a registration can drop it), with no request.
         self._established: dict[tuple[str, str], list[Resource]] = {}
+        self._crd_names: dict[tuple[str, str], str] = {}  # (group, kind) -> name of any CRD seen that defines it
+        self._nudge_due: dict[tuple[str, str], float] = {}  # (group, kind) -> when its CRD is next looked at
         self._max_rv: int | None = None  # the newest resourceVersion any response carried
         self._rv_lock = threading.Lock()
         self._closed = False
@@ -479,9 +489,65 @@ class KubeCluster:
     async def _resolve(self, api_version: str, kind: str) -> Resource | None:
         """Discovery's answer; on a miss, a CRD of the kind this client wrote, if it is Established by now."""
         res = await self._retrying(self.discovery.resolve, api_version, kind)
-        if res is None and await self._check_crd(api_version.rpartition("/")[0], kind):
+        group = api_version.rpartition("/")[0]
+        if res is None and await self._check_crd(group, kind):
             res = self.discovery.lookup(api_version, kind)
+        if res is None:
+            await self._nudge_crd(group, kind)
+        else:
+            self._nudge_due.pop((group, kind), None)
         return res
+
+    async def _nudge_crd(self, group: str, kind: str) -> None:
+        """``kind`` is not served: if that has lasted :data:`CRD_STALL` seconds and its CRD's names are
+        accepted but it is not Established, update the CRD (an annotation set, then removed).
+
+        The API server's establishing controller is queued only by an update event of a CRD whose names
+        are accepted (``crdHandler.updateCustomResourceDefinition``).  When the server stops between
+        the naming controller's write and the establishing controller's, the restarted server sees the
+        CRD as added, not updated: it stays unestablished, its kinds out of discovery, until the
+        informer's resync (5 minutes) or the CRD's next update.  The CVO waits that out, retrying;
+        cvo sends the update.  At most one look (a read) per kind every :data:`CRD_STALL` seconds,
+        and only while something waits for the kind.
+        """
+        key = (group, kind)
+        name = self._crds.get(key) or self._crd_names.get(key)
+        if name is None or self._closed:
+            return
+        now = time.monotonic()
+        due = self._nudge_due.setdefault(key, now + CRD_STALL)
+        if now < due:
+            return
+        self._nudge_due[key] = now + CRD_STALL
+        path = f"/apis/{CRD_GROUP}/v1/customresourcedefinitions/{name}"
+        try:
+            crd = await self._call("GET", path, ref=None, what=f"get customresourcedefinition {name}", allow_404=True)
+            if crd is None or self._seen_crd(crd) or not _accepted_not_established(crd):
+                return
+            log.info("CRD accepted but not Established; updating it to wake the API server's establishing controller",
+                     crd=name, kind=kind)
+            self.stats.nudged += 1
+            annotations = crd.setdefault("metadata", {}).get("annotations")
+            crd["metadata"]["annotations"] = {**(annotations if isinstance(annotations, dict) else {}),
+                                              NUDGE_ANNOTATION: "nudged"}
+            await self._call("PUT", path, ref=None, what=f"update customresourcedefinition {name}", body=crd)
+        except ApiError as err:  # a conflict is someone else's update (which wakes the controller too)
+            log.debug("nudging a CRD failed", crd=name, error=str(err))
+            return
+        for _ in range(3):  # the annotation goes again; the controller's own write may come in between
+            try:
+                crd = await self._call("GET", path, ref=None, what=f"get customresourcedefinition {name}",
+                                       allow_404=True)
+                annotations = ((crd or {}).get("metadata") or {}).get("annotations")
+                if crd is None or not isinstance(annotations, dict) or NUDGE_ANNOTATION not in annotations:
+                    return
+                del annotations[NUDGE_ANNOTATION]
+                await self._call("PUT", path, ref=None, what=f"update customresourcedefinition {name}", body=crd)
+                return
+            except ApiError as err:
+                if err.kind is not ApiErrorKind.CONFLICT:
+                    log.debug("removing a CRD's nudge annotation failed", crd=name, error=str(err))
+                    return
 
     def observe(self, obj: Object, deleted: bool = False) -> None:
         """A watch delivers ``obj`` (called in its thread): a CRD seen Established registers its kinds."""
@@ -555,6 +621,11 @@ class KubeCluster:
         """
         if obj.get("kind") != CRD_KIND or not (obj.get("apiVersion") or "").startswith(CRD_GROUP + "/"):
             return False
+        spec = obj.get("spec") or {}
+        defined = (spec.get("group"), (spec.get("names") or {}).get("kind"))
+        name = (obj.get("metadata") or {}).get("name")
+        if all(isinstance(v, str) and v for v in (*defined, name)):
+            self._crd_names[defined] = name  # type: ignore[index]
         conditions = (obj.get("status") or {}).get("conditions") or []
         if not any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions):
             return False
@@ -571,6 +642,15 @@ class KubeCluster:
         if new:
             self.discovery.register(new)
         return bool(new)
+
+
+def _accepted_not_established(crd: Object) -> bool:
+    """A CRD whose names the server accepted, not Established and not being deleted."""
+    status = crd.get("status")
+    conditions = status.get("conditions") if isinstance(status, dict) else None
+    states = {c.get("type"): c.get("status") for c in conditions or [] if isinstance(c, dict)}
+    terminating = bool((crd.get("metadata") or {}).get("deletionTimestamp"))
+    return states.get("NamesAccepted") == "True" and states.get("Established") != "True" and not terminating
 
 
 def _fill_type(obj: Object, res: Resource) -> None:
