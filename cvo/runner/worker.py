@@ -29,7 +29,7 @@ from cvo.payload.arch import go_arch
 from cvo.payload.capabilities import Capabilities, still_enabled
 from cvo.payload.conditions import find_condition
 from cvo.payload.errors import Effect, UpdateError, summarize
-from cvo.payload.fields import dig
+from cvo.payload.fields import dig, mapping
 from cvo.payload.filters import ApplyFilter, Override
 from cvo.payload.graph import Mode, Task, build_graph, make_tasks, max_workers, operator_versions
 from cvo.payload.loader import Release
@@ -127,13 +127,17 @@ def payload_crds(manifests: list[Manifest]) -> dict[tuple[str, str, str], Manife
     for m in manifests:
         if (m.group, m.kind) != ("apiextensions.k8s.io", "CustomResourceDefinition"):
             continue
-        spec = m.copy_obj().get("spec") or {}  # not m.obj: that would keep every CRD decoded
-        group, kind = spec.get("group", ""), (spec.get("names") or {}).get("kind", "")
-        for v in spec.get("versions") or []:
-            if isinstance(v, dict) and v.get("served", True) and v.get("name"):
-                out.setdefault((group, kind, str(v["name"])), m)
-        if spec.get("version"):  # apiextensions v1beta1
-            out.setdefault((group, kind, str(spec["version"])), m)
+        # Any shape at all (the CRD's own task reports a malformed one): only strings are taken.
+        spec = mapping(m.copy_obj().get("spec"))  # not m.obj: that would keep every CRD decoded
+        group, kind = spec.get("group"), mapping(spec.get("names")).get("kind")
+        if not isinstance(group, str) or not isinstance(kind, str) or not kind:
+            continue
+        versions = spec.get("versions")
+        for v in versions if isinstance(versions, list) else []:
+            if isinstance(v, dict) and v.get("served", True) and isinstance(v.get("name"), str) and v["name"]:
+                out.setdefault((group, kind, v["name"]), m)
+        if isinstance(spec.get("version"), str) and spec["version"]:  # apiextensions v1beta1
+            out.setdefault((group, kind, spec["version"]), m)
     return out
 
 
