@@ -310,6 +310,62 @@ def test_a_store_of_a_newer_format_is_refused(tmp_path: Path) -> None:
         SimCluster(Clock(EPOCH), path=path)
 
 
+FORMAT2_SCHEMA = """
+CREATE TABLE meta (id INTEGER PRIMARY KEY CHECK (id = 1), format INTEGER NOT NULL,
+    resource_version INTEGER NOT NULL, uid_counter INTEGER NOT NULL, clock REAL NOT NULL, compacted INTEGER NOT NULL);
+CREATE TABLE objects (grp TEXT NOT NULL, kind TEXT NOT NULL, namespace TEXT NOT NULL, name TEXT NOT NULL,
+    rv INTEGER NOT NULL, data BLOB, PRIMARY KEY (grp, kind, namespace, name)) WITHOUT ROWID;
+CREATE INDEX objects_by_rv ON objects (rv);
+"""
+
+
+def test_a_store_of_the_previous_format_is_converted_in_place(tmp_path: Path) -> None:
+    path = tmp_path / "cluster.db"
+    conn = sqlite3.connect(path)
+    conn.executescript(FORMAT2_SCHEMA)
+    cm = {**configmap(a="1"), "metadata": {"name": "cm", "namespace": "default", "resourceVersion": "2", "uid": "u-2"}}
+    ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default", "resourceVersion": "1", "uid": "u-1"}}
+    conn.execute("INSERT INTO meta VALUES (1, 2, 3, 2, ?, 0)", (EPOCH.timestamp() + 60,))
+    conn.executemany("INSERT INTO objects VALUES (?, ?, ?, ?, ?, ?)", [
+        ("", "Namespace", "", "default", 1, json.dumps(ns).encode()),
+        ("", "ConfigMap", "default", "cm", 2, json.dumps(cm).encode()),
+        ("", "ConfigMap", "default", "gone", 3, None)])
+    conn.commit()
+    conn.close()
+
+    async def main() -> None:
+        a = SimCluster(Clock(EPOCH), path=path)
+        b = SimCluster(Clock(EPOCH), path=path)  # a second process finds it converted already
+        try:
+            for cluster in (a, b):
+                assert (await cluster.get(CM) or {})["data"] == {"a": "1"}
+                assert cluster.resource_version == 3
+                assert cluster.clock.now() >= EPOCH + timedelta(seconds=60)
+            live = await a.get(CM)
+            assert live is not None
+            live["data"] = {"a": "2"}
+            await a.update(live)
+            stale = {**live, "data": {"a": "3"}}
+            with pytest.raises(ApiError) as conflict:
+                await b.update(stale)  # the unique key and the revisions work as before
+            assert conflict.value.kind is ApiErrorKind.CONFLICT
+            created = await b.create(configmap("gone", x="y"))  # a key with a tombstone is replaced
+            assert created["metadata"]["resourceVersion"] == "5"
+        finally:
+            await a.close()
+            await b.close()
+
+    run_virtual(main)
+    conn = sqlite3.connect(path)
+    try:
+        assert conn.execute("SELECT format FROM meta").fetchone() == (FORMAT,)
+        assert conn.execute("SELECT count(*) FROM objects WHERE name = 'gone'").fetchone() == (1,)
+        assert {r[0] for r in conn.execute("SELECT name FROM sqlite_master")} >= {"objects_by_key", "objects_by_rv"}
+        assert "WITHOUT ROWID" not in conn.execute("SELECT sql FROM sqlite_master WHERE name = 'objects'").fetchone()[0]
+    finally:
+        conn.close()
+
+
 def test_a_stored_object_that_is_not_json_is_reported_when_read(tmp_path: Path) -> None:
     path = tmp_path / "cluster.db"
     run_virtual(lambda: SimCluster(Clock(EPOCH), path=path).close())

@@ -41,6 +41,7 @@ from cvo.cluster.embedded.format import (
     create_schema,
     is_sqlite,
     read_head,
+    upgrade_schema,
 )
 from cvo.cluster.embedded.legacy_state import migrate
 
@@ -158,6 +159,8 @@ class Store:
                 elif not {"meta", "objects"} <= tables:
                     raise StateError(f"{path}: an SQLite database, but not a cvo state file "
                                      f"(tables: {', '.join(sorted(tables))})")
+                elif cls._stored_format(conn) == 2:
+                    upgrade_schema(conn)  # the previous format: converted in place, once, under the lock
                 meta = cls._read_meta(conn, path)
                 data_version = int(conn.execute("PRAGMA data_version").fetchone()[0])
                 conn.execute("COMMIT")
@@ -168,6 +171,11 @@ class Store:
         except DB_ERRORS as err:
             raise StateError(f"{path}: corrupt state database: {err}") from None
         return meta, data_version
+
+    @staticmethod
+    def _stored_format(conn: sqlite3.Connection) -> object:
+        row = conn.execute("SELECT format FROM meta WHERE id = 1").fetchone()
+        return row[0] if row else None
 
     @staticmethod
     def _read_meta(conn: sqlite3.Connection, path: Path) -> Meta:
@@ -252,7 +260,8 @@ class Store:
 
     def _live_rows(self) -> list[Row]:
         return [self._row(r) for r in self._conn.execute(
-            "SELECT grp, kind, namespace, name, rv, data FROM objects WHERE data IS NOT NULL")]
+            "SELECT grp, kind, namespace, name, rv, data FROM objects WHERE data IS NOT NULL "
+            "ORDER BY grp, kind, namespace, name")]
 
     def _row(self, r: tuple[object, ...]) -> Row:
         """A row as cvo wrote it: text keys, an integer revision, JSON bytes (a damaged file may hold anything)."""
