@@ -85,13 +85,36 @@ class _LazyLogger:
 
     def __getattr__(self, attr: str) -> Any:
         if self._logger is None:
-            import structlog
-
             with _lock:  # watch threads log too: configure exactly once, before anyone writes
+                structlog = _import_structlog()
                 if not _settings["configured"]:
                     _apply(structlog)
             self._logger = structlog.get_logger(self._name)
         return getattr(self._logger, attr)
+
+
+def importing_rich() -> threading.RLock:
+    """Hold while importing rich: :func:`_import_structlog` hides it from structlog for a moment."""
+    return _lock
+
+
+def _import_structlog() -> Any:
+    """``import structlog``, without the rich and pygments it imports for its tracebacks when they are installed.
+
+    cvo renders no exception through structlog (:func:`_apply` names the plain formatter), and importing
+    rich, pygments and attrs with it took about 40 ms of the first log line, inside every sweep; the live
+    display imports rich itself when a terminal is attached.  Called with ``_lock`` held.
+    """
+    if "structlog" in sys.modules or "rich" in sys.modules:
+        import structlog
+
+        return structlog
+    sys.modules["rich"] = None  # type: ignore[assignment]  # "import rich" raises ImportError meanwhile
+    try:
+        import structlog
+    finally:
+        del sys.modules["rich"]
+    return structlog
 
 
 def get_logger(name: str) -> Any:
@@ -129,7 +152,8 @@ def _apply(structlog: Any) -> None:
     if as_json:
         processors += [structlog.processors.TimeStamper(fmt="iso", utc=True), structlog.processors.JSONRenderer()]
     else:
-        processors += [structlog.dev.ConsoleRenderer(colors=use_color())]
+        processors += [structlog.dev.ConsoleRenderer(colors=use_color(),
+                                                     exception_formatter=structlog.dev.plain_traceback)]
     structlog.configure(
         processors=processors,
         wrapper_class=structlog.make_filtering_bound_logger(max(level, logging.DEBUG)),

@@ -71,3 +71,25 @@ def test_a_replaced_stderr_receives_later_lines(monkeypatch: pytest.MonkeyPatch)
         configure("text", 0)
     assert '"one"' in first.getvalue() and '"two"' not in first.getvalue()
     assert '"two"' in second.getvalue()
+
+
+def test_the_first_log_line_does_not_import_rich_and_rich_still_imports_later() -> None:
+    # structlog imports rich (and pygments) for tracebacks cvo never renders: ~40 ms inside every sweep.
+    import subprocess
+
+    code = """
+import sys
+from cvo.log import configure, get_logger
+configure("text", 1, color=False)
+get_logger("t").info("first.line", n=1)
+assert "structlog" in sys.modules and "rich" not in sys.modules, sorted(m for m in sys.modules if "rich" in m)
+import rich.console  # the live display's import still works
+try:
+    raise ValueError("boom")
+except ValueError:
+    get_logger("t").error("failed", exc_info=True)  # rendered as a plain traceback
+print("ok")
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout == "ok\n"
+    assert "first.line" in out.stderr and "ValueError: boom" in out.stderr

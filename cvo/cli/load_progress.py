@@ -38,8 +38,11 @@ class LoadProgress:
         self._progress.update(self._task, completed=done, total=total)
 
     def _start(self) -> None:
-        from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+        from cvo.log import importing_rich
+
+        with importing_rich():
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
         console = self._console or Console(stderr=True)
         self._progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
