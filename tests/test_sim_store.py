@@ -631,3 +631,54 @@ def test_a_cluster_dropped_without_close_stops_its_poller(tmp_path: Path) -> Non
     gc.collect()
     thread.join(timeout=5)
     assert not thread.is_alive()
+
+
+def test_a_thread_checkpoints_while_the_writes_go_on_and_close_leaves_no_log(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """The write-ahead log is copied into the database file in the background every few commits; the
+    checkpoint at close still merges the rest, and another process reads everything at every step."""
+    monkeypatch.setattr(store_module, "CHECKPOINT_EVERY", 3)
+    path = tmp_path / "cluster.db"
+
+    async def main() -> None:
+        c = SimCluster(Clock(EPOCH), path=path)
+        reader = SimCluster(Clock(EPOCH), path=path)
+        try:
+            assert c.store is not None
+            for i in range(30):
+                await c.create(configmap(f"cm{i}", n=str(i)))
+                assert (await reader.get(Ref("", "ConfigMap", "default", f"cm{i}")) or {})["data"] == {"n": str(i)}
+            checkpointer = c.store.checkpointer
+            for _ in range(200):  # real time: the thread runs beside the loop
+                if checkpointer.runs:
+                    break
+                await asyncio.to_thread(lambda: None)
+            assert checkpointer.runs >= 1
+        finally:
+            await reader.close()
+            await c.close()
+        assert checkpointer._thread is not None and not checkpointer._thread.is_alive()
+
+    run_real(main)
+    assert not (tmp_path / "cluster.db-wal").exists()  # the last connection merged the log into the file
+    conn = sqlite3.connect(path)
+    try:
+        assert conn.execute("SELECT count(*) FROM objects WHERE kind = 'ConfigMap'").fetchone() == (30,)
+    finally:
+        conn.close()
+
+
+def test_a_store_dropped_without_close_stops_its_checkpoint_thread(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    import gc
+
+    monkeypatch.setattr(store_module, "CHECKPOINT_EVERY", 1)
+    store = Store.open(tmp_path / "cluster.db", initial_clock=0.0)
+    with store.transaction():
+        store.put(CM, 1, b"{}")
+    thread = store.checkpointer._thread
+    assert thread is not None
+    del store
+    gc.collect()
+    thread.join(timeout=5)
+    assert not thread.is_alive()

@@ -17,6 +17,8 @@ same way):
   consistency);
 * readers never block writers (WAL), and :meth:`Store.changes` tells a process, cheaply
   (``PRAGMA data_version``), whether another one has committed since it last looked.
+* the write-ahead log is copied into the database file by a thread of the store's own every
+  :data:`CHECKPOINT_EVERY` commits, beside the loop, and what is left by the last connection to close.
 
 The store knows nothing about Kubernetes semantics: :class:`cvo.cluster.embedded.server.SimCluster` keeps the
 objects decoded in memory, checks every request against them, and records its writes here.
@@ -27,6 +29,8 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
+import threading
+import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,6 +55,9 @@ BUSY_TIMEOUT = 60.0  # seconds a writer waits for another process's transaction 
 # Tombstones older than this many revisions are dropped when a store is opened; a process whose view
 # is older than the compaction point reloads everything (as a watch that gets 410 Gone relists).
 TOMBSTONE_HORIZON = 10_000
+# Every this many commits, a thread of the store's own copies what was committed from the write-ahead
+# log into the database file (see :class:`_Checkpointer`).
+CHECKPOINT_EVERY = 32
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +92,63 @@ def peek_clock(path: Path) -> float | None:
         return None
 
 
+class _Checkpointer:
+    """Copies committed pages from the write-ahead log into the database file, in a thread of its own.
+
+    SQLite does it when the log passes ``wal_autocheckpoint`` pages (inside a commit) and when the last
+    connection closes: a sweep's few thousand writes, some 10 MB of log, were copied and synced
+    (two fsyncs) at its end, after the work.  A ``PASSIVE`` checkpoint blocks no reader and no writer
+    (it copies what is committed and stops at a newer transaction), so a second connection can run it
+    while the loop goes on committing; the next writer then starts the log again from its beginning,
+    and the checkpoint at close has only the last commits left.  It changes what is durable when
+    nothing: a commit is in the log, synced or not, exactly as without it.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.runs = 0  # checkpoints done
+        self._wake = threading.Event()
+        self._stopping = False
+        self._thread: threading.Thread | None = None
+
+    def request(self) -> None:
+        """Checkpoint soon (once, however often it is asked before it gets to it)."""
+        if self._stopping:
+            return
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name=f"cvo-store-checkpoint {self.path.name}",
+                                            daemon=True)
+            self._thread.start()
+        self._wake.set()
+
+    def stop(self) -> None:
+        """Finish the checkpoint under way and close the thread's connection (before the store's own one:
+        the last connection to close is the one that merges the log into the file)."""
+        self._stopping = True
+        self._wake.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout=BUSY_TIMEOUT)
+
+    def _run(self) -> None:
+        try:
+            conn = sqlite3.connect(self.path, timeout=0, isolation_level=None, check_same_thread=False)
+        except sqlite3.Error:
+            return  # the checkpoint at close does it all
+        try:
+            conn.execute("PRAGMA synchronous = NORMAL")  # as the store's connection: the log synced, then the file
+            while True:
+                self._wake.wait()
+                self._wake.clear()
+                if self._stopping:
+                    return
+                conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+                self.runs += 1
+        except sqlite3.Error:
+            return  # another process checkpointing holds the lock, a full disk…: the next one or close does it
+        finally:
+            conn.close()
+
+
 class Store:
     """One process's connection to the store.  Not thread-safe: one event loop uses it."""
 
@@ -98,6 +162,8 @@ class Store:
         self._meta_dirty = False
         self._rows: list[tuple[str, str, str, str, int, bytes | None]] = []
         self.commits = 0  # transactions this connection committed
+        self.checkpointer = _Checkpointer(path)
+        weakref.finalize(self, self.checkpointer.stop)  # a store dropped without close() stops its thread too
 
     # ------------------------------------------------------------------------------- opening
 
@@ -318,6 +384,8 @@ class Store:
             raise StateError(f"{self.path}: cannot write the state database: {err}") from None
         self.commits += 1
         self._end()
+        if self.commits % CHECKPOINT_EVERY == 0:
+            self.checkpointer.request()
 
     def rollback(self) -> None:
         with contextlib.suppress(sqlite3.Error):
@@ -363,6 +431,7 @@ class Store:
             self._synced = m.resource_version
 
     def close(self) -> None:
+        self.checkpointer.stop()
         with contextlib.suppress(sqlite3.Error):
             self._conn.close()
 
