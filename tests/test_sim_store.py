@@ -485,6 +485,25 @@ def test_concurrent_writes_share_a_commit_and_each_returns_only_once_committed(t
     grouped(path, test)
 
 
+def test_a_writer_cancelled_while_it_waits_for_the_commit_cancels_no_other(tmp_path: Path) -> None:
+    path = tmp_path / "cluster.db"
+
+    async def test(c: SimCluster) -> None:
+        assert c.store is not None
+        before = c.store.commits
+        tasks = [asyncio.ensure_future(c.create(configmap(f"cm-{i}"))) for i in range(3)]
+        await asyncio.sleep(0)  # each has written and waits for the turn's commit
+        tasks[1].cancel()
+        done = await asyncio.gather(*tasks, return_exceptions=True)
+        assert isinstance(done[1], asyncio.CancelledError)
+        assert [d["metadata"]["name"] for d in (done[0], done[2])] == ["cm-0", "cm-2"]  # type: ignore[index]
+        assert c.store.commits - before == 1
+        names = {o["metadata"]["name"] for o in state_objects(path) if o["kind"] == "ConfigMap"}
+        assert names == {"cm-0", "cm-1", "cm-2"}  # the cancelled caller's write was committed with the others
+
+    grouped(path, test)
+
+
 def test_a_failed_group_commit_fails_every_writer_and_memory_follows_the_store(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "cluster.db"

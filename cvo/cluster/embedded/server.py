@@ -135,10 +135,23 @@ class _Group:
     """The store transaction the writes of one event-loop turn share (a group commit)."""
 
     rv: int  # the resourceVersion when it began
-    done: asyncio.Future[ApiError | None] = field(default_factory=lambda: _new_future())
     immediate: bool = False  # committed at the end of its one write (no event loop, or a synchronous write)
     broken: bool = False  # a write failed half-way through changing memory: roll back
     writes: int = 0  # successful writes in it
+    settled: bool = False  # committed, failed or abandoned: ``outcome`` says which
+    outcome: ApiError | None = None
+    # One future per writer waiting for the commit (its own: a writer cancelled while it waits cancels
+    # only its future, never the commit the others wait for).
+    waiters: list[asyncio.Future[ApiError | None]] = field(default_factory=list)
+
+    def settle(self, outcome: ApiError | None) -> None:
+        if self.settled:
+            return
+        self.settled, self.outcome = True, outcome
+        for waiter in self.waiters:
+            if not waiter.done():
+                waiter.set_result(outcome)
+        self.waiters.clear()
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:
@@ -146,11 +159,6 @@ def _running_loop() -> asyncio.AbstractEventLoop | None:
         return asyncio.get_running_loop()
     except RuntimeError:
         return None
-
-
-def _new_future() -> asyncio.Future[ApiError | None]:
-    loop = _running_loop()
-    return loop.create_future() if loop is not None else asyncio.Future(loop=asyncio.new_event_loop())
 
 
 class SimCluster:
@@ -510,8 +518,7 @@ class SimCluster:
         self._store.rollback()
         self._group = None
         self._deferred = []
-        if not group.done.done():
-            group.done.set_result(None)
+        group.settle(None)
 
     async def _committed(self) -> None:
         """Return once the write just made is committed (at the end of this event-loop turn)."""
@@ -519,8 +526,9 @@ class SimCluster:
         if group is None or group.immediate:
             outcome = self._last_outcome
         else:
-            await asyncio.shield(group.done)
-            outcome = group.done.result()
+            waiter: asyncio.Future[ApiError | None] = asyncio.get_running_loop().create_future()
+            group.waiters.append(waiter)
+            outcome = await waiter
         if outcome is not None:
             raise outcome
 
@@ -552,8 +560,7 @@ class SimCluster:
             for ref, event, raw in deferred:
                 self._dispatch(ref, event, raw)
         self._last_outcome = error
-        if not group.done.done():
-            group.done.set_result(error)
+        group.settle(error)
         if group.immediate and error is not None:
             raise error
 
