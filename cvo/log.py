@@ -47,6 +47,12 @@ def use_color() -> bool:
     return bool(_settings["color"]) and not os.environ.get("NO_COLOR") and sys.stderr.isatty()
 
 
+def debug_enabled() -> bool:
+    """Whether debug lines are written (``-vv``; :func:`_apply` sets the level the same way): a caller
+    that logs a line per event can skip building the ones that would be dropped."""
+    return int(_settings["verbosity"]) >= 2
+
+
 def log_format() -> str:
     """``text`` or ``json``: the format chosen by :func:`configure` (errors follow it too)."""
     return str(_settings["format"])

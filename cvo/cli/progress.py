@@ -13,7 +13,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
-from cvo.log import get_logger
+from cvo.log import debug_enabled, get_logger
 from cvo.runner.events import Event, Progress
 
 log = get_logger("cvo.sweep")
@@ -82,14 +82,13 @@ class LogReporter:
         return name in _NOISE
 
     def emit(self, event: Event) -> None:
-        fields: dict[str, Any] = {"sim_time": event.time.isoformat(), **event.fields}
-        noise = self._noise(event)
+        noise = self._noise(event)  # first: it follows the sweep whatever is written
         if event.name in _INFO and (self.verbose or not noise):
             if event.name not in ("sweep.started", "attempt.started", "sweep.completed"):
                 self._sweep["said"] = True
-            log.info(event.name, **fields)
-        else:
-            log.debug(event.name, **fields)
+            log.info(event.name, **{"sim_time": event.time.isoformat(), **event.fields})
+        elif debug_enabled():  # most events are debug lines: not even formatted unless written
+            log.debug(event.name, **{"sim_time": event.time.isoformat(), **event.fields})
 
 
 def shorten(text: str, width: int) -> str:
