@@ -32,6 +32,7 @@ from typing import Any
 from cvo.payload.fields import dig
 from cvo.report.model import TEXT_LIMIT, AttemptSpan, Mark, NodeSpan, SweepSpan, TaskSpan, Timeline, Wait
 from cvo.status.forecast import INSTALL, UPDATE, OperatorGraph, UpdateRecord
+from cvo.status.godur import parse_datetime
 
 # (image, mode) -> the release's task graph reduced to its ClusterOperator waits; None when it cannot be read
 GraphOf = Callable[[str, str], OperatorGraph | None]
@@ -65,12 +66,9 @@ class _Entry:
 def _time(value: Any) -> datetime | None:
     if not isinstance(value, str) or not value or len(value) > 64:
         return None
-    try:
-        when = datetime.fromisoformat(value.replace("Z", "+00:00") if value.endswith("Z") else value)
-    except ValueError:
+    when = parse_datetime(value)
+    if when is None:
         return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
     try:
         return when.astimezone(UTC)
     except (OverflowError, ValueError):

@@ -51,13 +51,17 @@ def parse_time(text: object) -> int | None:
             return None
         nanos = int(digits[:9].ljust(9, "0"))
         text = text[:dot] + text[end:]
+    when = parse_datetime(text)
+    return None if when is None else to_ns(when) + nanos
+
+
+def parse_datetime(text: str) -> datetime | None:
+    """An RFC 3339 timestamp (``Z`` or an offset; none means UTC) as an aware datetime; ``None`` if malformed."""
     try:
         when = datetime.fromisoformat(text.replace("Z", "+00:00") if text.endswith("Z") else text)
     except ValueError:
         return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return to_ns(when) + nanos
+    return when.replace(tzinfo=UTC) if when.tzinfo is None else when
 
 
 def go_round(d: int, m: int) -> int:

@@ -511,7 +511,7 @@ class KubeCluster:
         and only while something waits for the kind.
         """
         key = (group, kind)
-        name = self._crds.get(key) or self._crd_names.get(key)
+        name = self._crd_names.get(key)  # every CRD this client wrote or saw (_seen_crd)
         if name is None or self._closed:
             return
         now = time.monotonic()
