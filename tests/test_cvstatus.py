@@ -276,11 +276,17 @@ def test_existing_retrieved_updates_is_kept() -> None:
     assert cond(status, "RetrievedUpdates") == start["conditions"][0]
 
 
-def test_release_accepted_is_written_when_given() -> None:
+def test_release_accepted_is_its_own_part_applied_after_the_sync_report() -> None:
+    from cvo.status.parts import Accepted, Sync, merge
+
     message = f'Payload loaded version="{V}" image="{IMG}" architecture="amd64"'
-    status = update_cluster_version_status({}, sync(release_accepted=("True", "PayloadLoaded", message)), T0)
+    status = update_cluster_version_status({}, sync(), T0)
+    assert find_condition(status["conditions"], "ReleaseAccepted") is None  # the sync report alone does not set it
+    parts = {"accepted": Accepted("True", "PayloadLoaded", message), "sync": Sync(sync())}
+    status = merge(parts, {}, {"metadata": {"generation": 4}}, T0)
     assert cond(status, "ReleaseAccepted")["reason"] == "PayloadLoaded"
     assert cond(status, "ReleaseAccepted")["message"] == message
+    assert status["observedGeneration"] == 4  # the ClusterVersion's generation, at the write
 
 
 def test_generation_and_version_hash() -> None:

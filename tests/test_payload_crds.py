@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cvo.payload.manifest import Manifest
-from cvo.runner.worker import payload_crds
+from cvo.runner.early_crds import payload_crds
 
 
 def crd_manifest(name: str, spec: Any, api: str = "apiextensions.k8s.io/v1") -> Manifest:

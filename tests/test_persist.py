@@ -9,6 +9,7 @@ network or an API server does: transiently before a write reaches the server, or
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections import deque
 from datetime import UTC, datetime
 from typing import Any
@@ -21,7 +22,8 @@ from cvo.cluster.embedded.server import SimCluster
 from cvo.cluster.landed import intent_landed
 from cvo.cluster.persist import Budget, GaveUp, PersistentCluster, persist, reread_on_conflict, steady
 from cvo.runner.status_writer import StatusWriter
-from cvo.status.clusterversion import cluster_version_object
+from cvo.status.clusterversion import SyncStatus, cluster_version_object
+from cvo.status.parts import Sync
 
 EPOCH = datetime(2025, 1, 2, 3, 4, 5, tzinfo=UTC)
 CM = Ref("", "ConfigMap", "default", "cm")
@@ -268,16 +270,17 @@ def writer(cluster: Faulty, budget: Budget | None) -> StatusWriter:
     return StatusWriter(cluster, Clock(EPOCH), throttle=15.0, budget=budget)  # type: ignore[arg-type]
 
 
-REPORT: dict[str, Any] = dict(version="1.0.0", image="file:///r", done=1, total=2, completed=0, reconciling=False,
-                              initial=True, failure=None, co_start_times={})
+def sync(done: int = 1, total: int = 2) -> Sync:
+    """The sync worker's report (a part for the one writer)."""
+    return Sync(SyncStatus(version="1.0.0", image="file:///r", done=done, total=total, initial=True))
 
 
 def test_a_status_report_the_server_does_not_take_is_made_again_later_and_must_land_at_the_end() -> None:
     async def test(cluster: Faulty) -> tuple[Object | None, Object | None, dict[str, int]]:
         w = writer(cluster, Budget.of(600))
-        await w.ensure("1.0.0", "file:///r", ("True", "PayloadLoaded", "loaded"))
+        await w.ensure()
         cluster.fail("update_status", "before", count=2)
-        await w.write(force=True, **REPORT)  # fails: remembered, the sweep goes on
+        await w.report(sync(), force=True)  # fails: remembered, the sweep goes on
         before = await cluster.cluster.get(cv_ref())
         assert w.due()  # owed: the next report is not throttled away
         cluster.fail("update_status", "before", count=3)
@@ -293,11 +296,11 @@ def test_a_status_report_the_server_does_not_take_is_made_again_later_and_must_l
 def test_a_status_write_whose_answer_was_lost_is_not_written_again() -> None:
     async def test(cluster: Faulty) -> tuple[int, int]:
         w = writer(cluster, Budget.of(600))
-        await w.ensure("1.0.0", "file:///r", ("True", "PayloadLoaded", "loaded"))
+        await w.ensure()
         cluster.fail("update_status", "after")  # landed; the answer is lost
-        await w.write(force=True, must_land=True, **REPORT)
+        await w.report(sync(), force=True, must_land=True)
         generation = cluster.cluster.stats.verbs["update_status"]
-        await w.write(force=True, **REPORT)  # same report: nothing to write
+        await w.report(sync(), force=True)  # same report: nothing to write
         return cluster.calls["update_status"], cluster.cluster.stats.verbs["update_status"] - generation
 
     calls, again = run(test)
@@ -323,17 +326,17 @@ def test_a_status_write_starts_from_its_last_answer_and_reads_only_after_a_confl
 
     async def test(cluster: Faulty) -> tuple[int, int, Object]:
         w = writer(cluster, Budget.of(600))
-        await w.ensure("1.0.0", "file:///r", ("True", "PayloadLoaded", "loaded"))
+        await w.ensure()
         reads = cluster.calls.get("get", 0)
-        await w.write(force=True, **REPORT)
-        await w.write(force=True, **{**REPORT, "done": 2})
+        await w.report(sync(), force=True)
+        await w.report(sync(2), force=True)
         quiet_reads = cluster.calls.get("get", 0) - reads
         other = await cluster.cluster.get(cv_ref())
         assert other is not None
         other["spec"] = {**(other.get("spec") or {}), "channel": "stable-1.0"}
         await cluster.cluster.update(other)  # another writer: the spec changes, so does the resourceVersion
         reads = cluster.calls.get("get", 0)
-        await w.write(force=True, **{**REPORT, "done": 3})
+        await w.report(sync(3), force=True)
         final = await cluster.cluster.get(cv_ref())
         assert final is not None
         return quiet_reads, cluster.calls.get("get", 0) - reads, final
@@ -370,8 +373,8 @@ def run_slow(test: Any) -> Any:
     return run_virtual(main)
 
 
-def report(done: int) -> dict[str, Any]:
-    return {**REPORT, "done": done, "total": 20}
+def report(done: int) -> Sync:
+    return sync(done, 20)
 
 
 def test_forced_status_writes_queued_behind_one_under_way_are_coalesced_into_the_newest() -> None:
@@ -380,11 +383,11 @@ def test_forced_status_writes_queued_behind_one_under_way_are_coalesced_into_the
 
     async def test(cluster: SlowStatus) -> tuple[list[int], list[int]]:
         w = writer(cluster, Budget.of(600))
-        await w.ensure("1.0.0", "file:///r", ("True", "PayloadLoaded", "loaded"))
+        await w.ensure()
         seen: list[int] = []
 
         async def write(done: int) -> None:
-            await w.write(force=True, **report(done))
+            await w.report(report(done), force=True)
             cv = await cluster.cluster.get(cv_ref())
             assert cv is not None
             seen.append(progress_done(cv) - done)  # how far the ClusterVersion is ahead of this call
@@ -405,11 +408,11 @@ def test_a_cancelled_newer_write_does_not_lose_the_older_ones() -> None:
 
     async def test(cluster: SlowStatus) -> list[int]:
         w = writer(cluster, Budget.of(600))
-        await w.ensure("1.0.0", "file:///r", ("True", "PayloadLoaded", "loaded"))
-        first = asyncio.ensure_future(w.write(force=True, **report(1)))
+        await w.ensure()
+        first = asyncio.ensure_future(w.report(report(1), force=True))
         await asyncio.sleep(0)
-        older = asyncio.ensure_future(w.write(force=True, **report(2)))
-        newer = asyncio.ensure_future(w.write(force=True, **report(3)))
+        older = asyncio.ensure_future(w.report(report(2), force=True))
+        newer = asyncio.ensure_future(w.report(report(3), force=True))
         await asyncio.sleep(0.5)
         newer.cancel()
         await asyncio.gather(first, older, newer, return_exceptions=True)
@@ -421,12 +424,12 @@ def test_a_cancelled_newer_write_does_not_lose_the_older_ones() -> None:
 def test_a_status_write_that_must_land_is_never_coalesced_away() -> None:
     async def test(cluster: SlowStatus) -> tuple[list[int], list[str]]:
         w = writer(cluster, Budget.of(600))
-        await w.ensure("1.0.0", "file:///r", ("True", "PayloadLoaded", "loaded"))
-        first = asyncio.ensure_future(w.write(force=True, **report(1)))
+        await w.ensure()
+        first = asyncio.ensure_future(w.report(report(1), force=True))
         await asyncio.sleep(0)
-        final = {**report(5), "completed": 1}
-        await asyncio.gather(first, w.write(force=True, **report(4)), w.write(force=True, must_land=True, **final),
-                             w.write(force=True, **report(6)))
+        final = Sync(dataclasses.replace(report(5).status, completed=1))
+        await asyncio.gather(first, w.report(report(4), force=True), w.report(final, force=True, must_land=True),
+                             w.report(report(6), force=True))
         cv = await cluster.cluster.get(cv_ref())
         assert cv is not None
         return cluster.sent, [h["state"] for h in cv["status"]["history"]]

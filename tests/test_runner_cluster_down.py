@@ -21,7 +21,8 @@ from cvo.cluster.persist import Budget
 from cvo.payload.graph import Mode
 from cvo.payload.loader import load_release
 from cvo.runner.events import Recorder
-from cvo.runner.worker import SweepOptions, SweepResult, Worker
+from cvo.runner.sweep import SweepOptions, SweepResult
+from cvo.runner.worker import Worker
 
 EPOCH = datetime(2025, 6, 1, tzinfo=UTC)
 

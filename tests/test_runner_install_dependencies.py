@@ -18,7 +18,8 @@ from cvo.cluster.embedded.server import DEFAULT_NAMESPACES, SimCluster
 from cvo.payload.graph import Mode
 from cvo.payload.loader import Release
 from cvo.runner.events import Recorder
-from cvo.runner.worker import SweepOptions, SweepResult, Worker
+from cvo.runner.sweep import SweepOptions, SweepResult
+from cvo.runner.worker import Worker
 
 CRD_NAME = "widgets.example.com"
 CRD_REF = Ref("apiextensions.k8s.io", "CustomResourceDefinition", "", CRD_NAME)
@@ -328,9 +329,9 @@ def test_install_sends_the_crds_its_custom_resources_need_first(make_release: Re
                                                                  monkeypatch: Any) -> None:
     """The API server establishes CRDs in the order they come: the one the widget waits for goes before a
     CRD nothing in the payload uses, although the payload has it after that one."""
-    import cvo.runner.worker as worker
+    import cvo.runner.early_crds as early_crds
 
-    monkeypatch.setattr(worker, "EARLY_CRD_APPLIES", 1)
+    monkeypatch.setattr(early_crds, "EARLY_CRD_APPLIES", 1)
     gadgets = obj("CustomResourceDefinition", "gadgets.example.com", api="apiextensions.k8s.io/v1", spec={
         "group": "example.com", "scope": "Cluster", "names": {"plural": "gadgets", "kind": "Gadget"},
         "versions": [{"name": "v1", "served": True, "storage": True}]})

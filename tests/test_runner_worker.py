@@ -25,16 +25,10 @@ from cvo.operators.simulated import OperatorSimulator
 from cvo.payload.filters import ApplyFilter
 from cvo.payload.graph import Mode
 from cvo.payload.loader import Release, load_release
+from cvo.runner.backoff import INSTALL_BACKOFF, UPDATE_BACKOFF, Backoff
 from cvo.runner.events import Event, Recorder
-from cvo.runner.worker import (
-    INSTALL_BACKOFF,
-    UPDATE_BACKOFF,
-    Backoff,
-    SweepOptions,
-    SweepResult,
-    Worker,
-    WrongRelease,
-)
+from cvo.runner.sweep import SweepOptions, SweepResult, WrongRelease
+from cvo.runner.worker import Worker
 
 EPOCH = datetime(2025, 6, 1, 0, 0, 0, tzinfo=UTC)
 CM = Ref("", "ConfigMap", "ns", "cm")

@@ -25,7 +25,8 @@ from cvo.operators.simulated import OperatorSimulator
 from cvo.payload.graph import Mode
 from cvo.payload.loader import Release, load_release
 from cvo.runner.events import Recorder
-from cvo.runner.worker import SweepOptions, Worker
+from cvo.runner.sweep import SweepOptions
+from cvo.runner.worker import Worker
 
 EPOCH = datetime(2025, 7, 1, tzinfo=UTC)
 OLD, NEW = "4.16.0", "4.17.0"

@@ -52,8 +52,9 @@ from cvo.payload.loader import LoadError, Release, load_release
 from cvo.report.events_io import EventsError, EventsWriter
 from cvo.runner import start
 from cvo.runner.events import Event, Fanout, Progress, Reporter
+from cvo.runner.sweep import SweepOptions, SweepResult
 from cvo.runner.upgrade import UpgradeController
-from cvo.runner.worker import SweepOptions, SweepResult, Worker
+from cvo.runner.worker import Worker
 
 _EXAMPLES = {"install": "cvo install DIR", "upgrade": "cvo upgrade --to DIR", "reconcile": "cvo reconcile"}
 

@@ -40,19 +40,22 @@ import orjson
 
 from cvo.clock import Clock
 from cvo.cluster.api import CLUSTER_VERSION, ApiError, Cluster, cv_ref
-from cvo.cluster.persist import Budget, reread_on_conflict, steady
+from cvo.cluster.persist import Budget, steady
 from cvo.controller.releases import Desired, Releases, RetrieveFailed
 from cvo.log import get_logger
-from cvo.payload.conditions import set_condition
 from cvo.payload.fields import dig
 from cvo.payload.filters import ApplyFilter
 from cvo.payload.graph import Mode
 from cvo.payload.loader import Release
+from cvo.runner.backoff import attempt_backoff
 from cvo.runner.events import Event, Progress, Reporter
 from cvo.runner.notify import Notifier
 from cvo.runner.start import has_completed
+from cvo.runner.status_writer import StatusWriter
+from cvo.runner.sweep import SweepOptions, SweepResult, WrongRelease
 from cvo.runner.upgrade import UpgradeController
-from cvo.runner.worker import SweepOptions, SweepResult, Worker, WrongRelease
+from cvo.runner.worker import Worker
+from cvo.status.parts import Accepted
 
 log = get_logger("cvo.controller")
 
@@ -120,6 +123,7 @@ class Controller:
         self.options = options or ControllerOptions()
         self.on_release = on_release or (lambda release: None)
         self.budget: Budget | None = None
+        self.status: StatusWriter | None = None  # the one writer of the ClusterVersion's status, made by run()
         self.state = ControllerState()
         self._rng = random.Random(self.options.seed)
         self._idle_logged = False
@@ -129,10 +133,7 @@ class Controller:
         self.reporter.emit(Event(self.clock.now(), name, dict(fields)))
 
     def _backoff(self, consecutive: int) -> float:
-        """The sync worker's back-off after ``consecutive`` failures (reference §2.6)."""
-        interval = self.options.interval
-        base = interval / 16 * 2**consecutive if consecutive <= 3 else interval
-        return base * (1 + 0.2 * self._rng.random())
+        return attempt_backoff(self.options.interval, consecutive, self._rng)
 
     # --- deciding ---------------------------------------------------------------------------
 
@@ -143,31 +144,21 @@ class Controller:
     def _runner(self, plan: Plan) -> Worker | UpgradeController:
         options = SweepOptions(interval=self.options.interval, timeout=None, capabilities=self.options.capabilities,
                                budget=self.budget)
-        return runner_for(plan, self.cluster, self.reporter, self.clock, options, self.on_release)
+        return runner_for(plan, self.cluster, self.reporter, self.clock, options, self.on_release, status=self.status)
 
     # --- reporting what cannot be retrieved ---------------------------------------------------
 
     async def report_unaccepted(self, failure: RetrieveFailed) -> None:
         """``ReleaseAccepted=False`` with the step's reason and message (the rest of the status stays)."""
-        cluster = steady(self.cluster, self.budget)
-
-        async def write() -> None:
-            cv = await cluster.get(cv_ref())
-            if cv is None:
-                return
-            status = dict(cv.get("status") or {})
-            conditions = [dict(c) for c in status.get("conditions") or [] if isinstance(c, dict)]
-            set_condition(conditions, "ReleaseAccepted", "False", failure.reason, failure.message, self.clock.now())
-            if conditions != status.get("conditions"):
-                await cluster.update_status({**cv, "status": {**status, "conditions": conditions}})
-
-        await reread_on_conflict(write, self.budget, "write the ClusterVersion status")
+        assert self.status is not None
+        await self.status.report(Accepted("False", failure.reason, failure.message), force=True, must_land=True)
 
     # --- the loop ---------------------------------------------------------------------------
 
     async def run(self) -> None:
         """Run until cancelled."""
         self.budget = Budget.of(None)  # the controller rides out any outage
+        self.status = StatusWriter(self.cluster, self.clock, reporter=self.reporter, budget=self.budget)
         cluster = steady(self.cluster, self.budget)
         spec = Notifier(cluster, *CLUSTER_VERSION, key=work_key)
         await spec.start()
@@ -281,7 +272,7 @@ def decide(cv: dict[str, Any] | None, releases: Releases, own_image: str = "") -
 
 def runner_for(plan: Plan, cluster: Cluster, reporter: Reporter, clock: Clock, options: SweepOptions,
                on_release: Callable[[Release], None] | None = None, *, write_spec: bool = False,
-               ) -> Worker | UpgradeController:
+               status: StatusWriter | None = None) -> Worker | UpgradeController:
     """What runs ``plan``: the sync worker in the plan's mode, or the upgrade through its gates.
 
     ``write_spec``: the upgrade sets ``spec.desiredUpdate`` itself once its gates pass (a command run
@@ -294,6 +285,6 @@ def runner_for(plan: Plan, cluster: Cluster, reporter: Reporter, clock: Clock, o
     if plan.state == "Updating":
         assert plan.current is not None
         return UpgradeController(cluster, plan.current, plan.release, reporter, clock, options,
-                                 force=plan.force, write_spec=write_spec)
+                                 force=plan.force, write_spec=write_spec, status=status)
     mode = Mode.INSTALL if plan.state == "Initializing" else Mode.RECONCILE
-    return Worker(cluster, plan.release, mode, reporter, clock, options)
+    return Worker(cluster, plan.release, mode, reporter, clock, options, status=status)

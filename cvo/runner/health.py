@@ -1,4 +1,9 @@
-"""When a task is done: the CVO's health checks on live objects (reference §3).
+"""When a task is done: the CVO's health checks on live objects, by (group, kind).
+
+As ``lib/resourcebuilder/interface.go`` maps each (group, kind) to its builder and the builder checks the
+object it applied (``lib/resourcebuilder/apps.go``, ``batch.go``, ``apiext.go``), :data:`CHECKS` maps a
+(group, kind) to a :class:`HealthCheck`; :func:`register` adds one.  A ClusterOperator is not here: its
+wait is :meth:`cvo.runner.waits.Waits.cluster_operator`.
 
 Live objects are read through :mod:`cvo.payload.fields`: a field of the wrong type counts as absent, and a
 ClusterOperator whose status is not an object is reported as such (the CVO's typed client would
@@ -7,8 +12,11 @@ fail to decode it), never with a Python exception.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
+from cvo.cluster.api import ApiError, ApiErrorKind, Ref
 from cvo.payload.errors import (
     UpdateError,
     cluster_operator_degraded,
@@ -136,3 +144,37 @@ def check_job(live: dict[str, Any]) -> UpdateError | None:
         reason, message = _text(failed, "reason"), _text(failed, "message")
         return UpdateError("JobFailed", f"job {name} has failed: deadline exceeded, reason: {reason}, message: {message}")
     return None
+
+
+def _crd_established(live: dict[str, Any]) -> ApiError | None:
+    message = check_crd(live)
+    if message is None:
+        return None
+    return ApiError(ApiErrorKind.TIMEOUT, message,
+                    Ref("apiextensions.k8s.io", "CustomResourceDefinition", "", string(dig(live, "metadata", "name"))))
+
+
+@dataclass(frozen=True)
+class HealthCheck:
+    """How a sweep decides that an object it applied (in an update or a reconcile) is done."""
+
+    check: Callable[[dict[str, Any]], Exception | None]  # None: healthy; else the task's error
+    # None: one look, and an unhealthy object fails its task (retried with the task's back-off, as the CVO's
+    # builders do); seconds: wait on the kind's watch while the check fails, each change at most this apart
+    wait: float | None = None
+
+
+CHECKS: dict[tuple[str, str], HealthCheck] = {
+    ("apps", "Deployment"): HealthCheck(check_deployment),
+    ("batch", "Job"): HealthCheck(check_job),
+    ("apiextensions.k8s.io", "CustomResourceDefinition"): HealthCheck(_crd_established, wait=30.0),
+}
+
+
+def register(group: str, kind: str, check: HealthCheck) -> None:
+    """Add (or replace) the health check of a (group, kind)."""
+    CHECKS[(group, kind)] = check
+
+
+def check_for(group: str, kind: str) -> HealthCheck | None:
+    return CHECKS.get((group, kind))

@@ -3,7 +3,7 @@
 ``cvo install`` starts only on a cluster that has not completed a release (or that is installing this
 same one); ``cvo upgrade`` only on one that has completed a release; ``cvo reconcile`` only re-applies
 the release the cluster runs — moving to another release is an upgrade's job, through its preconditions
-(the Worker refuses it again at the ClusterVersion write: :class:`cvo.runner.worker.WrongRelease`).
+(the Worker refuses it again at the ClusterVersion write: :class:`cvo.runner.sweep.WrongRelease`).
 Pure functions over the ClusterVersion object; the command line maps the two refusals to exit codes.
 """
 

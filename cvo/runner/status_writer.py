@@ -1,9 +1,15 @@
-"""Writing the sweep's state to the ClusterVersion object, throttled like the CVO's status notifier.
+"""The one writer of the ClusterVersion's status, throttled like the CVO's status notifier.
+
+Producers hand it typed parts (:mod:`cvo.status.parts`): the sync worker its report (``Sync``, as
+``statusWrapper.Report`` hands ``SyncWorkerStatus`` to ``syncStatus`` in pkg/cvo/sync_worker.go and
+pkg/cvo/status.go) and what blocks upgrades, the upgrade its preconditions' verdict, the controller a
+release it could not load.  It keeps the latest part of each slot and applies them all, in order, to
+the status it reads; nothing else writes the ClusterVersion's status.  The report filter
+(``statusWrapper.Report``) is the writer's: the sweeps that share a writer share it.
 
 A write happens at once on an edge (a failure appears, changes or clears; a ClusterOperator wait
-starts; completion) and otherwise at most every ``throttle`` seconds, so a thousand task
-completions do not become a thousand writes; edges that come while a write is under way are
-written together, with the newest state, once it is done.
+starts; completion) and otherwise at most every ``throttle`` seconds; edges that come while a write
+is under way are written together, with the newest state, once it is done.
 
 Faults, as the CVO absorbs them (its status is written by the operator's sync loop, apart from the
 sync worker, which a failed write never stops):
@@ -21,26 +27,26 @@ sync worker, which a failed write never stops):
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
-from datetime import datetime
 from typing import Any
 
 from cvo.clock import Clock
 from cvo.cluster.api import ApiError, ApiErrorKind, Cluster, cv_ref
 from cvo.cluster.persist import Budget, is_transient, persist, reread_on_conflict, steady
-from cvo.gates.upgradeable import Blocker, apply_upgradeable
 from cvo.log import get_logger
-from cvo.payload.capabilities import Capabilities
-from cvo.payload.errors import UpdateError
+from cvo.payload.fields import mapping
 from cvo.runner.events import Event, Reporter
-from cvo.status.clusterversion import SyncStatus, cluster_version_object, update_cluster_version_status
+from cvo.runner.report_filter import ReportFilter
+from cvo.status.clusterversion import cluster_version_object
+from cvo.status.parts import StatusPart, merge
+
+Parts = dict[str, StatusPart]
 
 log = get_logger("cvo.status")
 
 
 def _condition_key(status: dict[str, Any]) -> dict[str, tuple[str, str, str]]:
     return {c.get("type", ""): (c.get("status", ""), c.get("reason", ""), c.get("message", ""))
-            for c in status.get("conditions") or []}
+            for c in status.get("conditions") or [] if isinstance(c, dict)}
 
 
 class StatusWriter:
@@ -55,24 +61,20 @@ class StatusWriter:
         self.reporter = reporter
         self.ref = cv_ref(name)
         self.budget = budget
+        self.filter = ReportFilter()  # statusWrapper.Report: which sync reports are written
+        self._parts: Parts = {}  # the latest part of each slot
         self._last_write: float | None = None
-        self._release_accepted: tuple[str, str, str] | None = None
         self._cv: dict[str, Any] | None = None
         # Whether ``_cv`` is the newest ClusterVersion this writer knows of (the answer to its own last
         # write, or its last read): a write then starts from it instead of reading first.  Any other
         # write since carries a newer resourceVersion, so this one gets a Conflict, and reads again.
         self._cv_current = False
-        self._pending: dict[str, Any] | None = None  # a write that failed transiently, to be made again
-        self._lock = asyncio.Lock()  # one writer at a time: parallel nodes report through one object
-        self._calls = 0  # write() calls so far, numbered in call order
-        self._forced: dict[int, dict[str, Any]] = {}  # forced calls whose state is not written yet, by number
+        self._pending: Parts | None = None  # a write that failed transiently, to be made again
+        self._lock = asyncio.Lock()  # one write at a time: parallel nodes report through one object
+        self._calls = 0  # report() calls so far, numbered in call order
+        self._forced: dict[int, Parts] = {}  # forced calls whose state is not written yet, by number
         self._must_land: set[int] = set()  # numbers of the calls that must land, not yet written
         self._written = 0  # calls up to this number are written (or remembered, if the write failed)
-        # Where the Upgradeable condition comes from; evaluated on every forced (edge) write.
-        self.upgradeable: Callable[[dict[str, Any]], Awaitable[list[Blocker]]] | None = None
-        self.accepted_risks = ""
-        self.capabilities: Capabilities | None = None  # what the sweep applies with, for status.capabilities
-        self.version_hash = ""  # the payload's manifest hash, for status.versionHash
 
     async def current(self) -> dict[str, Any]:
         """The ClusterVersion now; the last one read when the server does not answer (and one was read)."""
@@ -90,9 +92,8 @@ class StatusWriter:
             self._cv, self._cv_current = cv, True
         return self._cv or {}
 
-    async def ensure(self, version: str, image: str, release_accepted: tuple[str, str, str]) -> dict[str, Any]:
+    async def ensure(self) -> dict[str, Any]:
         """The ClusterVersion, created if missing (a fresh install)."""
-        self._release_accepted = release_accepted
         cluster = steady(self.cluster, self.budget)
         cv = await cluster.get(self.ref)
         if cv is None:
@@ -110,28 +111,32 @@ class StatusWriter:
         return (self._pending is not None or self._last_write is None
                 or self.clock.monotonic() - self._last_write >= self.throttle)
 
-    async def write(self, *, must_land: bool = False, **kwargs: Any) -> None:
-        """Write the status; serialised, and recomputed from a fresh read after a Conflict.
+    async def report(self, *parts: StatusPart, force: bool = False, must_land: bool = False) -> None:
+        """Take ``parts`` (each replaces the earlier part of its slot) and write the status; serialised,
+        and recomputed from a fresh read after a Conflict.  Unforced, it writes only when :meth:`due`.
 
         A transient error is remembered (the next write, or :meth:`flush`, makes it) unless
         ``must_land``: then the write retries within the budget and raises when it runs out.
 
         Writes wait their turn in call order, and are coalesced: a write whose turn comes writes the
-        newest state a forced call has asked for since (each call's state is a whole snapshot of the
-        sweep, so a newer one carries everything an older one would have written), though never one
-        asked for after a write that must land and has not been made yet (that would be written over
-        with older state); a call whose state, or a newer one, has been written meanwhile returns at
-        once.  A write that must land is never skipped and writes its own state.  The CVO's status is
-        likewise written from its sync worker's latest report, not from each one: when thirty
-        ClusterOperator waits start at once, that is two writes instead of thirty, and the last of
-        those waits does not start thirty writes late.
+        newest state a forced call has asked for since (each call's state is every slot's latest part, so
+        a newer one carries everything an older one would have written), though never one asked for
+        after a write that must land and has not been made yet (that would be written over with older
+        state); a call whose state, or a newer one, has been written meanwhile returns at once.  A write
+        that must land is never skipped and writes its own state.  The CVO's status is likewise written
+        from its sync worker's latest report, not from each one: when thirty ClusterOperator waits start
+        at once, that is two writes instead of thirty, and the last of those waits does not start thirty
+        writes late.
         """
+        for part in parts:
+            self._parts[part.slot] = part
+        state = dict(self._parts)
         self._calls += 1
         call = number = self._calls
         if must_land:
             self._must_land.add(call)
-        elif kwargs.get("force"):
-            self._forced[call] = kwargs
+        elif force:
+            self._forced[call] = state
         try:
             async with self._lock:
                 if not must_land:
@@ -140,31 +145,32 @@ class StatusWriter:
                     limit = min((n for n in self._must_land if n > number), default=self._calls + 1)
                     newest = max((n for n in self._forced if number < n < limit), default=number)
                     if newest != number:
-                        number, kwargs = newest, self._forced[newest]  # the newest state, on this call's turn
+                        number, state = newest, self._forced[newest]  # the newest state, on this call's turn
                 written, self._written = self._written, max(self._written, number)
                 for n in [n for n in self._forced if n <= number]:
                     del self._forced[n]
                 try:
-                    await self._write_turn(must_land, kwargs)
+                    await self._write_turn(state, force or must_land, must_land)
                 except BaseException:
                     self._written = written  # not written: the calls it would have carried write their own
                     raise
         finally:
             self._must_land.discard(call)
 
-    async def _write_turn(self, must_land: bool, kwargs: dict[str, Any]) -> None:
+    async def _write_turn(self, state: Parts, force: bool, must_land: bool) -> None:
         """One write, holding the lock: retried on a Conflict; a transient error remembered or raised."""
-        state = dict(kwargs)
+        forced = force
 
         async def write_once() -> None:
+            nonlocal forced
             try:
-                await self._write(**state)
+                await self._write(state, forced)
             except ApiError as err:
                 if err.kind is ApiErrorKind.CONFLICT:
                     self._cv_current = False  # someone else wrote: read before the next try
                 raise
             finally:
-                state["force"] = True  # a write made again is not throttled away
+                forced = True  # a write made again is not throttled away
 
         async def once() -> None:
             await reread_on_conflict(write_once, self.budget, "write the ClusterVersion status")
@@ -177,7 +183,7 @@ class StatusWriter:
         except ApiError as err:
             if must_land or not is_transient(err):
                 raise
-            self._pending = {**kwargs, "force": True}
+            self._pending = state
             log.warning("ClusterVersion status not written; will write it again", error=str(err))
             return
         self._pending = None
@@ -185,29 +191,19 @@ class StatusWriter:
     async def flush(self) -> None:
         """Make the write that failed transiently (if any), within the budget: it must land now."""
         if self._pending is not None:
-            await self.write(must_land=True, **self._pending)
+            await self.report(must_land=True)  # the latest parts: they hold at least what failed
 
-    async def _write(self, *, version: str, image: str, done: int, total: int, completed: int, reconciling: bool,
-                    initial: bool, failure: UpdateError | None, co_start_times: dict[str, datetime],
-                    errors: list[UpdateError] | None = None, force: bool = False) -> None:
+    async def _write(self, state: Parts, force: bool) -> None:
         now_mono = self.clock.monotonic()
         if not force and not self.due():
             return
         # No read before the write when this writer's last answer is the newest it knows of (the
         # resourceVersion it sends makes the server refuse the write if anything changed since).
         cv = self._cv if self._cv_current and self._cv is not None else await self.current()
-        old_status = cv.get("status") or {}
-        sync = SyncStatus(
-            version=version, image=image, done=done, total=total, completed=completed, reconciling=reconciling,
-            failure=failure, errors=list(errors or ([] if failure is None else [failure])), initial=initial,
-            co_start_times=dict(co_start_times),
-            release_accepted=self._release_accepted, accepted_risks=self.accepted_risks,
-            capabilities=self.capabilities, version_hash=self.version_hash,
-            generation=(cv.get("metadata") or {}).get("generation"),
-        )
-        new_status = update_cluster_version_status(old_status, sync, self.clock.now())
-        if force and self.upgradeable is not None:
-            new_status = apply_upgradeable(new_status, await self.upgradeable(cv), self.clock.now())
+        if not cv:
+            return  # no ClusterVersion to report on (until a sweep creates it: :meth:`ensure`)
+        old_status = mapping(cv.get("status"))
+        new_status = merge(state, dict(old_status), cv, self.clock.now())
         if new_status == old_status:
             self._last_write = now_mono
             return

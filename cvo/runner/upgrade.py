@@ -28,16 +28,17 @@ from cvo.gates.olm import OC_API_VERSION, OC_GROUP, OC_KIND
 from cvo.gates.preconditions import Verdict, run_checks
 from cvo.gates.upgradeable import Blocker, apply_upgradeable, blockers
 from cvo.payload.capabilities import implicitly_enabled_by_update, still_enabled
-from cvo.payload.conditions import set_condition
-from cvo.payload.fields import dig, entries
+from cvo.payload.fields import dig, entries, mapping
 from cvo.payload.filters import ApplyFilter, Override
 from cvo.payload.graph import Mode
 from cvo.payload.loader import Release
 from cvo.runner.events import Event, Reporter
 from cvo.runner.notify import Notifier
 from cvo.runner.operator_conditions import OperatorConditionManager
-from cvo.runner.report_filter import ReportFilter
-from cvo.runner.worker import SweepOptions, SweepResult, Worker
+from cvo.runner.status_writer import StatusWriter
+from cvo.runner.sweep import SweepOptions, SweepResult
+from cvo.runner.worker import Worker
+from cvo.status.parts import Accepted, Upgradeable
 
 
 @dataclass
@@ -55,15 +56,18 @@ async def preflight(cluster: Cluster, target: Release, force: bool, now: datetim
     cos = await cluster.list(*CLUSTER_OPERATOR)
     ocs = await cluster.list(OC_GROUP, OC_KIND) if await cluster.serves(OC_API_VERSION, OC_KIND) else []
     found = blockers(cv, cos, ocs, assume_synced=True)
-    cv = {**cv, "status": apply_upgradeable(cv.get("status") or {}, found, now)}
+    cv = {**cv, "status": apply_upgradeable(dict(mapping(cv.get("status"))), found, now)}
     return Preflight(run_checks(cv, target.version,
                                 target.metadata.previous if target.metadata else (), force),
-                     found, str(((cv.get("status") or {}).get("desired") or {}).get("version", "")), target.version)
+                     found, str(dig(cv, "status", "desired", "version") or ""), target.version)
 
 
 class UpgradeController:
+    """``status``: the writer its sweeps and its own verdicts report to (by default one of its own)."""
+
     def __init__(self, cluster: Cluster, current: Release, target: Release, reporter: Reporter, clock: Clock,
-                 options: SweepOptions, force: bool = False, write_spec: bool = True) -> None:
+                 options: SweepOptions, force: bool = False, write_spec: bool = True,
+                 status: StatusWriter | None = None) -> None:
         self.cluster = cluster
         # The command sets spec.desiredUpdate itself; a controller acts on the one the admin set (and never
         # writes the spec, as the CVO does not).
@@ -77,7 +81,9 @@ class UpgradeController:
         self.steady = steady(cluster, options.budget)  # gate checks, ClusterVersion reads and writes
         self.blocked_message = ""
         self.worker: Worker | None = None  # the sweep now running (reconcile while blocked, then the update)
-        self.reports = ReportFilter()  # one statusWrapper across them, as the CVO's sync worker keeps one
+        # One statusWrapper across them, as the CVO's sync worker keeps one.
+        self.status = status or StatusWriter(cluster, clock, throttle=options.status_throttle, reporter=reporter,
+                                             budget=options.budget)
 
     def emit(self, name: str, **fields: object) -> None:
         self.reporter.emit(Event(self.clock.now(), name, dict(fields)))
@@ -86,19 +92,11 @@ class UpgradeController:
         return (f'Preconditions failed for payload loaded version="{self.target.version}" '
                 f'image="{self.target.image}": {self.blocked_message}')
 
-    async def _write_blocked(self, check: Preflight) -> None:
-        async def write() -> None:
-            cv = await self.steady.get(cv_ref()) or {}
-            old = cv.get("status") or {}
-            status = apply_upgradeable(old, check.blockers, self.clock.now())
-            conditions = [dict(c) for c in status.get("conditions") or []]
-            set_condition(conditions, "ReleaseAccepted", "False", "PreconditionChecks", self._accepted_message(),
-                          self.clock.now())
-            status = {**status, "conditions": conditions}
-            if status != old:
-                await self.steady.update_status({**cv, "status": status})
+    def _blocked_accepted(self) -> Accepted:
+        return Accepted("False", "PreconditionChecks", self._accepted_message())
 
-        await reread_on_conflict(write, self.options.budget, "write the ClusterVersion status")
+    async def _write_blocked(self, check: Preflight) -> None:
+        await self.status.report(Upgradeable(check.blockers), self._blocked_accepted(), force=True, must_land=True)
 
     async def run(self) -> SweepResult:
         loop = asyncio.get_running_loop()
@@ -151,10 +149,9 @@ class UpgradeController:
             return
         options = SweepOptions(interval=self.options.interval, timeout=timeout,
                                capabilities=self.options.capabilities,
-                               release_accepted=("False", "PreconditionChecks", self._accepted_message()),
-                               budget=self.options.budget)
+                               release_accepted=self._blocked_accepted(), budget=self.options.budget)
         self.worker = Worker(self.cluster, self.current, Mode.RECONCILE, self.reporter, self.clock, options,
-                             reports=self.reports)
+                             status=self.status)
         await self.worker.run()
 
     async def _update(self, check: Preflight, deadline: float | None) -> SweepResult:
@@ -168,7 +165,7 @@ class UpgradeController:
             await set_desired_update(self.steady, desired_update(self.target, self.force), self.options.budget)
         # the worker records how long each ClusterOperator took (cvo.runner.durations)
         self.worker = Worker(self.cluster, self.target, Mode.UPDATE, self.reporter, self.clock, options,
-                             reports=self.reports)
+                             status=self.status)
         return await self.worker.run()
 
     async def _implicit_capabilities(self) -> frozenset[str]:

@@ -20,8 +20,9 @@ from cvo.payload.filters import KNOWN_CAPABILITIES, ApplyFilter
 from cvo.payload.graph import Mode
 from cvo.payload.loader import LoadError, Release, load_release
 from cvo.runner.events import Event, Recorder
+from cvo.runner.sweep import SweepOptions, SweepResult
 from cvo.runner.upgrade import UpgradeController
-from cvo.runner.worker import SweepOptions, SweepResult, Worker
+from cvo.runner.worker import Worker
 from cvo.scenario.model import Action, Scenario, ScenarioError
 from cvo.status.forecast import RECORDS_NAME, RECORDS_NAMESPACE
 

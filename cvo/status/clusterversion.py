@@ -51,9 +51,9 @@ class SyncStatus:
     the Failing condition (without them the MultipleErrors failure is used unfiltered).
 
     ``co_start_times`` is the first time each ClusterOperator was waited on in the current attempt
-    series (the CVO's ``COUpdateStartTimes``).  ``release_accepted`` is the ReleaseAccepted condition
-    as ``(status, reason, message)``, or ``None`` to leave it untouched.  ``initial`` (install mode) is
-    not read here: the install-only ``Report`` effect already carries it.
+    series (the CVO's ``COUpdateStartTimes``).  ``initial`` (install mode) is not read here: the
+    install-only ``Report`` effect already carries it.  The ReleaseAccepted condition is a part of its own
+    (:class:`cvo.status.parts.Accepted`).
     """
 
     version: str
@@ -66,7 +66,6 @@ class SyncStatus:
     errors: Sequence[UpdateError] = ()
     initial: bool = False
     co_start_times: Mapping[str, datetime] = field(default_factory=dict)
-    release_accepted: tuple[str, str, str] | None = None
     accepted_risks: str = ""
     verified: bool = False
     local: bool = False  # a local payload: accepted risks on an existing entry are left alone
@@ -336,7 +335,7 @@ def update_cluster_version_status(status: Mapping[str, Any], sync: SyncStatus, n
 
     ``status`` is not modified.  Written: ``desired``, ``history``, ``observedGeneration`` and
     ``versionHash`` and ``capabilities`` (when given), and the conditions ImplicitlyEnabledCapabilities
-    and ReleaseAccepted (when given), Available, Failing, Progressing and RetrievedUpdates (defaulted).
+    (when given), Available, Failing, Progressing and RetrievedUpdates (defaulted).
     Other fields and conditions are kept.
     """
     limits = Thresholds(slow_threshold, mco_threshold, degraded_interval)
@@ -361,8 +360,6 @@ def update_cluster_version_status(status: Mapping[str, Any], sync: SyncStatus, n
         new["capabilities"] = {"enabledCapabilities": sorted(caps.enabled & api),
                                "knownCapabilities": sorted(caps.known & api)}
         _set_implicitly_enabled(conditions, caps.implicit, now)
-    if sync.release_accepted is not None:
-        set_condition(conditions, "ReleaseAccepted", *sync.release_accepted, now)
     _set_available(conditions, sync, version, now)
     failing, progressing = _failing_and_progressing(sync, version, bool(new["history"]), now, limits)
     set_condition(conditions, "Failing", *failing, now)

@@ -30,7 +30,8 @@ from cvo.payload.graph import Mode, make_tasks
 from cvo.payload.loader import load_release
 from cvo.runner.apply import DeleteTracker, apply_task
 from cvo.runner.events import Recorder
-from cvo.runner.worker import SweepOptions, SweepResult, Worker
+from cvo.runner.sweep import SweepOptions, SweepResult
+from cvo.runner.worker import Worker
 
 from .conftest import make_namespace, run_with
 from .controlplane import ControlPlane
