@@ -181,7 +181,7 @@ def run(args: argparse.Namespace) -> int:
         from cvo.controller.lease import LeaderElector, lease_ref
         from cvo.controller.loop import Controller, ControllerOptions
         from cvo.controller.metrics import MetricsReporter, Snapshot
-        from cvo.controller.releases import FILE_SCHEME, Catalogue, Releases, default_loader
+        from cvo.runner.releases import FILE_SCHEME, Catalogue, Releases, default_loader
         from cvo.controller.replica import Replica
         from cvo.payload.loader import Release
         from cvo.runner.events import Fanout

@@ -47,13 +47,12 @@ from cvo.cluster.api import ApiError, cv_ref
 from cvo.cluster.persist import Budget
 from cvo.log import configure, get_logger
 from cvo.operators.behaviour import parse_duration
-from cvo.payload.graph import Mode
 from cvo.payload.loader import LoadError, Release, load_release
 from cvo.report.events_io import EventsError, EventsWriter
 from cvo.runner import start
+from cvo.runner.decide import Plan, Runner, for_install, for_reconcile, for_upgrade, runner_for
 from cvo.runner.events import Event, Fanout, Progress, Reporter
-from cvo.runner.upgrade import UpgradeController
-from cvo.runner.worker import SweepOptions, SweepResult, Worker
+from cvo.runner.worker import SweepOptions, SweepResult
 
 _EXAMPLES = {"install": "cvo install DIR", "upgrade": "cvo upgrade --to DIR", "reconcile": "cvo reconcile"}
 
@@ -211,10 +210,6 @@ def _options(args: argparse.Namespace) -> SweepOptions:
     return SweepOptions(interval=interval, timeout=timeout or None, capabilities=options.apply_filter)
 
 
-def clock_of(backend: Backend) -> Clock:
-    return backend.clock
-
-
 def _loader(args: argparse.Namespace) -> Callable[[Path, str | None], Release]:
     """Reads a release the cluster names (its directory, the image it is known by), with the command's filters."""
     def load_dir(directory: Path, image: str | None) -> Release:
@@ -225,22 +220,13 @@ def _loader(args: argparse.Namespace) -> Callable[[Path, str | None], Release]:
     return load_dir
 
 
-Runner = Worker | UpgradeController
 MakeRunner = Callable[[Reporter, SweepOptions], Runner]
 
 
-def _progress(runner: Runner) -> Progress:
-    if isinstance(runner, Worker):
-        return runner.progress
-    return runner.worker.progress if runner.worker is not None else Progress()
-
-
-def _blocked(runner: Runner | None) -> str:
-    """Why the upgrade waits for its preconditions ("" when it does not: not an upgrade, or updating)."""
-    if not isinstance(runner, UpgradeController) or not runner.blocked_message:
-        return ""
-    updating = runner.worker is not None and runner.worker.release is runner.target
-    return "" if updating else runner.blocked_message
+def _runs(plan: Plan, backend: Backend, *, write_spec: bool = False) -> MakeRunner:
+    """What runs ``plan`` on ``backend``, given the sweep's reporter and options (:func:`runner_for`)."""
+    return lambda reporter, options: runner_for(plan, backend.cluster, reporter, backend.clock, options,
+                                                backend.register, write_spec=write_spec)
 
 
 Outlook = Callable[[Callable[[], Progress]], Any]  # the live display's forecast, given the sweep's progress
@@ -295,10 +281,10 @@ def _sweep(args: argparse.Namespace, prepare: Callable[[Backend], Awaitable[tupl
             live: LiveDisplay | None = None
             runner: Runner | None = None
             if wants_live_display(args.log_format):
-                progress = lambda: _progress(runner) if runner is not None else Progress()  # noqa: E731
+                progress = lambda: runner.progress if runner is not None else Progress()  # noqa: E731
                 outlook = await forecast_of(backend) if forecast_of is not None else None
                 live = LiveDisplay(progress, clock.now, title, outlook and outlook(progress),
-                                   blocked=lambda: _blocked(runner))
+                                   blocked=lambda: runner.blocked if runner is not None else "")
                 reporters.append(live)
                 if outlook is not None:
                     reporters.append(live.forecast)
@@ -424,22 +410,20 @@ def run_install(args: argparse.Namespace) -> int:
     release = load(args, options)
 
     async def prepare(backend: Backend) -> tuple[str, MakeRunner] | int:
-        if start.check_install(await backend.steady.get(cv_ref()), release):
+        plan = for_install(await backend.steady.get(cv_ref()), release)
+        if plan is None:
             return _already_there(args, release)
-        backend.register(release)
-        return f"install {release.version}", lambda reporter, options: Worker(
-            backend.cluster, release, Mode.INSTALL, reporter, clock_of(backend), options)
+        return f"install {release.version}", _runs(plan, backend)
 
     return _sweep(args, prepare, f"install {release.version}", create=True)
 
 
 def run_upgrade(args: argparse.Namespace) -> int:
-    """Without a controller: the controller's decision (:func:`cvo.controller.loop.decide`) on the
+    """Without a controller: the controller's decision (:func:`cvo.runner.decide.for_upgrade`) on the
     ClusterVersion with this target as ``spec.desiredUpdate``, run in this process until it ends.  With one:
     its client (:func:`_upgrade_through_controller`)."""
     from cvo.controller.client import lease_holder
-    from cvo.controller.loop import decide, runner_for
-    from cvo.controller.releases import Catalogue, Releases, RetrieveFailed, default_loader
+    from cvo.runner.releases import RetrieveFailed
     from cvo.runner.upgrade import desired_update, set_desired_update
 
     if getattr(args, "from_file", None) and not args.dry_run:
@@ -461,37 +445,26 @@ def run_upgrade(args: argparse.Namespace) -> int:
             from cvo.cli.gates import print_verdict, verdict_data
             from cvo.runner.upgrade import preflight
 
-            check = await preflight(backend.steady, target, args.force, clock_of(backend).now())
+            check = await preflight(backend.steady, target, args.force, backend.clock.now())
             if is_structured(args.output):
                 sys.stdout.write(dump(verdict_data(check, target, args.release_dir), args.output))
             else:
                 print_verdict(check, target, args.release_dir)
             return EXIT_FAILED if check.verdict.blocked else EXIT_OK
-        releases = Releases(Catalogue(None), default_loader(options.load_filter))
-        releases.add(target)
-        if args.from_dir is not None:  # the current release, moved: known by the image the cluster recorded
-            releases.add(start.current_release_from(cv, args.from_dir, _loader(args)))
-        else:
-            start.check_current_directory(cv, "--from")
-        wanted = desired_update(target, args.force)
+        # the current release, moved: known by the image the cluster recorded
+        current = start.current_release_from(cv, args.from_dir, _loader(args)) if args.from_dir else None
         try:  # the controller's decision, on the ClusterVersion as it would be with the target asked for
-            plan = decide({**(cv or {}), "spec": {**((cv or {}).get("spec") or {}), "desiredUpdate": wanted}},
-                          releases)
+            plan = for_upgrade(cv, target, args.force, current, options.load_filter)
         except RetrieveFailed as err:
             raise UsageError(f"the cluster's current release: {err.message}") from None
-        assert plan is not None
-        for release in (plan.current, plan.release):
-            if release is not None:
-                backend.register(release)
         if args.no_wait:
-            await set_desired_update(backend.steady, wanted, backend.budget)
+            await set_desired_update(backend.steady, desired_update(target, args.force), backend.budget)
             message = (f"spec.desiredUpdate: {target.version} ({target.image}); no controller leads this cluster: "
                        f"'cvo run' applies it when started")
             print(message, file=sys.stderr)
             _no_sweep_document(args, completed=False, message=message, version=target.version, image=target.image)
             return EXIT_OK
-        return f"upgrade to {target.version}", lambda reporter, options: runner_for(
-            plan, backend.cluster, reporter, clock_of(backend), options, write_spec=True)
+        return f"upgrade to {target.version}", _runs(plan, backend, write_spec=True)
 
     async def forecast_of(backend: Backend) -> Outlook | None:
         """The update's forecast from the records of earlier updates (none: no forecast line)."""
@@ -502,7 +475,7 @@ def run_upgrade(args: argparse.Namespace) -> int:
         if not records:
             return None
         graph = release_operator_graph(target)
-        return lambda progress: LiveForecast(graph, records, progress, clock_of(backend).now)
+        return lambda progress: LiveForecast(graph, records, progress, backend.clock.now)
 
     return _sweep(args, prepare, f"upgrade to {target.version}", forecast_of=forecast_of,
                   client=lambda holder: _upgrade_through_controller(args, target, holder))
@@ -607,10 +580,8 @@ def run_reconcile(args: argparse.Namespace) -> int:
     given = load(args, payload_options(args)) if args.release_dir is not None else None
 
     async def prepare(backend: Backend) -> tuple[str, MakeRunner] | int:
-        release = start.reconcile_release(await backend.steady.get(cv_ref()), given, args.release_dir,
-                                          bool(args.release_image), _loader(args))
-        backend.register(release)
-        return f"reconcile {release.version}", lambda reporter, options: Worker(
-            backend.cluster, release, Mode.RECONCILE, reporter, clock_of(backend), options)
+        plan = for_reconcile(await backend.steady.get(cv_ref()), given, args.release_dir, bool(args.release_image),
+                             _loader(args))
+        return f"reconcile {plan.release.version}", _runs(plan, backend)
 
     return _sweep(args, prepare, "reconcile")

@@ -175,6 +175,8 @@ class _Attempt:
 
 
 class Worker:
+    blocked = ""  # a sweep never waits for preconditions (cvo.runner.decide.Runner; an upgrade's may)
+
     def __init__(self, cluster: Cluster, release: Release, mode: Mode, reporter: Reporter, clock: Clock,
                  options: SweepOptions | None = None, reports: ReportFilter | None = None) -> None:
         self.cluster = cluster
