@@ -31,7 +31,7 @@ from cvo.cli.backend import (
     open_backend,
     state_path,
 )
-from cvo.cli.common import EXIT_OK, UsageError, payload_options
+from cvo.cli.common import EXIT_OK, OutputOptions, UsageError, payload_options
 from cvo.cli.progress import LogReporter
 from cvo.cli.signals import Interrupted, cancelled_by_signals
 from cvo.cli.sweep_cmd import MIN_INTERVAL, _add_selection
@@ -196,7 +196,8 @@ def run(args: argparse.Namespace) -> int:
     options, behaviours = _options(args, cluster)
     clock, run_loop = backend_clock(cluster)
     events = _events_writer(args.events)
-    configure(args.log_format, max(args.verbose, 1))  # the controller's events are its log
+    output = OutputOptions.from_args(args)
+    configure(output.log_format, max(output.verbose, 1))  # the controller's events are its log
     path = state_path(cluster)
 
     async def take_lock(elector: LeaderElector) -> start.Lock | None:

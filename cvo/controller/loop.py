@@ -60,8 +60,10 @@ def work_key(cv: dict[str, Any]) -> Hashable:
 
 @dataclass
 class ControllerOptions:
+    """How the loop runs (:class:`cvo.controller.start.Options` makes them from ``cvo run``'s flags)."""
+
     interval: float = 180.0  # the reconcile interval (the CVO: random in [2m, 4m))
-    capabilities: ApplyFilter | None = None
+    capabilities: ApplyFilter | None = None  # what the sweeps apply (None: every known capability)
     own_image: str = ""  # the release to install into a cluster without one (the CVO's own payload)
     seed: int | None = None  # for the back-off jitter
 
