@@ -14,12 +14,12 @@ from cvo.cluster.api import Cluster, cv_ref
 from cvo.cluster.embedded.server import DEFAULT_NAMESPACES, SimCluster
 from cvo.controller.lease import LeaderElector, LeaseTimings
 from cvo.controller.loop import Controller, ControllerOptions
-from cvo.controller.releases import FILE_SCHEME, Catalogue, Releases, default_loader
 from cvo.controller.replica import Replica
 from cvo.operators.behaviour import Behaviours
 from cvo.operators.simulated import OperatorSimulator
 from cvo.payload.loader import Release
 from cvo.runner.events import Recorder
+from cvo.runner.releases import FILE_SCHEME, Catalogue, Releases, default_loader
 
 EPOCH = datetime(2025, 6, 1, tzinfo=UTC)
 SHORT = LeaseTimings(lease_duration=15.0, renew_deadline=10.0, retry_period=2.0)

@@ -256,6 +256,17 @@ def test_cvo_run_refuses_bad_flags_with_one_line(flags: list[str], message: str,
     assert len(err) == 1 and err[0].startswith("error: ") and message in err[0], err
 
 
+def test_cvo_run_on_an_address_in_use_says_so_in_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        address = f"127.0.0.1:{taken.getsockname()[1]}"
+        assert main(["run", "--state", "none", "--listen", address]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [f"error: --listen {address}: Address already in use"]
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(lease=st.text(max_size=8), renew=st.text(max_size=8), retry=st.text(max_size=8), listen=st.text(max_size=12),
        interval=st.text(max_size=6))

@@ -17,10 +17,10 @@ from test_controller_loop import completed, run, until
 from cvo.cluster.api import Ref, cv_ref
 from cvo.controller.client import at_timeout, follow, judge, lease_holder
 from cvo.controller.lease import lease_ref
-from cvo.controller.releases import Desired
 from cvo.gates.olm import OC_GROUP, OC_KIND
 from cvo.operators.behaviour import read_behaviours
 from cvo.runner.overrides import Override, set_override
+from cvo.runner.releases import Desired
 from cvo.runner.upgrade import desired_update, set_desired_update
 
 DEMO_OPERATORS = PAYLOADS / "demo-operators.yaml"

@@ -18,7 +18,7 @@ from cvo.cluster.api import ApiErrorKind, Ref
 from cvo.controller.fence import FencedCluster
 from cvo.controller.http import ListenError, parse_listen
 from cvo.controller.lease import LeaderElector, LeaseLost, LeaseTimings, lease_is_held, lease_ref
-from cvo.controller.releases import Desired
+from cvo.runner.releases import Desired
 
 T = LeaseTimings(lease_duration=15.0, renew_deadline=10.0, retry_period=2.0)
 CM = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm", "namespace": "default"}, "data": {"a": "1"}}

@@ -11,6 +11,9 @@ not turn ``cvo install`` on the embedded cluster into an install on whatever clu
 A real cluster runs on the real clock (:func:`backend_clock`); its operators are real, so
 ``--state``, ``--speed`` and ``--operators`` (the embedded cluster's) are refused with it.
 
+The flags are read once, into :class:`ClusterOptions` (:meth:`ClusterOptions.from_args`); everything here
+takes those.
+
 Every command runs within a :class:`~cvo.cluster.persist.Budget` (its ``--timeout``, or
 :data:`DEFAULT_BUDGET`): connecting rides out an unreachable or failing API server until it runs
 out, and :attr:`Backend.steady` is the cluster for the reads and writes around a sweep, which do
@@ -22,18 +25,21 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import math
 import os
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 import orjson
 
-from cvo.cli.common import CommandFailed, UsageError, add_saved_flags, terminal_width, uses_saved_objects  # noqa: F401 - theirs
+from cvo.cli.common import CommandFailed, UsageError, terminal_width
+from cvo.cli.common import add_saved_flags as add_saved_flags  # the commands' import of it
+from cvo.cli.common import uses_saved_objects as uses_saved_objects
 from cvo.clock import Clock, parse_rfc3339, run_real, run_virtual
 from cvo.cluster.api import ApiError, ApiErrorKind, Cluster
 from cvo.cluster.persist import Budget, GaveUp, persist, steady
@@ -59,6 +65,51 @@ def default_state_path() -> Path:
     return path
 
 
+@dataclass
+class ClusterOptions:
+    """Which cluster a command talks to, and how: its cluster flags, read once (:meth:`from_args`)."""
+
+    kubeconfig: str | None = None  # --kubeconfig PATH: a real cluster, from this kubeconfig
+    context: str | None = None  # --context NAME: a real cluster, this context of the kubeconfig
+    in_cluster: bool = False  # --in-cluster (cvo run): a real cluster, through the pod's service account
+    state: Path | None = None  # --state FILE: the embedded cluster's store (None: the default; "none": in memory)
+    speed: float | None = None  # --speed X: the embedded cluster's simulated seconds per real second (None: no wait)
+    operators: Path | None = None  # --operators FILE: the embedded cluster's simulated operators' behaviours
+    from_file: tuple[str, ...] = ()  # --from-file PATH (repeatable): saved objects as a read-only cluster
+    now: str | None = None  # --now RFC3339: with --from-file, the moment the saved objects describe
+    log_format: str = "text"  # --log-format: how the cluster line and hints are said on stderr
+    # What the command has read or said already: the saved objects, and the cluster line (once per command)
+    _saved: SavedCluster | None = field(default=None, init=False, repr=False, compare=False)
+    _said_where: str = field(default="", init=False, repr=False, compare=False)
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> ClusterOptions:
+        """The flags as parsed; a command lacks those it does not register (``--in-cluster``: ``cvo run``)."""
+        flags = vars(args)
+        return cls(kubeconfig=flags.get("kubeconfig"), context=flags.get("context"),
+                   in_cluster=bool(flags.get("in_cluster")), state=flags.get("state"), speed=flags.get("speed"),
+                   operators=flags.get("operators"), from_file=tuple(flags.get("from_file") or ()),
+                   now=flags.get("now"), log_format=flags.get("log_format") or "text")
+
+    @property
+    def real(self) -> bool:
+        """Whether the command talks to a real cluster (``--kubeconfig``, ``--context`` or ``--in-cluster``), on
+        the real clock."""
+        return bool(self.kubeconfig or self.context or self.in_cluster)
+
+    @property
+    def saved(self) -> bool:
+        """Whether the cluster is saved objects (``--from-file``)."""
+        return bool(self.from_file)
+
+
+def check_speed(options: ClusterOptions) -> None:
+    """``--speed`` of a command that runs the embedded cluster's clock: a positive number."""
+    speed = options.speed
+    if speed is not None and not (math.isfinite(speed) and speed > 0):
+        raise UsageError(f"--speed: {speed:g} is not a positive number of simulated seconds per real second")
+
+
 def add_backend_flags(parser: argparse.ArgumentParser) -> None:
     """``--speed`` here; ``--state``, ``--kubeconfig`` and ``--context`` are global flags
     (:func:`cvo.cli.common.add_global_flags`), accepted before or after the command."""
@@ -67,35 +118,34 @@ def add_backend_flags(parser: argparse.ArgumentParser) -> None:
                        help="simulated seconds per real second (default: as fast as possible)")
 
 
-def saved_cluster(args: argparse.Namespace) -> SavedCluster:
+def saved_cluster(options: ClusterOptions) -> SavedCluster:
     """The saved objects of ``--from-file``, read once per command (:class:`UsageError` for bad input)."""
     from cvo.cluster.saved.cluster import SavedCluster
     from cvo.payload.limits import InputError
 
-    cached = getattr(args, "_saved_cluster", None)
-    if cached is not None:
-        return cached
-    for flag, value in (("--kubeconfig", "kubeconfig"), ("--context", "context"), ("--state", "state"),
-                        ("--speed", "speed"), ("--operators", "operators")):
-        if getattr(args, value, None) is not None:
+    if options._saved is not None:
+        return options._saved
+    for flag, value in (("--kubeconfig", options.kubeconfig), ("--context", options.context), ("--state", options.state),
+                        ("--speed", options.speed), ("--operators", options.operators)):
+        if value is not None:
             raise UsageError(f"{flag} cannot be used with --from-file (saved objects are the cluster)")
     try:
-        cluster = SavedCluster.from_paths(args.from_file)
+        cluster = SavedCluster.from_paths(list(options.from_file))
     except InputError as err:
         raise UsageError(str(err)) from None
-    args._saved_cluster = cluster
+    options._saved = cluster
     return cluster
 
 
-def saved_now(args: argparse.Namespace, cluster: SavedCluster) -> datetime:
+def saved_now(options: ClusterOptions, cluster: SavedCluster) -> datetime:
     """``--now``, else the moment the saved objects describe (:func:`cvo.status.upgrade_status.latest_transition`)."""
     from cvo.status.godur import from_ns, parse_time
     from cvo.status.upgrade_status import latest_transition
 
-    if getattr(args, "now", None) is not None:
-        parsed = parse_time(args.now)
-        if parsed is None or "T" not in args.now:
-            raise UsageError(f"--now: {args.now!r} is not an RFC 3339 time (e.g. 2024-05-01T12:00:00Z)")
+    if options.now is not None:
+        parsed = parse_time(options.now)
+        if parsed is None or "T" not in options.now:
+            raise UsageError(f"--now: {options.now!r} is not an RFC 3339 time (e.g. 2024-05-01T12:00:00Z)")
         return from_ns(parsed)
     cv = next((o for r, o in cluster.objects.items() if (r.group, r.kind, r.name) ==
                ("config.openshift.io", "ClusterVersion", "version")), None)
@@ -104,27 +154,20 @@ def saved_now(args: argparse.Namespace, cluster: SavedCluster) -> datetime:
     return from_ns(latest) if latest is not None else datetime.now(UTC)
 
 
-def uses_real_clock(args: argparse.Namespace) -> bool:
-    """Whether the command talks to a real cluster (``--kubeconfig``, ``--context`` or ``--in-cluster``), on
-    the real clock."""
-    return bool(getattr(args, "kubeconfig", None) or getattr(args, "context", None)
-                or getattr(args, "in_cluster", False))
-
-
-def backend_clock(args: argparse.Namespace) -> tuple[Clock, Callable[[Callable[[], Awaitable[T]]], T]]:
+def backend_clock(options: ClusterOptions) -> tuple[Clock, Callable[[Callable[[], Awaitable[T]]], T]]:
     """The clock and the event-loop runner for the command's cluster.
 
     A real cluster: the real clock and :func:`cvo.clock.run_real`.  The embedded cluster: a virtual
     clock that continues its state file's timeline, run by :func:`cvo.clock.run_virtual` at ``--speed``.
     """
-    if uses_saved_objects(args):
-        return Clock(saved_now(args, saved_cluster(args))), run_virtual
-    if uses_real_clock(args):
+    if options.saved:
+        return Clock(saved_now(options, saved_cluster(options))), run_virtual
+    if options.real:
         from cvo.clock import WallClock
 
         return WallClock(), run_real
-    speed = getattr(args, "speed", None)
-    return Clock(saved_time(state_path(args))), lambda main: run_virtual(main, speed=speed)
+    speed = options.speed
+    return Clock(saved_time(state_path(options))), lambda main: run_virtual(main, speed=speed)
 
 
 def add_behaviour_flags(parser: argparse.ArgumentParser) -> None:
@@ -132,13 +175,13 @@ def add_behaviour_flags(parser: argparse.ArgumentParser) -> None:
                         help="YAML file of simulated operator behaviours (see docs/scenarios.md)")
 
 
-def state_path(args: argparse.Namespace) -> Path | None:
+def state_path(options: ClusterOptions) -> Path | None:
     """The embedded cluster's state file; ``None`` when it lives in memory, or for a real cluster."""
-    if uses_real_clock(args):
+    if options.real:
         return None
-    if args.state is not None and str(args.state) == "none":
+    if options.state is not None and str(options.state) == "none":
         return None
-    return args.state or default_state_path()
+    return options.state or default_state_path()
 
 
 def saved_time(path: Path | None) -> datetime | None:
@@ -158,8 +201,9 @@ def saved_time(path: Path | None) -> datetime | None:
         return None  # opening the cluster reports a corrupt file properly
 
 
-def load_behaviours(args: argparse.Namespace) -> Behaviours:
-    path: Path | None = getattr(args, "operators", None)
+def load_behaviours(options: ClusterOptions) -> Behaviours:
+    """The simulated operators' behaviours of ``--operators FILE`` (none given: the defaults)."""
+    path = options.operators
     if path is None:
         return Behaviours()
     try:
@@ -219,15 +263,15 @@ def cluster_line(where: str, width: int | None) -> str:
     return shorten(line, width)
 
 
-def announce(args: argparse.Namespace, where: str) -> None:
+def announce(options: ClusterOptions, where: str) -> None:
     """Say on stderr which cluster the command acts on, once, at its start: ``cluster: embedded, state FILE`` or
     ``cluster: context NAME, server URL`` (never credentials), fitted to a terminal's width; with
     ``--log-format json`` a JSON document (``"event": "cluster"``).  Once per command, even when it opens the
     cluster twice (an upgrade that finds a controller leading becomes its client)."""
-    if getattr(args, "_said_where", None) == where:
+    if options._said_where == where:
         return
-    args._said_where = where
-    if getattr(args, "log_format", "text") == "json":
+    options._said_where = where
+    if options.log_format == "json":
         print(orjson.dumps({"level": "info", "event": "cluster", "cluster": where,
                             "timestamp": datetime.now(UTC).isoformat()}).decode(), file=sys.stderr, flush=True)
         return
@@ -242,7 +286,7 @@ _KUBECONFIG_HINT = [True]
 
 
 @asynccontextmanager
-async def open_backend(args: argparse.Namespace, clock: Clock, behaviours: Behaviours | None = None,
+async def open_backend(options: ClusterOptions, clock: Clock, behaviours: Behaviours | None = None,
                        simulate_operators: bool = True, *, create: bool = True,
                        sweep: str | None = None, budget: Budget | None = None,
                        say_where: bool = False) -> AsyncIterator[Backend]:
@@ -259,19 +303,18 @@ async def open_backend(args: argparse.Namespace, clock: Clock, behaviours: Behav
     """
     if budget is None:
         budget = Budget.of(DEFAULT_BUDGET)
-    if uses_saved_objects(args):
+    if options.saved:
         if sweep is not None:
             raise UsageError("--from-file: saved objects are read-only; only commands that read a cluster "
                              "(status, upgrade status, upgrade --dry-run) can use them")
-        cluster = saved_cluster(args)
-        where = "saved objects from " + ", ".join(display_path(Path(p)) for p in args.from_file)
+        saved = saved_cluster(options)
+        where = "saved objects from " + ", ".join(display_path(Path(p)) for p in options.from_file)
         if say_where:
-            announce(args, where)
-        yield Backend(cluster, clock, cluster.description, budget=budget,
-                      where=where)
+            announce(options, where)
+        yield Backend(saved, clock, saved.description, budget=budget, where=where)
         return
-    if uses_real_clock(args):
-        async with _open_kube(args, clock, simulate_operators, budget, say_where) as backend:
+    if options.real:
+        async with _open_kube(options, clock, simulate_operators, budget, say_where) as backend:
             yield backend
         return
     from cvo.cluster.embedded.server import SimCluster
@@ -282,11 +325,11 @@ async def open_backend(args: argparse.Namespace, clock: Clock, behaviours: Behav
     if os.environ.get("KUBECONFIG") and _KUBECONFIG_HINT:
         _KUBECONFIG_HINT.clear()  # once per process
         hint = "KUBECONFIG is set but cvo uses the embedded cluster unless --kubeconfig or --context is given"
-        if getattr(args, "log_format", "text") == "json":
+        if options.log_format == "json":
             print(orjson.dumps({"level": "warning", "event": "hint", "message": hint}).decode(), file=sys.stderr)
         else:
             print(f"hint: {hint}", file=sys.stderr)
-    path = state_path(args)
+    path = state_path(options)
     if path is not None and not create and (not path.exists() or (path.is_file() and path.stat().st_size == 0)):
         raise NoCluster(f"no cluster has been installed yet: the embedded cluster's state {path} does not exist "
                         f"(cvo install RELEASE_DIR creates it; --state chooses another)")
@@ -306,7 +349,7 @@ async def open_backend(args: argparse.Namespace, clock: Clock, behaviours: Behav
             raise UsageError(f"{path}: cannot lock the state for a sweep: {err.strerror}") from None
     where = f"embedded, state {display_path(path)}" if path else "embedded, in memory (--state none)"
     if say_where:
-        announce(args, where)
+        announce(options, where)
     try:
         try:
             cluster = SimCluster(clock=clock, path=path, group_commit=True)
@@ -349,20 +392,19 @@ def controller_name(what: str) -> str:
     return what[len(prefix):-1] if what.startswith(prefix) and what.endswith(")") else what
 
 
-def _refuse_simulator_flags(args: argparse.Namespace, simulate_operators: bool) -> None:
-    which = ("--in-cluster" if getattr(args, "in_cluster", False) else
-             "--kubeconfig" if getattr(args, "kubeconfig", None) else "--context")
-    if getattr(args, "state", None) is not None:
+def _refuse_simulator_flags(options: ClusterOptions, simulate_operators: bool) -> None:
+    which = "--in-cluster" if options.in_cluster else "--kubeconfig" if options.kubeconfig else "--context"
+    if options.state is not None:
         raise UsageError(f"--state is the embedded cluster's state file; it cannot be used with {which}")
-    if getattr(args, "speed", None) is not None:
+    if options.speed is not None:
         raise UsageError(f"--speed sets the embedded cluster's virtual clock; a real cluster ({which}) runs in real time")
-    if simulate_operators and getattr(args, "operators", None) is not None:
+    if simulate_operators and options.operators is not None:
         raise UsageError(f"--operators configures the embedded cluster's simulated operators; with {which} the "
                          "cluster's own operators report (or run 'cvo sim-operators' against it)")
 
 
 @asynccontextmanager
-async def _open_kube(args: argparse.Namespace, clock: Clock, simulate_operators: bool,
+async def _open_kube(options: ClusterOptions, clock: Clock, simulate_operators: bool,
                      budget: Budget, say_where: bool) -> AsyncIterator[Backend]:
     """Connect (``GET /version`` and discovery), riding out an unreachable or failing server within ``budget``.
 
@@ -372,16 +414,16 @@ async def _open_kube(args: argparse.Namespace, clock: Clock, simulate_operators:
     """
     from cvo.cluster.kube import KubeCluster, KubeconfigError
 
-    _refuse_simulator_flags(args, simulate_operators)
+    _refuse_simulator_flags(options, simulate_operators)
     try:
-        if getattr(args, "in_cluster", False):
+        if options.in_cluster:
             cluster = KubeCluster.in_cluster()
         else:
-            cluster = KubeCluster.from_kubeconfig(getattr(args, "kubeconfig", None), getattr(args, "context", None))
+            cluster = KubeCluster.from_kubeconfig(options.kubeconfig, options.context)
     except KubeconfigError as err:
         raise UsageError(str(err)) from None
     if say_where:
-        announce(args, cluster.where)
+        announce(options, cluster.where)
     try:
         try:
             await persist(cluster.connect, budget, f"connecting to {cluster.description}")

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from cvo.cli.backend import add_backend_flags, backend_clock, open_backend
+from cvo.cli.backend import ClusterOptions, add_backend_flags, backend_clock, open_backend
 from cvo.cli.common import EXIT_FAILED, EXIT_OK, UsageError, print_error
 from cvo.cluster.api import ApiError
 from cvo.operators.behaviour import parse_duration
@@ -70,10 +70,11 @@ def run(args: argparse.Namespace) -> int:
         manifests = load_manifests(find_manifests(args.manifests))
     except LoadError as err:
         raise UsageError("\n".join(err.errors)) from None
-    clock, run_loop = backend_clock(args)
+    backend_options = ClusterOptions.from_args(args)
+    clock, run_loop = backend_clock(backend_options)
 
     async def main() -> BootstrapResult:
-        async with open_backend(args, clock, simulate_operators=False, say_where=True) as backend:
+        async with open_backend(backend_options, clock, simulate_operators=False, say_where=True) as backend:
             return await bootstrap(backend.cluster, manifests, timeout=timeout, on_applied=_show)
 
     try:

@@ -48,13 +48,30 @@ class CommandFailed(Exception):
 
 @dataclass(frozen=True)
 class PayloadOptions:
-    """What a command reads of a release: filters, version, image, cache."""
+    """What a command reads of a release, and how: its payload selection flags (:func:`payload_options`)."""
 
-    load_filter: LoadFilter
-    apply_filter: ApplyFilter
-    version: str | None
-    release_image: str | None
-    use_cache: bool
+    load_filter: LoadFilter  # --profile, --feature-set, --feature-gates, --exclude: the manifests read
+    apply_filter: ApplyFilter  # --capabilities, --feature-gates: what a sweep applies of them
+    version: str | None  # --release-version: the version of a plain manifest directory
+    release_image: str | None  # --release-image: the pull spec for {{.ReleaseImage}} (None: file://RELEASE_DIR)
+    use_cache: bool  # not --no-cache: read and write the parse cache
+    directory: Path | None = None  # RELEASE_DIR (cvo upgrade: --to, cvo reconcile: --release; None: not given)
+
+
+@dataclass(frozen=True)
+class OutputOptions:
+    """How a command prints: its result on stdout, its logs and errors on stderr (:meth:`from_args`)."""
+
+    format: str = "text"  # -o/--output: text, or a structured format (json, yaml) where the command has one
+    headers: bool = True  # not --no-headers: the tables' header lines
+    log_format: str = "text"  # --log-format: log lines and errors on stderr as text or JSON lines
+    verbose: int = 0  # -v (counted): 1, every event of a sweep; 2, debug
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> OutputOptions:
+        flags = vars(args)
+        return cls(format=flags.get("output") or "text", headers=not flags.get("no_headers"),
+                   log_format=flags.get("log_format") or "text", verbose=int(flags.get("verbose") or 0))
 
 
 def add_payload_flags(parser: argparse.ArgumentParser) -> None:
@@ -125,14 +142,16 @@ def payload_options(args: argparse.Namespace) -> PayloadOptions:
         version=args.version,
         release_image=args.release_image,
         use_cache=not args.no_cache,
+        directory=vars(args).get("release_dir"),
     )
 
 
-def load(args: argparse.Namespace, options: PayloadOptions) -> Release:
-    """The release of ``args.release_dir``; a long load shows its progress on a terminal."""
-    progress = for_terminal(getattr(args, "log_format", "text"))
+def load(options: PayloadOptions, log_format: str = "text") -> Release:
+    """The release of ``options.directory``; a long load shows its progress on a terminal."""
+    assert options.directory is not None
+    progress = for_terminal(log_format)
     try:
-        return load_release(args.release_dir, version=options.version, release_image=options.release_image,
+        return load_release(options.directory, version=options.version, release_image=options.release_image,
                             load_filter=options.load_filter, use_cache=options.use_cache, on_progress=progress)
     except LoadError as err:
         raise UsageError("\n".join(err.errors)) from None
@@ -141,11 +160,12 @@ def load(args: argparse.Namespace, options: PayloadOptions) -> Release:
             progress.close()
 
 
-def read(args: argparse.Namespace, options: PayloadOptions, progress: ProgressCallback | None = None) -> ReadRelease:
-    """The files of ``args.release_dir``, read but not parsed, every file's bytes kept (``cvo plan``
+def read(options: PayloadOptions, progress: ProgressCallback | None = None) -> ReadRelease:
+    """The files of ``options.directory``, read but not parsed, every file's bytes kept (``cvo plan``
     hashes them all before it knows whether it needs to parse anything)."""
+    assert options.directory is not None
     try:
-        return read_release(args.release_dir, version=options.version, release_image=options.release_image,
+        return read_release(options.directory, version=options.version, release_image=options.release_image,
                             load_filter=options.load_filter, on_progress=progress)
     except LoadError as err:
         raise UsageError("\n".join(err.errors)) from None
@@ -191,7 +211,7 @@ class Parser(argparse.ArgumentParser):
     """argparse with cvo's error convention: one ``error:`` line (JSON with ``--log-format json``), exit 2,
     naming the command and where its help is, instead of a usage block and ``cvo: error:``."""
 
-    def error(self, message: str) -> NoReturn:  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         self.fail(self.prog, message)
 
     def format_help(self) -> str:

@@ -42,7 +42,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 def run(args: argparse.Namespace) -> int:
     options = payload_options(args)
-    release = load(args, options)
+    release = load(options, args.log_format)
     rank = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
     limit = rank[Severity(args.min_severity)]
     findings = [f for f in lint(release) if rank[f.severity] <= limit]

@@ -12,7 +12,7 @@ import re
 import sys
 from typing import Any
 
-from cvo.cli.backend import add_backend_flags, backend_clock, open_backend
+from cvo.cli.backend import ClusterOptions, add_backend_flags, backend_clock, open_backend
 from cvo.cli.common import EXIT_OK, CommandFailed, UsageError
 from cvo.cli.output import NAME, STRUCTURED, TEXT, add_output_flag, dump, is_structured, kubectl_name
 from cvo.cluster.api import Ref
@@ -87,11 +87,13 @@ def _parse(args: argparse.Namespace) -> tuple[str, str]:
 
 def run(args: argparse.Namespace) -> int:
     type_, status = _parse(args)
-    clock, run_loop = backend_clock(args)
+    backend_options = ClusterOptions.from_args(args)
+    clock, run_loop = backend_clock(backend_options)
     done: dict[str, Any] = {}
 
     async def main() -> None:
-        async with open_backend(args, clock, simulate_operators=False, create=False, say_where=True) as backend:
+        async with open_backend(backend_options, clock, simulate_operators=False, create=False,
+                                say_where=True) as backend:
             cluster = backend.cluster
             if not await cluster.serves(OC_API_VERSION, OC_KIND):
                 raise UsageError("the cluster does not serve OperatorConditions (operators.coreos.com)")

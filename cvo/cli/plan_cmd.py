@@ -100,16 +100,17 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 def recorded_durations(args: argparse.Namespace, mode: str) -> tuple[Expected, str]:
     """The expected durations the cluster's sweep records give for a plan of ``mode`` (read-only), and the
     cluster's name."""
-    from cvo.cli.backend import backend_clock, open_backend
+    from cvo.cli.backend import ClusterOptions, backend_clock, open_backend
     from cvo.cli.report_cmd import _optional
     from cvo.runner.durations import RECORDS_REF
     from cvo.status.forecast import INSTALL, UPDATE, expected_durations, parse_records
 
-    clock, run_loop = backend_clock(args)
+    backend_options = ClusterOptions.from_args(args)
+    clock, run_loop = backend_clock(backend_options)
     found: dict[str, Any] = {}
 
     async def main() -> None:
-        async with open_backend(args, clock, simulate_operators=False, create=False) as backend:
+        async with open_backend(backend_options, clock, simulate_operators=False, create=False) as backend:
             found["records"] = await _optional(backend.steady, RECORDS_REF)
             found["where"] = backend.description
 
@@ -121,9 +122,9 @@ def recorded_durations(args: argparse.Namespace, mode: str) -> tuple[Expected, s
 def _behaviours(args: argparse.Namespace) -> Behaviours | None:
     """The operators' durations: ``--operators FILE`` or a scenario's ``operators``; None when not given."""
     if args.operators is not None:
-        from cvo.cli.backend import load_behaviours
+        from cvo.cli.backend import ClusterOptions, load_behaviours
 
-        return load_behaviours(args)
+        return load_behaviours(ClusterOptions.from_args(args))
     if args.scenario is not None:
         from cvo.scenario.model import ScenarioError, load_scenario
 
@@ -164,7 +165,7 @@ def output_options(args: argparse.Namespace, options: PayloadOptions) -> list[st
         "exclude", "" if lf.exclude_id is None else "=" + lf.exclude_id,
         "major", "" if lf.major_version is None else str(lf.major_version),
         "capabilities", ",".join(sorted(af.enabled_capabilities)),
-        "apply-gates", ",".join(sorted(af.feature_gates)),
+        "apply-gates", ",".join(sorted(af.feature_gates or ())),  # always a set here (payload_options)
         "mode", args.mode, "attempt", str(args.attempt), "output", args.output,
         "show-excluded", str(bool(args.show_excluded)),
         # In the release as read too; here so that each image gets an entry of its own.
@@ -235,7 +236,7 @@ def run(args: argparse.Namespace) -> int:
     options = payload_options(args)
     progress = for_terminal(getattr(args, "log_format", "text"))
     try:
-        files = read(args, options, progress)
+        files = read(options, progress)
         cache = entry = key = None
         if options.use_cache and not files.errors and args.output != "html":
             names = output_options(args, options)

@@ -135,7 +135,7 @@ def _graph_of(image: str, mode: str) -> Any:
 
 
 def _from_cluster(args: argparse.Namespace) -> tuple[Timeline, str]:
-    from cvo.cli.backend import backend_clock, open_backend
+    from cvo.cli.backend import ClusterOptions, backend_clock, open_backend
     from cvo.cluster.api import CLUSTER_OPERATOR, cv_ref
     from cvo.report.model import select_sweep
     from cvo.report.records import ClusterRecords, records_timeline
@@ -144,11 +144,12 @@ def _from_cluster(args: argparse.Namespace) -> tuple[Timeline, str]:
 
     if args.now is not None and not uses_saved_objects(args):
         raise UsageError("--now is for saved objects (--from-file)")
-    clock, run_loop = backend_clock(args)
+    backend_options = ClusterOptions.from_args(args)
+    clock, run_loop = backend_clock(backend_options)
     found: dict[str, Any] = {}
 
     async def main() -> None:
-        async with open_backend(args, clock, simulate_operators=False, create=False) as backend:
+        async with open_backend(backend_options, clock, simulate_operators=False, create=False) as backend:
             cluster = backend.steady
             found["cv"] = await _optional(cluster, cv_ref())
             found["cos"] = await cluster.list(*CLUSTER_OPERATOR) if found["cv"] is not None else []

@@ -1,5 +1,5 @@
-"""``cvo run``: the controller, as the CVO runs in a cluster (flags, the backend, signals; the loop is
-:mod:`cvo.controller`).
+"""``cvo run``: the controller, as the CVO runs in a cluster (flags, the backend, signals; the wiring is
+:mod:`cvo.controller.start`, the loop :mod:`cvo.controller.loop`).
 
 Exit codes: it runs until stopped.  SIGTERM (a pod being deleted): the sweep in progress is cancelled,
 the requests in flight finish, the lease is released, exit 0.  SIGINT: the same, exit 130.  Bad flags
@@ -10,29 +10,41 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import math
+import dataclasses
 import signal
 import socket
 import sys
 import uuid
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from cvo.cli.backend import (
+    Backend,
+    ClusterOptions,
     add_backend_flags,
     add_behaviour_flags,
     backend_clock,
+    check_speed,
+    controller_lock_record,
     load_behaviours,
     open_backend,
     state_path,
 )
-from cvo.cli.common import EXIT_OK, UsageError, payload_options
+from cvo.cli.common import EXIT_OK, OutputOptions, UsageError, payload_options
+from cvo.cli.progress import LogReporter
 from cvo.cli.signals import Interrupted, cancelled_by_signals
 from cvo.cli.sweep_cmd import MIN_INTERVAL, _add_selection
-from cvo.cluster.api import Cluster
 from cvo.cluster.persist import Budget
 from cvo.log import configure, get_logger
-from cvo.operators.behaviour import parse_duration
+from cvo.operators.behaviour import Behaviours, parse_duration
+from cvo.report.events_io import EventsError, EventsWriter
+from cvo.runner.events import Fanout
+
+if TYPE_CHECKING:  # cvo run imports the controller when it runs (cvo --help imports every command)
+    from cvo.cluster.embedded.sweep_lock import SweepLock
+    from cvo.controller import start
+    from cvo.controller.lease import LeaderElector
 
 HELP = "run the controller: watch the ClusterVersion and act on it until stopped (leader-elected)"
 DESCRIPTION = """\
@@ -126,7 +138,27 @@ def _duration(text: str, flag: str, minimum: float = 0.0) -> float:
         raise UsageError(str(err)) from None
 
 
-def _settings(args: argparse.Namespace) -> dict[str, Any]:
+def _cluster_options(args: argparse.Namespace) -> ClusterOptions:
+    """The cluster flags; ``--in-cluster`` is the default in a pod (when no other backend is named), and a
+    controller on the embedded cluster runs in real time unless told otherwise."""
+    from cvo.cluster.kube.config import in_cluster_available
+
+    cluster = ClusterOptions.from_args(args)
+    named = cluster.state is not None or cluster.kubeconfig or cluster.context
+    if cluster.in_cluster and named:
+        raise UsageError("--in-cluster cannot be combined with --state, --kubeconfig or --context")
+    if not named and not cluster.in_cluster and in_cluster_available():
+        cluster = dataclasses.replace(cluster, in_cluster=True)
+    if not cluster.real and cluster.speed is None:
+        cluster = dataclasses.replace(cluster, speed=1.0)
+    return cluster
+
+
+def _options(args: argparse.Namespace, cluster: ClusterOptions) -> tuple[start.Options, Behaviours]:
+    """The controller's options and the simulated operators' behaviours, from the flags (a :class:`UsageError`
+    for a bad one), in the order they are checked: durations, the lease's timings, --listen, the release
+    directories, --speed, --identity, --operators, the payload selection."""
+    from cvo.controller import start
     from cvo.controller.http import ListenError, parse_listen
     from cvo.controller.lease import LeaseTimings
 
@@ -145,109 +177,46 @@ def _settings(args: argparse.Namespace) -> dict[str, Any]:
     for flag, path in (("--release", args.own_release), ("--releases", args.releases)):
         if path is not None and not path.is_dir():
             raise UsageError(f"{flag} {path}: not a directory")
-    if args.speed is not None and not (math.isfinite(args.speed) and args.speed > 0):
-        raise UsageError(f"--speed: {args.speed:g} is not a positive number of simulated seconds per real second")
+    check_speed(cluster)
     if args.identity is not None and not args.identity.strip():
         raise UsageError("--identity: empty")
-    return {"interval": interval, "timings": timings, "listen": listen}
-
-
-def _pick_backend(args: argparse.Namespace) -> None:
-    """``--in-cluster`` is the default in a pod (when no other backend is named)."""
-    from cvo.cluster.kube.config import in_cluster_available
-
-    named = args.state is not None or args.kubeconfig or args.context
-    if args.in_cluster and named:
-        raise UsageError("--in-cluster cannot be combined with --state, --kubeconfig or --context")
-    if not named and not args.in_cluster and in_cluster_available():
-        args.in_cluster = True
-    if not args.in_cluster and not args.kubeconfig and not args.context and args.speed is None:
-        args.speed = 1.0  # a controller on the embedded cluster runs in real time unless told otherwise
+    behaviours = load_behaviours(cluster)
+    payload = payload_options(args)
+    options = start.Options(identity=args.identity or f"{socket.gethostname()}_{uuid.uuid4()}", interval=interval,
+                         timings=timings, lease_namespace=args.lease_namespace, own_release=args.own_release,
+                         releases=args.releases, load_filter=payload.load_filter,
+                         capabilities=payload.apply_filter, listen=listen)
+    return options, behaviours
 
 
 def run(args: argparse.Namespace) -> int:
-    _pick_backend(args)
-    settings = _settings(args)
-    behaviours = load_behaviours(args)
-    options = payload_options(args)
-    identity = args.identity or f"{socket.gethostname()}_{uuid.uuid4()}"
-    clock, run_loop = backend_clock(args)
+    from cvo.controller import start
+
+    cluster = _cluster_options(args)
+    options, behaviours = _options(args, cluster)
+    clock, run_loop = backend_clock(cluster)
     events = _events_writer(args.events)
-    configure(args.log_format, max(args.verbose, 1))  # the controller's events are its log
-    log = get_logger("cvo.cli")
+    output = OutputOptions.from_args(args)
+    configure(output.log_format, max(output.verbose, 1))  # the controller's events are its log
+    path = state_path(cluster)
+
+    async def take_lock(elector: LeaderElector) -> start.Lock | None:
+        assert path is not None
+        return await _sweep_lock(path, options.identity, elector)
+
+    def open_cluster() -> AbstractAsyncContextManager[Backend]:  # riding out any outage
+        return open_backend(cluster, clock, simulate_operators=False, create=True, budget=Budget.of(None),
+                            say_where=True)
+
+    context = start.Context(clock, open_cluster, Fanout(LogReporter(), *([events] if events else [])),
+                            simulate=None if cluster.real else behaviours,
+                            take_lock=take_lock if path is not None else None)
 
     async def controller() -> None:
-        from cvo.controller.http import Endpoint, Health
-        from cvo.controller.lease import LeaderElector, lease_ref
-        from cvo.controller.loop import Controller, ControllerOptions
-        from cvo.controller.metrics import MetricsReporter, Snapshot
-        from cvo.controller.releases import FILE_SCHEME, Catalogue, Releases, default_loader
-        from cvo.controller.replica import Replica
-        from cvo.payload.loader import Release
-        from cvo.runner.events import Fanout
-
-        snapshot, health = Snapshot(), Health()
-        endpoint = None
-        if settings["listen"] is not None:
-            host, port = settings["listen"]
-            try:
-                endpoint = Endpoint(host, port, snapshot, health)
-            except OSError as err:
-                raise UsageError(f"--listen {args.listen}: {err.strerror or err}") from None
-            endpoint.start()
         try:
-            async with open_backend(args, clock, simulate_operators=False, create=True,
-                                    budget=Budget.of(None), say_where=True) as backend:
-                where = f"{endpoint.address[0]}:{endpoint.address[1]}" if endpoint else "nowhere"
-                log.info("controller", backend=backend.description, identity=identity, listen=where,
-                         lease=f"{args.lease_namespace}/version")
-                releases = Releases(Catalogue(args.releases), default_loader(options.load_filter))
-                simulator: dict[str, Any] = {}
-                known: list[Release] = []
-
-                def on_release(release: Release) -> None:
-                    if all(r.image != release.image for r in known):
-                        known.append(release)
-                        if "sim" in simulator:
-                            simulator["sim"].register_release(release)
-
-                async def on_leading(fenced: Cluster) -> None:
-                    if uses_embedded:
-                        from cvo.operators.simulated import OperatorSimulator
-
-                        if (path := state_path(args)) is not None:
-                            simulator["lock"] = await _sweep_lock(path, identity, elector)
-
-                        sim = simulator["sim"] = OperatorSimulator(fenced, clock, behaviours)
-                        for release in known:
-                            sim.register_release(release)
-                        await sim.start()
-
-                async def on_stopped() -> None:
-                    sim = simulator.pop("sim", None)
-                    if sim is not None:
-                        await sim.stop()
-                    lock = simulator.pop("lock", None)
-                    if lock is not None:
-                        lock.release()
-
-                uses_embedded = backend.simulator is None and not (args.kubeconfig or args.context or args.in_cluster)
-                await _ensure_namespace(backend.steady, args.lease_namespace)
-                elector = LeaderElector(backend.cluster, clock, identity, settings["timings"],
-                                        lease_ref(args.lease_namespace))
-                own = FILE_SCHEME + str(args.own_release.resolve()) if args.own_release else ""
-                reporter = Fanout(_log_reporter(), MetricsReporter(snapshot), *([events] if events else []))
-
-                def make_controller(fenced: Cluster) -> Controller:
-                    return Controller(fenced, clock, releases, reporter,
-                                      ControllerOptions(interval=settings["interval"], capabilities=options.apply_filter,
-                                                        own_image=own), on_release=on_release)
-
-                replica = Replica(backend.cluster, elector, make_controller, snapshot, health, on_leading, on_stopped)
-                await replica.run()
-        finally:
-            if endpoint is not None:
-                endpoint.close()
+            await start.run(options, context)
+        except start.EndpointFailed as err:
+            raise UsageError(f"--listen {args.listen}: {err}") from None
 
     try:
         run_loop(lambda: cancelled_by_signals(controller))
@@ -262,25 +231,22 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _events_writer(path: Path | None) -> Any:
+def _events_writer(path: Path | None) -> EventsWriter | None:
     """``--events FILE``, opened for appending before anything runs: a path that cannot be written is a usage
     error."""
     if path is None:
         return None
-    from cvo.report.events_io import EventsError, EventsWriter
-
     try:
         return EventsWriter(path, append=True).open()
     except EventsError as err:
         raise UsageError(str(err)) from None
 
 
-async def _sweep_lock(path: Path, identity: str, elector: Any) -> Any:
+async def _sweep_lock(path: Path, identity: str, elector: LeaderElector) -> SweepLock | None:
     """The embedded cluster's sweep lock, for as long as this replica leads: a foreground ``cvo upgrade`` then
     becomes the controller's client, and ``install``/``reconcile`` are refused, instead of sweeping beside it.
     A foreground sweep already running is waited for (the lease is renewed meanwhile); ``None`` if the lease
     is lost first."""
-    from cvo.cli.backend import controller_lock_record
     from cvo.cluster.embedded.sweep_lock import SweepLock, SweepLockHeld
 
     log = get_logger("cvo.cli")
@@ -297,21 +263,3 @@ async def _sweep_lock(path: Path, identity: str, elector: Any) -> Any:
 
 
 SWEEP_LOCK_RETRY = 1.0  # seconds between tries for the sweep lock a foreground command holds
-
-
-def _log_reporter() -> Any:
-    from cvo.cli.progress import LogReporter
-
-    return LogReporter()
-
-
-async def _ensure_namespace(cluster: Cluster, namespace: str) -> None:
-    """The Lease's namespace (``cvo bootstrap`` creates it on a real cluster; the embedded one may lack it)."""
-    from cvo.cluster.api import ApiError, ApiErrorKind, Ref
-
-    try:
-        if await cluster.get(Ref("", "Namespace", "", namespace)) is None:
-            await cluster.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
-    except ApiError as err:
-        if err.kind not in (ApiErrorKind.ALREADY_EXISTS, ApiErrorKind.FORBIDDEN):
-            raise  # Forbidden: a least-privilege service account; the namespace is the manifests' to create

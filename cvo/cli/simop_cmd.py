@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from cvo.cli.backend import (
+    ClusterOptions,
     add_backend_flags,
     add_behaviour_flags,
     backend_clock,
@@ -103,7 +104,8 @@ def _load_explicit(paths: list[Path]) -> list[Release]:
 
 
 def run(args: argparse.Namespace) -> int:
-    behaviours = load_behaviours(args)
+    backend_options = ClusterOptions.from_args(args)
+    behaviours = load_behaviours(backend_options)
     duration = None
     if args.duration is not None:
         try:
@@ -111,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
         except ValueError as err:
             raise UsageError(str(err)) from None
     explicit = _load_explicit(args.releases)
-    clock, run_loop = backend_clock(args)
+    clock, run_loop = backend_clock(backend_options)
     outcome: dict[str, Any] = {"signal": None}
 
     async def main() -> int:
@@ -123,13 +125,14 @@ def run(args: argparse.Namespace) -> int:
             outcome["signal"] = signum
             stop.set()
 
-        for signum in (signal.SIGINT, signal.SIGTERM):
+        for sig in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-                loop.add_signal_handler(signum, on_signal, signum)
-                handled.append(signum)
+                loop.add_signal_handler(sig, on_signal, sig)
+                handled.append(sig)
         budget = Budget.of(duration)  # transient errors are retried for as long as the command runs
         try:
-            async with open_backend(args, clock, simulate_operators=False, budget=budget, say_where=True) as backend:
+            async with open_backend(backend_options, clock, simulate_operators=False, budget=budget,
+                                    say_where=True) as backend:
                 return await _run(backend.steady, clock, behaviours, explicit, stop, args.once, duration)
         finally:
             for signum in handled:

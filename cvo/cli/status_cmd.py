@@ -18,6 +18,7 @@ from typing import Any
 
 from cvo.cli.backend import (
     Backend,
+    ClusterOptions,
     add_backend_flags,
     add_saved_flags,
     backend_clock,
@@ -128,11 +129,13 @@ def run(args: argparse.Namespace) -> int:
         if uses_saved_objects(args):
             raise UsageError("-w cannot be used with --from-file: saved objects do not change")
         return _watch(args)
-    clock, run_loop = backend_clock(args)
+    backend_options = ClusterOptions.from_args(args)
+    clock, run_loop = backend_clock(backend_options)
     found: dict[str, Any] = {}
 
     async def main() -> None:
-        async with open_backend(args, clock, simulate_operators=False, create=False, say_where=True) as backend:
+        async with open_backend(backend_options, clock, simulate_operators=False, create=False,
+                                say_where=True) as backend:
             # reads ride out a failing server for a while (cvo.cluster.persist)
             found.update(await _read(backend.steady, clock.now()))
 
@@ -153,7 +156,8 @@ def _watch(args: argparse.Namespace) -> int:
     from cvo.clock import run_real
     from cvo.runner.notify import Notifier
 
-    clock, _ = backend_clock(args)
+    backend_options = ClusterOptions.from_args(args)
+    clock, _ = backend_clock(backend_options)
 
     async def watch(backend: Backend) -> None:
         from cvo.cluster.persist import Budget, steady
@@ -194,7 +198,8 @@ def _watch(args: argparse.Namespace) -> int:
                 await w.stop()
 
     async def main() -> None:
-        async with open_backend(args, clock, simulate_operators=False, create=False, say_where=True) as backend:
+        async with open_backend(backend_options, clock, simulate_operators=False, create=False,
+                                say_where=True) as backend:
             await watch(backend)
 
     run_real(lambda: cancelled_by_signals(main))

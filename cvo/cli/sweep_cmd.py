@@ -9,30 +9,33 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import math
 import sys
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from cvo.cli.backend import (
     Backend,
     ClusterBusy,
+    ClusterOptions,
     add_backend_flags,
     add_behaviour_flags,
-    add_saved_flags,
     backend_clock,
+    check_speed,
     load_behaviours,
     open_backend,
-    uses_real_clock,
 )
 from cvo.cli.common import (
     EXIT_FAILED,
     EXIT_OK,
     CommandFailed,
+    OutputOptions,
+    PayloadOptions,
     UsageError,
     add_payload_flags,
+    add_saved_flags,
     describe_api_error,
     load,
     payload_options,
@@ -47,14 +50,12 @@ from cvo.cluster.api import ApiError, cv_ref
 from cvo.cluster.persist import Budget
 from cvo.log import configure, get_logger
 from cvo.operators.behaviour import parse_duration
-from cvo.payload.graph import Mode
 from cvo.payload.loader import LoadError, Release, load_release
 from cvo.report.events_io import EventsError, EventsWriter
 from cvo.runner import start
+from cvo.runner.decide import Plan, Runner, for_install, for_reconcile, for_upgrade, runner_for
 from cvo.runner.events import Event, Fanout, Progress, Reporter
 from cvo.runner.sweep import SweepOptions, SweepResult
-from cvo.runner.upgrade import UpgradeController
-from cvo.runner.worker import Worker
 
 _EXAMPLES = {"install": "cvo install DIR", "upgrade": "cvo upgrade --to DIR", "reconcile": "cvo reconcile"}
 
@@ -199,49 +200,76 @@ def _add_selection(parser: argparse.ArgumentParser) -> None:
 MIN_INTERVAL = 1.0
 
 
-def _options(args: argparse.Namespace) -> SweepOptions:
-    try:
-        timeout = parse_duration(args.timeout, "--timeout")
-        interval = parse_duration(args.interval, "--interval", minimum=MIN_INTERVAL)
-    except ValueError as err:
-        raise UsageError(str(err)) from None
-    speed = getattr(args, "speed", None)
-    if speed is not None and not (math.isfinite(speed) and speed > 0):
-        raise UsageError(f"--speed: {speed:g} is not a positive number of simulated seconds per real second")
-    options = payload_options(args)
-    return SweepOptions(interval=interval, timeout=timeout or None, capabilities=options.apply_filter)
+@dataclass(frozen=True)
+class SweepFlags:
+    """How a sweep command runs: its budget, its interval, where its events go."""
+
+    timeout: float | None  # --timeout: the command's budget from its start, on the sweep's clock; None: never
+    timeout_text: str  # --timeout as given, for the messages that name it
+    interval: float  # --interval: the reconcile interval; apply timeouts and back-off derive from it
+    events: Path | None  # --events FILE: every event of the sweep as JSON lines; None: not asked, or --dry-run
 
 
-def clock_of(backend: Backend) -> Clock:
-    return backend.clock
+@dataclass(frozen=True)
+class SweepCommand:
+    """Everything ``cvo install``, ``upgrade`` or ``reconcile`` was told, parsed once (:meth:`from_args`)."""
+
+    cluster: ClusterOptions  # which cluster, and how to reach it
+    payload: PayloadOptions  # which release, read how
+    sweep: SweepFlags  # how the sweep runs
+    output: OutputOptions  # how its progress and report are printed
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> SweepCommand:
+        """The flags, checked before anything is read (a :class:`UsageError` for a bad one)."""
+        try:
+            timeout = parse_duration(args.timeout, "--timeout")
+            interval = parse_duration(args.interval, "--interval", minimum=MIN_INTERVAL)
+        except ValueError as err:
+            raise UsageError(str(err)) from None
+        cluster = ClusterOptions.from_args(args)
+        check_speed(cluster)
+        payload = payload_options(args)
+        events = None if vars(args).get("dry_run") else args.events
+        return cls(cluster, payload, SweepFlags(timeout or None, args.timeout, interval, events),
+                   OutputOptions.from_args(args))
+
+    def sweep_options(self) -> SweepOptions:
+        return SweepOptions(interval=self.sweep.interval, timeout=self.sweep.timeout,
+                            capabilities=self.payload.apply_filter)
 
 
-def _loader(args: argparse.Namespace) -> Callable[[Path, str | None], Release]:
+@dataclass(frozen=True)
+class UpgradeFlags:
+    """What ``cvo upgrade`` asks for beside its target (``--to``)."""
+
+    force: bool  # --force: go ahead despite blocking preconditions (recorded on the history entry)
+    dry_run: bool  # --dry-run: print every gate and exit
+    no_wait: bool  # --no-wait: set spec.desiredUpdate and return
+    from_dir: Path | None  # --from DIR: where the cluster's current release is now; None: where it recorded
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> UpgradeFlags:
+        return cls(args.force, args.dry_run, args.no_wait, args.from_dir)
+
+
+def _loader(payload: PayloadOptions) -> Callable[[Path, str | None], Release]:
     """Reads a release the cluster names (its directory, the image it is known by), with the command's filters."""
     def load_dir(directory: Path, image: str | None) -> Release:
         try:
-            return load_release(directory, release_image=image, load_filter=payload_options(args).load_filter)
+            return load_release(directory, release_image=image, load_filter=payload.load_filter)
         except LoadError as err:
             raise UsageError("\n".join(err.errors)) from None
     return load_dir
 
 
-Runner = Worker | UpgradeController
 MakeRunner = Callable[[Reporter, SweepOptions], Runner]
 
 
-def _progress(runner: Runner) -> Progress:
-    if isinstance(runner, Worker):
-        return runner.progress
-    return runner.worker.progress if runner.worker is not None else Progress()
-
-
-def _blocked(runner: Runner | None) -> str:
-    """Why the upgrade waits for its preconditions ("" when it does not: not an upgrade, or updating)."""
-    if not isinstance(runner, UpgradeController) or not runner.blocked_message:
-        return ""
-    updating = runner.worker is not None and runner.worker.release is runner.target
-    return "" if updating else runner.blocked_message
+def _runs(plan: Plan, backend: Backend, *, write_spec: bool = False) -> MakeRunner:
+    """What runs ``plan`` on ``backend``, given the sweep's reporter and options (:func:`runner_for`)."""
+    return lambda reporter, options: runner_for(plan, backend.cluster, reporter, backend.clock, options,
+                                                backend.register, write_spec=write_spec)
 
 
 Outlook = Callable[[Callable[[], Progress]], Any]  # the live display's forecast, given the sweep's progress
@@ -255,31 +283,30 @@ class ControllerLeads(Exception):
         self.holder = holder
 
 
-def _sweep(args: argparse.Namespace, prepare: Callable[[Backend], Awaitable[tuple[str, MakeRunner] | int]],
-           what: str, *, create: bool = False,
+def _sweep(cmd: SweepCommand, prepare: Callable[[Backend], Awaitable[tuple[str, MakeRunner] | int]],
+           what: str, *, create: bool = False, dry_run: bool = False,
            forecast_of: Callable[[Backend], Awaitable[Outlook | None]] | None = None,
            client: Callable[[str], int] | None = None) -> int:
     """Open the cluster, let ``prepare`` pick what runs, run it with progress, report.
 
-    ``what`` names the sweep for the embedded cluster's sweep lock; only ``install`` creates a cluster.
-    With ``client``, a command that finds a controller leading becomes its client instead of sweeping:
-    ``prepare`` raises :class:`ControllerLeads` when the Lease is held on a real cluster; on the embedded one
-    the sweep lock held by ``cvo run`` says so (:class:`ClusterBusy` from a controller).  ``client(holder)``
-    then does the command's work through the controller and returns the exit code.
+    ``what`` names the sweep for the embedded cluster's sweep lock; only ``install`` creates a cluster, and a
+    ``dry_run`` only reads.  With ``client``, a command that finds a controller leading becomes its client
+    instead of sweeping: ``prepare`` raises :class:`ControllerLeads` when the Lease is held on a real cluster; on
+    the embedded one the sweep lock held by ``cvo run`` says so (:class:`ClusterBusy` from a controller).
+    ``client(holder)`` then does the command's work through the controller and returns the exit code.
     """
-    behaviours = load_behaviours(args)
-    options = _options(args)
-    if not wants_live_display(args.log_format):  # without a live display, progress is the info log
-        configure(args.log_format, max(args.verbose, 1), details=args.verbose >= 1)  # the detail lines at -v
-    clock, run_loop = backend_clock(args)
+    behaviours = load_behaviours(cmd.cluster)
+    output = cmd.output
+    if not wants_live_display(output.log_format):  # without a live display, progress is the info log
+        configure(output.log_format, max(output.verbose, 1), details=output.verbose >= 1)  # detail lines at -v
+    clock, run_loop = backend_clock(cmd.cluster)
     started = time.perf_counter()
     outcome: dict[str, Any] = {}
-    events = _events_writer(args)
+    events = _events_writer(cmd.sweep.events)
 
     async def sweep() -> int:
-        budget = Budget.of(options.timeout)
-        dry_run = bool(getattr(args, "dry_run", False))
-        async with open_backend(args, clock, behaviours, create=create and not dry_run,
+        budget = Budget.of(cmd.sweep.timeout)
+        async with open_backend(cmd.cluster, clock, behaviours, create=create and not dry_run,
                                 sweep=None if dry_run else what, budget=budget, say_where=True) as backend:
             try:
                 prepared = await prepare(backend)
@@ -290,22 +317,22 @@ def _sweep(args: argparse.Namespace, prepare: Callable[[Backend], Awaitable[tupl
             if isinstance(prepared, int):
                 return prepared
             title, make_runner = prepared
-            reporters: list[Any] = [LogReporter(verbose=args.verbose >= 1)]
+            reporters: list[Any] = [LogReporter(verbose=output.verbose >= 1)]
             if events is not None:
                 reporters.append(events)
             live: LiveDisplay | None = None
             runner: Runner | None = None
-            if wants_live_display(args.log_format):
-                progress = lambda: _progress(runner) if runner is not None else Progress()  # noqa: E731
+            if wants_live_display(output.log_format):
+                progress = lambda: runner.progress if runner is not None else Progress()  # noqa: E731
                 outlook = await forecast_of(backend) if forecast_of is not None else None
                 live = LiveDisplay(progress, clock.now, title, outlook and outlook(progress),
-                                   blocked=lambda: _blocked(runner))
+                                   blocked=lambda: runner.blocked if runner is not None else "")
                 reporters.append(live)
                 if outlook is not None:
                     reporters.append(live.forecast)
             remaining = budget.remaining()
             runner = make_runner(Fanout(*reporters), dataclasses.replace(
-                options, timeout=None if remaining is None else max(0.0, remaining), budget=budget))
+                cmd.sweep_options(), timeout=None if remaining is None else max(0.0, remaining), budget=budget))
             if backend.simulator is not None:
                 await backend.simulator.start()  # type: ignore[attr-defined]
             if live is not None:
@@ -339,16 +366,16 @@ def _sweep(args: argparse.Namespace, prepare: Callable[[Backend], Awaitable[tupl
             events.close()
     result: SweepResult | None = outcome.get("result")
     if result is not None:
-        _report(args, result, outcome.get("cos", []), time.perf_counter() - started, clock)
+        _report(output, result, outcome.get("cos", []), time.perf_counter() - started)
     return code
 
 
-def _events_writer(args: argparse.Namespace) -> EventsWriter | None:
+def _events_writer(path: Path | None) -> EventsWriter | None:
     """``--events FILE``, created before anything runs: a path that cannot be written is a usage error."""
-    if getattr(args, "events", None) is None or getattr(args, "dry_run", False):
+    if path is None:
         return None
     try:
-        return EventsWriter(args.events).open()
+        return EventsWriter(path).open()
     except EventsError as err:
         raise UsageError(str(err)) from None
 
@@ -371,20 +398,19 @@ def _say(text: str) -> None:
     print(text)
 
 
-def _report(args: argparse.Namespace, result: SweepResult, cos: list[dict[str, Any]], wall: float,
-            clock: Clock) -> None:
+def _report(output: OutputOptions, result: SweepResult, cos: list[dict[str, Any]], wall: float) -> None:
     from cvo.status.text import write_status_text
 
     simulated = result.finished - result.started
-    if is_structured(args.output):
+    if is_structured(output.format):
         doc = {"ok": result.ok, "completed": result.completed, "attempts": result.attempts,
                "message": result.message, "done": result.done, "total": result.total,
                "simulatedSeconds": simulated.total_seconds(), "wallSeconds": round(wall, 3),
                "lastProgress": to_rfc3339(result.last_progress) if result.last_progress else None,
                "clusterVersion": result.cluster_version, "clusterOperators": cos}
-        sys.stdout.write(dump(doc, args.output))
+        sys.stdout.write(dump(doc, output.format))
     else:
-        write_status_text(result.cluster_version, cos, result.finished, sys.stdout, headers=not args.no_headers,
+        write_status_text(result.cluster_version, cos, result.finished, sys.stdout, headers=output.headers,
                           width=terminal_width(sys.stdout))
         if result.blocked:
             _say(f"\nblocked: the upgrade did not start ({wall:.2f}s wall)")
@@ -402,97 +428,87 @@ def _report(args: argparse.Namespace, result: SweepResult, cos: list[dict[str, A
                       file=sys.stderr)
 
 
-def _already_there(args: argparse.Namespace, release: Release) -> int:
+def _already_there(output: OutputOptions, release: Release) -> int:
     """``install`` or ``upgrade --to`` the release the cluster runs: nothing to do, said the same way, exit 0
     (with ``-o json|yaml`` a document says it too, so that stdout always parses)."""
     message = f"the cluster already runs {release.version}: nothing to do ('cvo reconcile' re-applies it)"
     print(message, file=sys.stderr)
-    _no_sweep_document(args, completed=True, message=message, version=release.version, image=release.image)
+    _no_sweep_document(output, completed=True, message=message, version=release.version, image=release.image)
     return EXIT_OK
 
 
-def _no_sweep_document(args: argparse.Namespace, completed: bool, message: str, version: str, image: str) -> None:
+def _no_sweep_document(output: OutputOptions, completed: bool, message: str, version: str, image: str) -> None:
     """The document of a command that ran no sweep (nothing to do, or ``--no-wait``): ``ok``, ``completed`` and
     ``message`` as the sweeps' reports have them, ``swept: false``, and the release."""
-    if is_structured(getattr(args, "output", None)):
+    if is_structured(output.format):
         sys.stdout.write(dump({"ok": True, "completed": completed, "swept": False, "message": message,
-                               "release": {"version": version, "image": image}}, args.output))
+                               "release": {"version": version, "image": image}}, output.format))
 
 
 def run_install(args: argparse.Namespace) -> int:
-    _options(args)  # bad flags fail before the release is read
-    options = payload_options(args)
-    release = load(args, options)
+    cmd = SweepCommand.from_args(args)  # bad flags fail before the release is read
+    release = load(cmd.payload, cmd.output.log_format)
 
     async def prepare(backend: Backend) -> tuple[str, MakeRunner] | int:
-        if start.check_install(await backend.steady.get(cv_ref()), release):
-            return _already_there(args, release)
-        backend.register(release)
-        return f"install {release.version}", lambda reporter, options: Worker(
-            backend.cluster, release, Mode.INSTALL, reporter, clock_of(backend), options)
+        plan = for_install(await backend.steady.get(cv_ref()), release)
+        if plan is None:
+            return _already_there(cmd.output, release)
+        return f"install {release.version}", _runs(plan, backend)
 
-    return _sweep(args, prepare, f"install {release.version}", create=True)
+    return _sweep(cmd, prepare, f"install {release.version}", create=True)
 
 
 def run_upgrade(args: argparse.Namespace) -> int:
-    """Without a controller: the controller's decision (:func:`cvo.controller.loop.decide`) on the
+    """Without a controller: the controller's decision (:func:`cvo.runner.decide.for_upgrade`) on the
     ClusterVersion with this target as ``spec.desiredUpdate``, run in this process until it ends.  With one:
     its client (:func:`_upgrade_through_controller`)."""
     from cvo.controller.client import lease_holder
-    from cvo.controller.loop import decide, runner_for
-    from cvo.controller.releases import Catalogue, Releases, RetrieveFailed, default_loader
+    from cvo.runner.releases import RetrieveFailed
     from cvo.runner.upgrade import desired_update, set_desired_update
 
-    if getattr(args, "from_file", None) and not args.dry_run:
+    if vars(args).get("from_file") and not args.dry_run:
         raise UsageError("--from-file: saved objects are read-only; use it with --dry-run")
-    _options(args)
-    options = payload_options(args)
-    target = load(args, options)
+    cmd = SweepCommand.from_args(args)
+    upgrade = UpgradeFlags.from_args(args)
+    target = load(cmd.payload, cmd.output.log_format)
+    target_dir = cmd.payload.directory  # --to
+    assert target_dir is not None
 
     async def prepare(backend: Backend) -> tuple[str, MakeRunner] | int:
-        if not args.dry_run and uses_real_clock(args):
+        if not upgrade.dry_run and cmd.cluster.real:
             holder = await lease_holder(backend.steady, time.time())
             if holder:
                 raise ControllerLeads(holder)
         cv = await backend.steady.get(cv_ref())
         begin = start.check_upgrade(cv, target)
         if begin.already_there:
-            return _already_there(args, target)
-        if args.dry_run:  # reads only: the current release is not needed (saved objects may name any image)
+            return _already_there(cmd.output, target)
+        if upgrade.dry_run:  # reads only: the current release is not needed (saved objects may name any image)
             from cvo.cli.gates import print_verdict, verdict_data
             from cvo.runner.upgrade import preflight
 
-            check = await preflight(backend.steady, target, args.force, clock_of(backend).now())
-            if is_structured(args.output):
-                sys.stdout.write(dump(verdict_data(check, target, args.release_dir), args.output))
+            check = await preflight(backend.steady, target, upgrade.force, backend.clock.now())
+            if is_structured(cmd.output.format):
+                sys.stdout.write(dump(verdict_data(check, target, target_dir), cmd.output.format))
             else:
-                print_verdict(check, target, args.release_dir)
+                print_verdict(check, target, target_dir)
             return EXIT_FAILED if check.verdict.blocked else EXIT_OK
-        releases = Releases(Catalogue(None), default_loader(options.load_filter))
-        releases.add(target)
-        if args.from_dir is not None:  # the current release, moved: known by the image the cluster recorded
-            releases.add(start.current_release_from(cv, args.from_dir, _loader(args)))
-        else:
-            start.check_current_directory(cv, "--from")
-        wanted = desired_update(target, args.force)
+        # the current release, moved: known by the image the cluster recorded
+        current = (start.current_release_from(cv, upgrade.from_dir, _loader(cmd.payload)) if upgrade.from_dir
+                   else None)
         try:  # the controller's decision, on the ClusterVersion as it would be with the target asked for
-            plan = decide({**(cv or {}), "spec": {**((cv or {}).get("spec") or {}), "desiredUpdate": wanted}},
-                          releases)
+            plan = for_upgrade(cv, target, upgrade.force, current, cmd.payload.load_filter)
         except RetrieveFailed as err:
             raise UsageError(f"the cluster's current release: {err.message}") from None
-        assert plan is not None
-        for release in (plan.current, plan.release):
-            if release is not None:
-                backend.register(release)
-        if args.no_wait:
-            await set_desired_update(backend.steady, wanted, backend.budget)
+        if upgrade.no_wait:
+            await set_desired_update(backend.steady, desired_update(target, upgrade.force), backend.budget)
             message = (f"spec.desiredUpdate: {target.version} ({target.image}); no controller leads this cluster: "
                        f"'cvo run' applies it when started")
             print(message, file=sys.stderr)
-            _no_sweep_document(args, completed=False, message=message, version=target.version, image=target.image)
+            _no_sweep_document(cmd.output, completed=False, message=message, version=target.version,
+                               image=target.image)
             return EXIT_OK
-        return f"upgrade to {target.version}", lambda reporter, options: runner_for(
-            plan, backend.cluster, reporter, clock_of(backend), options, write_spec=True)
+        return f"upgrade to {target.version}", _runs(plan, backend, write_spec=True)
 
     async def forecast_of(backend: Backend) -> Outlook | None:
         """The update's forecast from the records of earlier updates (none: no forecast line)."""
@@ -503,13 +519,13 @@ def run_upgrade(args: argparse.Namespace) -> int:
         if not records:
             return None
         graph = release_operator_graph(target)
-        return lambda progress: LiveForecast(graph, records, progress, clock_of(backend).now)
+        return lambda progress: LiveForecast(graph, records, progress, backend.clock.now)
 
-    return _sweep(args, prepare, f"upgrade to {target.version}", forecast_of=forecast_of,
-                  client=lambda holder: _upgrade_through_controller(args, target, holder))
+    return _sweep(cmd, prepare, f"upgrade to {target.version}", dry_run=upgrade.dry_run,
+                  forecast_of=forecast_of, client=lambda holder: _upgrade_through_controller(cmd, upgrade, target, holder))
 
 
-def _upgrade_through_controller(args: argparse.Namespace, target: Release, holder: str) -> int:
+def _upgrade_through_controller(cmd: SweepCommand, upgrade: UpgradeFlags, target: Release, holder: str) -> int:
     """``cvo upgrade`` as the client of the controller ``holder``: set ``spec.desiredUpdate``, follow the
     ClusterVersion until the controller is done with it (:func:`cvo.controller.client.follow`), report as a
     sweep run here would.  ``--timeout`` is real time here: the controller's sweep runs on its own clock."""
@@ -518,10 +534,10 @@ def _upgrade_through_controller(args: argparse.Namespace, target: Release, holde
     from cvo.controller.client import Verdict, follow
     from cvo.runner.upgrade import desired_update, set_desired_update
 
-    options = _options(args)
-    configure(args.log_format, max(args.verbose, 1))  # the controller's progress is the info log
+    output = cmd.output
+    configure(output.log_format, max(output.verbose, 1))  # the controller's progress is the info log
     log = get_logger("cvo.cli")
-    clock, _ = backend_clock(args)
+    clock, _ = backend_clock(cmd.cluster)
     started = time.perf_counter()
     outcome: dict[str, Any] = {}
 
@@ -529,27 +545,28 @@ def _upgrade_through_controller(args: argparse.Namespace, target: Release, holde
         log.info("upgrade.progress", controller=holder, state=verdict.state, message=verdict.message)
 
     async def main() -> int:
-        budget = Budget.of(options.timeout)
-        async with open_backend(args, clock, simulate_operators=False, create=False, budget=budget, say_where=True) as backend:
+        budget = Budget.of(cmd.sweep.timeout)
+        async with open_backend(cmd.cluster, clock, simulate_operators=False, create=False, budget=budget,
+                                say_where=True) as backend:
             log.info("controller.leads", controller=holder)
             try:
                 begin = start.check_upgrade(await backend.steady.get(cv_ref()), target)
             except start.NotInstalled as err:
                 raise CommandFailed(str(err)) from None
             if begin.already_there:
-                return _already_there(args, target)
-            await set_desired_update(backend.steady, desired_update(target, args.force), budget)
+                return _already_there(output, target)
+            await set_desired_update(backend.steady, desired_update(target, upgrade.force), budget)
             log.info("upgrade.requested", controller=holder, version=target.version, image=target.image,
-                     force=args.force)
-            if args.no_wait:
+                     force=upgrade.force)
+            if upgrade.no_wait:
                 message = (f"spec.desiredUpdate: {target.version} ({target.image}); the controller {holder} applies "
                            f"it ('cvo status -w' follows it)")
                 print(message, file=sys.stderr)
-                _no_sweep_document(args, completed=False, message=message, version=target.version,
+                _no_sweep_document(output, completed=False, message=message, version=target.version,
                                    image=target.image)
                 return EXIT_OK
-            verdict, cv = await follow(backend.cluster, target.version, target.image, options.timeout,
-                                       args.timeout, on_change, budget)
+            verdict, cv = await follow(backend.cluster, target.version, target.image, cmd.sweep.timeout,
+                                       cmd.sweep.timeout_text, on_change, budget)
             outcome.update(verdict=verdict, cv=cv, now=clock.now(),
                            cos=await backend.steady.list(*CLUSTER_OPERATOR))
             return EXIT_OK if verdict.state == "completed" else EXIT_FAILED
@@ -560,11 +577,11 @@ def _upgrade_through_controller(args: argparse.Namespace, target: Release, holde
         print_error(describe_api_error(err))
         return EXIT_FAILED
     if "verdict" in outcome:
-        _report_client(args, outcome, holder, time.perf_counter() - started)
+        _report_client(output, outcome, holder, time.perf_counter() - started)
     return code
 
 
-def _report_client(args: argparse.Namespace, outcome: dict[str, Any], holder: str, wall: float) -> None:
+def _report_client(output: OutputOptions, outcome: dict[str, Any], holder: str, wall: float) -> None:
     """The report of :func:`_report` for an update the controller ran: same shape, from the ClusterVersion."""
     from cvo.clock import parse_rfc3339
     from cvo.payload.fields import dig
@@ -580,16 +597,16 @@ def _report_client(args: argparse.Namespace, outcome: dict[str, Any], holder: st
     except ValueError:
         simulated = None
     ok = verdict.state == "completed"
-    if is_structured(args.output):
+    if is_structured(output.format):
         doc = {"ok": ok, "completed": ok, "attempts": None, "message": "" if ok else verdict.message,
                "done": None, "total": None,
                "simulatedSeconds": simulated.total_seconds() if simulated is not None else None,
                "wallSeconds": round(wall, 3), "lastProgress": dig(cv, "status", "lastProgress"),
                "clusterVersion": cv, "clusterOperators": outcome["cos"], "controller": holder,
                "outcome": verdict.state}
-        sys.stdout.write(dump(doc, args.output))
+        sys.stdout.write(dump(doc, output.format))
     else:
-        write_status_text(cv, outcome["cos"], outcome["now"], sys.stdout, headers=not args.no_headers,
+        write_status_text(cv, outcome["cos"], outcome["now"], sys.stdout, headers=output.headers,
                           width=terminal_width(sys.stdout))
         if verdict.state == "blocked":
             _say(f"\nblocked: the upgrade did not start ({wall:.2f}s wall)")
@@ -604,14 +621,12 @@ def _report_client(args: argparse.Namespace, outcome: dict[str, Any], holder: st
 
 
 def run_reconcile(args: argparse.Namespace) -> int:
-    _options(args)  # the flags are checked before anything is read
-    given = load(args, payload_options(args)) if args.release_dir is not None else None
+    cmd = SweepCommand.from_args(args)  # the flags are checked before anything is read
+    given = load(cmd.payload, cmd.output.log_format) if cmd.payload.directory is not None else None
 
     async def prepare(backend: Backend) -> tuple[str, MakeRunner] | int:
-        release = start.reconcile_release(await backend.steady.get(cv_ref()), given, args.release_dir,
-                                          bool(args.release_image), _loader(args))
-        backend.register(release)
-        return f"reconcile {release.version}", lambda reporter, options: Worker(
-            backend.cluster, release, Mode.RECONCILE, reporter, clock_of(backend), options)
+        plan = for_reconcile(await backend.steady.get(cv_ref()), given, cmd.payload.directory,
+                             bool(cmd.payload.release_image), _loader(cmd.payload))
+        return f"reconcile {plan.release.version}", _runs(plan, backend)
 
-    return _sweep(args, prepare, "reconcile")
+    return _sweep(cmd, prepare, "reconcile")

@@ -12,6 +12,7 @@ import sys
 from typing import Any
 
 from cvo.cli.backend import (
+    ClusterOptions,
     add_backend_flags,
     add_saved_flags,
     backend_clock,
@@ -79,11 +80,12 @@ def run(args: argparse.Namespace) -> int:
     from cvo.status.upgrade_status import StatusUnavailable, assess
     from cvo.status.upgrade_text import render, to_data
 
-    clock, run_loop = backend_clock(args)
+    backend_options = ClusterOptions.from_args(args)
+    clock, run_loop = backend_clock(backend_options)
     found: dict[str, Any] = {}
 
     async def main() -> None:
-        async with open_backend(args, clock, simulate_operators=False, create=False) as backend:
+        async with open_backend(backend_options, clock, simulate_operators=False, create=False) as backend:
             cluster = backend.steady
             found["cv"] = await cluster.get(cv_ref())
             found["cos"] = sorted(await cluster.list(*CLUSTER_OPERATOR),

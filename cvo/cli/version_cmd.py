@@ -7,7 +7,7 @@ import sys
 from typing import Any
 
 from cvo import __version__
-from cvo.cli.backend import NoCluster, add_backend_flags, backend_clock, open_backend
+from cvo.cli.backend import ClusterOptions, NoCluster, add_backend_flags, backend_clock, open_backend
 from cvo.cli.common import EXIT_FAILED, EXIT_OK
 from cvo.cli.output import STRUCTURED, TEXT, add_output_flag, dump, is_structured
 from cvo.cluster.api import ApiError, cv_ref
@@ -57,11 +57,12 @@ def run(args: argparse.Namespace) -> int:
         _print(args, doc, None)
         return EXIT_OK
     doc.update(cluster=None, openshiftVersion=None)
-    clock, run_loop = backend_clock(args)
+    backend_options = ClusterOptions.from_args(args)
+    clock, run_loop = backend_clock(backend_options)
     found: dict[str, Any] = {}
 
     async def main() -> None:
-        async with open_backend(args, clock, simulate_operators=False, create=False) as backend:
+        async with open_backend(backend_options, clock, simulate_operators=False, create=False) as backend:
             found["where"] = backend.description
             found["cv"] = await backend.steady.get(cv_ref())
 

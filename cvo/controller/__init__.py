@@ -1,7 +1,7 @@
 """The controller: cvo as a long-running, leader-elected, observable operator (``cvo run``).
 
-Holds the level-triggered loop over the sync worker (:mod:`cvo.controller.loop`), finding the desired
-release (:mod:`cvo.controller.releases`), leader election on a Lease with client-go's semantics
+Holds ``cvo run``'s wiring from its options (:mod:`cvo.controller.start`), the level-triggered loop over the
+sync worker (:mod:`cvo.controller.loop`, deciding through :mod:`cvo.runner.decide`), leader election on a Lease with client-go's semantics
 (:mod:`cvo.controller.lease`) and the fenced cluster that writes only while leading
 (:mod:`cvo.controller.fence`), one replica's life (:mod:`cvo.controller.replica`), and the CVO's metrics
 with the /healthz, /readyz and /metrics endpoint (:mod:`cvo.controller.metrics`, :mod:`cvo.controller.http`),

@@ -34,10 +34,10 @@ from typing import Any
 from cvo.cluster.api import CLUSTER_VERSION, ApiError, ApiErrorKind, Cluster, Ref, cv_ref
 from cvo.cluster.persist import Budget, steady
 from cvo.controller.lease import lease_is_held, lease_ref
-from cvo.controller.releases import Desired
 from cvo.payload.conditions import find_condition
 from cvo.payload.fields import dig
 from cvo.runner.notify import Notifier
+from cvo.runner.releases import Desired
 
 LEASE_SKEW = 2.0  # seconds of clock difference between this command and the controller allowed for
 RETRIEVE_REASONS = frozenset({"RetrievePayload", "LoadPayload", "VerifyPayloadVersion"})

@@ -1,12 +1,7 @@
 """The controller: level-triggered, continuously reconciling, never giving up.
 
-States, as the CVO's sync worker has them (``pkg/cvo/sync_worker.go``; reference §2.6), decided
-afresh from the ClusterVersion at every turn — nothing is remembered that the cluster does not say:
-
-    no Completed history ──────────────► Initializing (install: the release being installed, else
-                                         spec.desiredUpdate, else the controller's own --release)
-    desired == history[0], Completed ──► Reconciling  (one pass, then again every --interval)
-    anything else ─────────────────────► Updating     (through the gates: runner.upgrade)
+Every turn decides the sweep afresh from the ClusterVersion (:func:`cvo.runner.decide.decide`, the
+states of the CVO's ``pkg/cvo/sync_worker.go``) — nothing is remembered that the cluster does not say:
 
     Initializing ─ success ─► Reconciling ◄─ success ─ Updating
     Reconciling ─ spec.desiredUpdate / overrides / capabilities change ─► (decide again)
@@ -25,7 +20,7 @@ afresh from the ClusterVersion at every turn — nothing is remembered that the 
 * **After completion** the release is reconciled every ``interval``: drift is repaired within one.
 
 Only the replica holding the lease runs this loop, and only through a
-:class:`~cvo.controller.fence.FencedCluster`: see :mod:`cvo.controller.run`.
+:class:`~cvo.controller.fence.FencedCluster`: see :mod:`cvo.controller.replica`.
 """
 
 from __future__ import annotations
@@ -41,20 +36,16 @@ import orjson
 from cvo.clock import Clock
 from cvo.cluster.api import CLUSTER_VERSION, ApiError, Cluster, cv_ref
 from cvo.cluster.persist import Budget, steady
-from cvo.controller.releases import Desired, Releases, RetrieveFailed
 from cvo.log import get_logger
-from cvo.payload.fields import dig
 from cvo.payload.filters import ApplyFilter
-from cvo.payload.graph import Mode
 from cvo.payload.loader import Release
 from cvo.runner.backoff import attempt_backoff
+from cvo.runner.decide import Plan, Runner, decide, runner_for
 from cvo.runner.events import Event, Progress, Reporter
 from cvo.runner.notify import Notifier
-from cvo.runner.start import has_completed
+from cvo.runner.releases import Releases, RetrieveFailed
 from cvo.runner.status_writer import StatusWriter
 from cvo.runner.sweep import SweepOptions, SweepResult, WrongRelease
-from cvo.runner.upgrade import UpgradeController
-from cvo.runner.worker import Worker
 from cvo.status.parts import Accepted
 
 log = get_logger("cvo.controller")
@@ -69,25 +60,12 @@ def work_key(cv: dict[str, Any]) -> Hashable:
                         option=orjson.OPT_SORT_KEYS)
 
 
-@dataclass(frozen=True)
-class Plan:
-    """One sweep the controller decided on."""
-
-    state: str  # Initializing, Updating, Reconciling (the CVO's payload states)
-    release: Release  # the release applied (the target of an update)
-    current: Release | None = None  # an update's current release
-    force: bool = False
-
-    def describe(self) -> str:
-        if self.state == "Updating" and self.current is not None and self.current.version != self.release.version:
-            return f"update {self.current.version} → {self.release.version}"
-        return f"{self.state.lower()} {self.release.version}"
-
-
 @dataclass
 class ControllerOptions:
+    """How the loop runs (:class:`cvo.controller.start.Options` makes them from ``cvo run``'s flags)."""
+
     interval: float = 180.0  # the reconcile interval (the CVO: random in [2m, 4m))
-    capabilities: ApplyFilter | None = None
+    capabilities: ApplyFilter | None = None  # what the sweeps apply (None: every known capability)
     own_image: str = ""  # the release to install into a cluster without one (the CVO's own payload)
     seed: int | None = None  # for the back-off jitter
 
@@ -97,19 +75,14 @@ class ControllerState:
     """What the controller is doing, for /readyz, /metrics and tests."""
 
     plan: Plan | None = None
-    runner: Worker | UpgradeController | None = None
+    runner: Runner | None = None
     sweeps: int = 0
     completed: int = 0
     errors: list[str] = field(default_factory=list)  # the last few loop errors (not the sweep's)
 
     @property
     def progress(self) -> Progress:
-        runner = self.runner
-        if isinstance(runner, Worker):
-            return runner.progress
-        if isinstance(runner, UpgradeController) and runner.worker is not None:
-            return runner.worker.progress
-        return Progress()
+        return self.runner.progress if self.runner is not None else Progress()
 
 
 class Controller:
@@ -137,11 +110,7 @@ class Controller:
 
     # --- deciding ---------------------------------------------------------------------------
 
-    async def decide(self, cv: dict[str, Any] | None) -> Plan | None:
-        """The sweep the ClusterVersion calls for now; ``None``: nothing to do (no release known)."""
-        return decide(cv, self.releases, self.options.own_image)
-
-    def _runner(self, plan: Plan) -> Worker | UpgradeController:
+    def _runner(self, plan: Plan) -> Runner:
         options = SweepOptions(interval=self.options.interval, timeout=None, capabilities=self.options.capabilities,
                                budget=self.budget)
         return runner_for(plan, self.cluster, self.reporter, self.clock, options, self.on_release, status=self.status)
@@ -170,7 +139,7 @@ class Controller:
                 try:
                     cv = await cluster.get(cv_ref())
                     key = work_key(cv or {})
-                    plan = await self.decide(cv)
+                    plan = decide(cv, self.releases, self.options.own_image)
                     if plan is None:
                         if not self._idle_logged:
                             self.emit("controller.idle", message="no release to install: waiting for a "
@@ -239,52 +208,3 @@ class Controller:
                 if pending is not None and not pending.done():
                     pending.cancel()
                     await asyncio.gather(pending, return_exceptions=True)
-
-
-def decide(cv: dict[str, Any] | None, releases: Releases, own_image: str = "") -> Plan | None:
-    """The sweep a ClusterVersion calls for now; ``None``: nothing to do (no release known).
-
-    The one decision: the controller takes it at every turn, and ``cvo install``/``cvo upgrade`` take
-    it once, in process, when no controller runs (:mod:`cvo.cli.sweep_cmd`).  Raises
-    :class:`~cvo.controller.releases.RetrieveFailed` for a release that cannot be found.
-    """
-    cv = cv or {}
-    desired = Desired.of(dig(cv, "spec", "desiredUpdate"))
-    history = [h for h in dig(cv, "status", "history") or [] if isinstance(h, dict)]
-    running = str(dig(cv, "status", "desired", "image") or "")
-    if not has_completed(cv):
-        if history and running:  # an install in progress goes on with its release
-            release = releases.by_image(running)  # (the CVO ignores a version change meanwhile)
-        elif desired is not None:
-            release = releases.resolve(desired)
-        elif own_image:
-            release = releases.by_image(own_image)
-        else:
-            return None
-        return Plan("Initializing", release)
-    target = releases.resolve(desired) if desired is not None else releases.by_image(running)
-    head = history[0] if history else {}
-    if target.image == running and head.get("image") == running and head.get("state") == "Completed":
-        return Plan("Reconciling", target)
-    current = target if target.image == running else releases.by_image(running)
-    return Plan("Updating", target, current, force=bool(desired and desired.force))
-
-
-def runner_for(plan: Plan, cluster: Cluster, reporter: Reporter, clock: Clock, options: SweepOptions,
-               on_release: Callable[[Release], None] | None = None, *, write_spec: bool = False,
-               status: StatusWriter | None = None) -> Worker | UpgradeController:
-    """What runs ``plan``: the sync worker in the plan's mode, or the upgrade through its gates.
-
-    ``write_spec``: the upgrade sets ``spec.desiredUpdate`` itself once its gates pass (a command run
-    without a controller, which holds the intent in memory until then); the controller never writes
-    the spec, as the CVO does not.
-    """
-    for release in (plan.current, plan.release):
-        if release is not None and on_release is not None:
-            on_release(release)
-    if plan.state == "Updating":
-        assert plan.current is not None
-        return UpgradeController(cluster, plan.current, plan.release, reporter, clock, options,
-                                 force=plan.force, write_spec=write_spec, status=status)
-    mode = Mode.INSTALL if plan.state == "Initializing" else Mode.RECONCILE
-    return Worker(cluster, plan.release, mode, reporter, clock, options, status=status)

@@ -32,7 +32,7 @@ from cvo.payload.fields import dig, entries, mapping
 from cvo.payload.filters import ApplyFilter, Override
 from cvo.payload.graph import Mode
 from cvo.payload.loader import Release
-from cvo.runner.events import Event, Reporter
+from cvo.runner.events import Event, Progress, Reporter
 from cvo.runner.notify import Notifier
 from cvo.runner.operator_conditions import OperatorConditionManager
 from cvo.runner.status_writer import StatusWriter
@@ -84,6 +84,16 @@ class UpgradeController:
         # One statusWrapper across them, as the CVO's sync worker keeps one.
         self.status = status or StatusWriter(cluster, clock, throttle=options.status_throttle, reporter=reporter,
                                              budget=options.budget)
+
+    @property
+    def progress(self) -> Progress:
+        """The running sweep's (cvo.runner.decide.Runner)."""
+        return self.worker.progress if self.worker is not None else Progress()
+
+    @property
+    def blocked(self) -> str:
+        """Why the update waits for its preconditions; "" once it runs (cvo.runner.decide.Runner)."""
+        return "" if self.worker is not None and self.worker.release is self.target else self.blocked_message
 
     def emit(self, name: str, **fields: object) -> None:
         self.reporter.emit(Event(self.clock.now(), name, dict(fields)))

@@ -63,6 +63,8 @@ class Worker:
     """``status``: the writer this sweep reports to (an upgrade shares one across its sweeps, as the CVO's
     sync worker keeps one ``statusWrapper``); by default a writer of its own."""
 
+    blocked = ""  # a sweep never waits for preconditions (cvo.runner.decide.Runner; an upgrade's may)
+
     def __init__(self, cluster: Cluster, release: Release, mode: Mode, reporter: Reporter, clock: Clock,
                  options: SweepOptions | None = None, status: StatusWriter | None = None) -> None:
         self.cluster = cluster

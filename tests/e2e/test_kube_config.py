@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from cvo.cli.backend import backend_clock, state_path, uses_real_clock
+from cvo.cli.backend import ClusterOptions, backend_clock, state_path
 from cvo.cli.main import main as cvo_main
 from cvo.clock import run_real
 from cvo.cluster.kube import KubeconfigError, load_kubeconfig
@@ -55,11 +55,11 @@ def test_kubeconfig_errors_say_what_is_wrong(tmp_path: Path, monkeypatch: pytest
 
 def test_the_real_backend_is_chosen_by_flags_only(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("KUBECONFIG", str(tmp_path / "whatever"))
-    plain = argparse.Namespace(kubeconfig=None, context=None, state=None, speed=None)
-    assert not uses_real_clock(plain)  # $KUBECONFIG alone never switches away from the embedded cluster
+    plain = ClusterOptions.from_args(argparse.Namespace(kubeconfig=None, context=None, state=None, speed=None))
+    assert not plain.real  # $KUBECONFIG alone never switches away from the embedded cluster
     assert state_path(plain) is not None
-    real = argparse.Namespace(kubeconfig=None, context="lab", state=None, speed=None)
-    assert uses_real_clock(real) and state_path(real) is None
+    real = ClusterOptions.from_args(argparse.Namespace(kubeconfig=None, context="lab", state=None, speed=None))
+    assert real.real and state_path(real) is None
     clock, runner = backend_clock(real)
     assert runner is run_real and clock.epoch is not None
 

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cvo.payload.filters import LoadFilter
 from cvo.payload.limits import InputError, read_input
 from cvo.payload.loader import LoadError, Release, load_release
 from cvo.payload.release import parse_release_metadata
@@ -98,7 +99,7 @@ def release_version(directory: Path) -> str | None:
 Loader = Callable[[Path, str], Release]
 
 
-def default_loader(load_filter: Any = None) -> Loader:
+def default_loader(load_filter: LoadFilter | None = None) -> Loader:
     def load(directory: Path, image: str) -> Release:
         return load_release(directory, release_image=image, load_filter=load_filter)
     return load
@@ -112,9 +113,10 @@ class Releases:
         self._load = load
         self._cache: dict[str, Release] = {}
 
-    def add(self, release: Release) -> None:
-        """Know ``release`` by its image without reading it again (a command has loaded it already)."""
-        self._cache[release.image] = release
+    def add(self, release: Release, image: str = "") -> None:
+        """Know ``release`` by its image without reading it again (a command has loaded it already); with
+        ``image``, by that one instead: the image the cluster recorded for it, its directory having moved."""
+        self._cache[image or release.image] = release
 
     def resolve(self, desired: Desired) -> Release:
         """The release ``desired`` names; :class:`RetrieveFailed` when there is none to be had."""
