@@ -132,8 +132,8 @@ def run(args: argparse.Namespace) -> int:
             async with open_backend(args, clock, simulate_operators=False, budget=budget, say_where=True) as backend:
                 return await _run(backend.steady, clock, behaviours, explicit, stop, args.once, duration)
         finally:
-            for signum in handled:
-                loop.remove_signal_handler(signum)
+            for handled_signum in handled:
+                loop.remove_signal_handler(handled_signum)
 
     try:
         code = run_loop(main)

@@ -151,7 +151,7 @@ def _watch(args: argparse.Namespace) -> int:
     """
     from cvo.cli.signals import cancelled_by_signals
     from cvo.clock import run_real
-    from cvo.runner.notify import Notifier
+    from cvo.cluster.informer import Informer as Notifier
 
     clock, _ = backend_clock(args)
 

@@ -40,6 +40,7 @@ import orjson
 
 from cvo.clock import Clock
 from cvo.cluster.api import CLUSTER_VERSION, ApiError, Cluster, cv_ref
+from cvo.cluster.informer import Informer as Notifier
 from cvo.cluster.persist import Budget, reread_on_conflict, steady
 from cvo.controller.releases import Desired, Releases, RetrieveFailed
 from cvo.log import get_logger
@@ -49,7 +50,6 @@ from cvo.payload.filters import ApplyFilter
 from cvo.payload.graph import Mode
 from cvo.payload.loader import Release
 from cvo.runner.events import Event, Progress, Reporter
-from cvo.runner.notify import Notifier
 from cvo.runner.start import has_completed
 from cvo.runner.upgrade import UpgradeController
 from cvo.runner.worker import SweepOptions, SweepResult, Worker, WrongRelease

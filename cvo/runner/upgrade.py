@@ -22,6 +22,7 @@ from datetime import datetime
 
 from cvo.clock import Clock
 from cvo.cluster.api import CLUSTER_OPERATOR, CLUSTER_VERSION, ApiError, ApiErrorKind, Cluster, cv_ref
+from cvo.cluster.informer import Informer as Notifier
 from cvo.cluster.landed import contains
 from cvo.cluster.persist import Budget, reread_on_conflict, steady
 from cvo.gates.olm import OC_API_VERSION, OC_GROUP, OC_KIND
@@ -34,7 +35,6 @@ from cvo.payload.filters import ApplyFilter, Override
 from cvo.payload.graph import Mode
 from cvo.payload.loader import Release
 from cvo.runner.events import Event, Reporter
-from cvo.runner.notify import Notifier
 from cvo.runner.operator_conditions import OperatorConditionManager
 from cvo.runner.report_filter import ReportFilter
 from cvo.runner.worker import SweepOptions, SweepResult, Worker

@@ -21,8 +21,11 @@ from datetime import datetime
 import networkx as nx
 
 from cvo.clock import Clock, to_rfc3339
-from cvo.cluster.api import CLUSTER_OPERATOR, ApiError, ApiErrorKind, Cluster, Ref
-from cvo.cluster.persist import Budget, is_transient, steady
+from cvo.cluster.api import CLUSTER_OPERATOR, ApiError, ApiErrorKind, Cluster, Ref, is_transient
+from cvo.cluster.informer import Informer as Notifier
+from cvo.cluster.informer import established_key, operator_health_key
+from cvo.cluster.intercept import crd_establisher
+from cvo.cluster.persist import Budget, steady
 from cvo.gates.upgradeable import UPGRADEABLE, Blocker
 from cvo.gates.upgradeable import blockers as upgradeable_blockers
 from cvo.payload.arch import go_arch
@@ -41,7 +44,6 @@ from cvo.runner.durations import DurationRecorder, record_progress, save_record
 from cvo.runner.events import Event, Fanout, Progress, Reporter, Waiting
 from cvo.runner.graph_runner import run_graph
 from cvo.runner.health import check_crd, check_deployment, check_job, check_operator_health, no_versions_error
-from cvo.runner.notify import Notifier, established_key, operator_health_key
 from cvo.runner.operator_conditions import OperatorConditionManager
 from cvo.runner.reasons import wrap_apply_error
 from cvo.runner.report_filter import Report, ReportFilter
@@ -649,7 +651,7 @@ class Worker:
             if self._payload_crds is None:
                 self._payload_crds = payload_crds(self.release.manifests)
             dependency = self._payload_crds.get((m.group, m.kind, m.version))
-        elif err.kind is ApiErrorKind.NOT_FOUND and m.namespace and f'namespaces "{m.namespace}" not found' in str(err):
+        elif err.kind is ApiErrorKind.NOT_FOUND and m.namespace and err.namespace_missing == m.namespace:
             dependency = self._payload_namespaces.get(m.namespace)
         return dependency if dependency is not m else None
 
@@ -671,6 +673,8 @@ class Worker:
             if crd:
                 if await self.cluster.serves(task.manifest.api_version, task.manifest.kind):
                     return True
+                if (establisher := crd_establisher(self.cluster)) is not None:
+                    await establisher.establish(dependency.name)  # a write: nudges a CRD the server left unestablished
             elif self.ns_notifier.running:
                 if dependency.name in self._namespaces:
                     return True
