@@ -35,7 +35,7 @@ from cvo.cli.output import (
     dump,
     kubectl_name,
 )
-from cvo.cluster.api import CLUSTER_OPERATOR, CLUSTER_VERSION, Cluster, cv_ref
+from cvo.cluster.api import CLUSTER_OPERATOR, CLUSTER_VERSION, ReadOnlyCluster, cv_ref
 from cvo.gates.olm import OC_API_VERSION, OC_GROUP, OC_KIND
 
 HELP = "show the cluster's version and its operators"
@@ -77,7 +77,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser.set_defaults(func=run)
 
 
-async def _read(cluster: Cluster, now: datetime) -> dict[str, Any]:
+async def _read(cluster: ReadOnlyCluster, now: datetime) -> dict[str, Any]:
     found: dict[str, Any] = {"cv": await cluster.get(cv_ref())}
     found["cos"] = sorted(await cluster.list(*CLUSTER_OPERATOR), key=lambda o: o.get("metadata", {}).get("name", ""))
     found["now"] = now

@@ -21,7 +21,15 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from cvo.clock import Clock
-from cvo.cluster.api import CLUSTER_OPERATOR, CLUSTER_VERSION, ApiError, ApiErrorKind, Cluster, cv_ref
+from cvo.cluster.api import (
+    CLUSTER_OPERATOR,
+    CLUSTER_VERSION,
+    ApiError,
+    ApiErrorKind,
+    Cluster,
+    ReadOnlyCluster,
+    cv_ref,
+)
 from cvo.cluster.informer import Informer as Notifier
 from cvo.cluster.landed import contains
 from cvo.cluster.persist import Budget, reread_on_conflict, steady
@@ -48,7 +56,7 @@ class Preflight:
     target: str
 
 
-async def preflight(cluster: Cluster, target: Release, force: bool, now: datetime) -> Preflight:
+async def preflight(cluster: ReadOnlyCluster, target: Release, force: bool, now: datetime) -> Preflight:
     """Evaluate every gate now (reads only: nothing is written).  Pass a cluster that retries
     (:func:`cvo.cluster.persist.steady`): one failed read must not fail the checks."""
     cv = await cluster.get(cv_ref()) or {}
