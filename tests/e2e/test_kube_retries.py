@@ -380,6 +380,8 @@ def test_serves_only_reads_and_establish_nudges_once_the_crd_stalled(fake: FakeS
             await asyncio.sleep(0.1)
         writes = [m for m, _, _ in fake.requests if m in ("PUT", "POST", "DELETE")]
         assert writes == []  # a read path sends no write
+        assert not await cluster.establish("widgets.example.com")  # a CRD it never saw: not even a read
+        cluster.observe(unestablished_crd())  # as a watch of the CRDs delivers it
         nudged = [await cluster.establish("widgets.example.com")]  # the stall starts now
         await asyncio.sleep(0.3)
         nudged.append(await cluster.establish("widgets.example.com"))

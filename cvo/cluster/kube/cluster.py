@@ -515,7 +515,7 @@ class KubeCluster:
         cvo sends the update.  At most one look (a read) per CRD every :data:`CRD_STALL` seconds,
         and only while something waits for its kind.
         """
-        if self._closed:
+        if self._closed or crd_name not in self._crd_names.values():  # a CRD this client never saw or wrote
             return False
         now = time.monotonic()
         due = self._nudge_due.setdefault(crd_name, now + CRD_STALL)
