@@ -37,7 +37,7 @@ from cvo.operators.library.conditions import (
 )
 from cvo.payload.loader import Release, load_release
 from cvo.payload.manifest import Manifest
-from cvo.runner.operator_conditions import OperatorConditionManager
+from cvo.runner.operator_conditions import RESYNC_DELAY, OperatorConditionManager
 
 EPOCH = datetime(2025, 7, 1, 12, 0, tzinfo=UTC)
 NS = "openshift-etcd-operator"
@@ -784,6 +784,53 @@ def test_status_sync_stamps_before_the_gate_reads_it(make_release: ReleaseFactor
         assert upgradeable_verdict(await cluster.get(OC_REF)).upgradeable  # nothing observed yet
         await OperatorConditionManager(cluster, []).sync_all()
         assert not upgradeable_verdict(await cluster.get(OC_REF)).upgradeable
+
+    run(test)
+
+
+def break_next_watch(cluster: SimCluster, group: str, kind: str) -> None:
+    """The next watch of ``group``/``kind`` on ``cluster`` breaks when its first event arrives (the event is lost)."""
+    real_watch = cluster.watch
+    breaks = [1]
+
+    def watch(g: str, k: str, namespace: str | None = None, name: str | None = None) -> Any:
+        stream = real_watch(g, k, namespace, name)
+        if (g, k) != (group, kind) or not breaks[0]:
+            return stream
+        breaks[0] -= 1
+
+        async def broken() -> Any:
+            async for _ in stream:
+                raise ApiError(ApiErrorKind.TIMEOUT, "the watch broke")
+            yield
+
+        return broken()
+
+    cluster.watch = watch  # type: ignore[method-assign]
+
+
+def test_status_sync_lists_again_after_its_watch_broke() -> None:
+    """OLM's loop is an informer: a change its broken watch did not deliver is synced when the watch is opened
+    again (after the pause), from the list made then."""
+
+    async def test(cluster: SimCluster, clock: Clock) -> None:
+        await create_oc(cluster)
+        break_next_watch(cluster, OC_GROUP, OC_KIND)
+        manager = OperatorConditionManager(cluster, [])
+        await manager.start_sync()
+        await settle()
+        oc = await cluster.get(OC_REF)
+        oc["spec"]["conditions"] = [{"type": "Upgradeable", "status": "False", "reason": "migration", "message": "m",
+                                     "lastTransitionTime": at(0)}]
+        await cluster.update(oc)  # the event breaks the watch: not synced now
+        await settle()
+        assert not ((await cluster.get(OC_REF)).get("status") or {}).get("conditions")
+        assert await manager.conditions() == []  # what the watch had, as it had it
+        await asyncio.sleep(RESYNC_DELAY + 0.5)
+        oc = await cluster.get(OC_REF)
+        assert oc["status"]["conditions"][0]["observedGeneration"] == oc["metadata"]["generation"]
+        assert [c["metadata"]["name"] for c in await manager.conditions()] == ["etcd"]
+        await manager.stop_sync()
 
     run(test)
 

@@ -9,11 +9,12 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
 from conftest import HA, ReleaseFactory, obj
 from test_runner_worker import EPOCH, first, named, release_of, secs, virtual
 
 from cvo.clock import Clock
-from cvo.cluster.api import ApiErrorKind, Ref
+from cvo.cluster.api import ApiError, ApiErrorKind, Ref
 from cvo.cluster.embedded.server import DEFAULT_NAMESPACES, SimCluster
 from cvo.payload.graph import Mode
 from cvo.payload.loader import Release
@@ -69,6 +70,35 @@ def test_a_custom_resource_waits_for_its_crd_to_be_established(make_release: Rel
     assert named(rec, "task.retry") == [] and named(rec, "task.failed") == []
 
 
+class Establishing(SimCluster):
+    """A cluster that can be asked to establish a CRD (as the Kubernetes backend can): records when and what."""
+
+    def __init__(self, clock: Clock) -> None:
+        super().__init__(clock=clock, namespaces=(*DEFAULT_NAMESPACES, "ns"), crd_establish_delay=12.0)
+        self.asked: list[tuple[float, str]] = []
+
+    async def establish(self, crd_name: str) -> bool:
+        self.asked.append((asyncio.get_running_loop().time(), crd_name))
+        return False
+
+
+def test_a_custom_resource_waiting_for_its_crd_asks_the_cluster_to_establish_it(make_release: ReleaseFactory) -> None:
+    """Discovery (``serves``) is only read; while the kind is not served, the wait asks the cluster to establish
+    the CRD, an explicit write (the Kubernetes backend nudges a CRD the server left unestablished)."""
+    release = release_of(make_release, "4.17.0", widget_payload())
+
+    async def main() -> tuple[SweepResult, list[tuple[float, str]]]:
+        clock = Clock(EPOCH)
+        cluster = Establishing(clock)
+        result, _ = await sweep(cluster, clock, release, Mode.INSTALL)
+        return result, cluster.asked
+
+    result, asked = virtual(main)
+    assert result.ok, result.message
+    assert asked and {name for _, name in asked} == {CRD_NAME}
+    assert all(t < 12.0 for t, _ in asked)  # only while the kind is not served
+
+
 def test_a_namespaced_object_waits_for_its_namespace(make_release: ReleaseFactory) -> None:
     files = {
         "0000_10_a_cm.yaml": obj("ConfigMap", "cm", "late", data={"k": "v"}),
@@ -99,6 +129,42 @@ def test_a_namespaced_object_waits_for_its_namespace(make_release: ReleaseFactor
     assert secs(namespace) == 7.0
     assert secs(first(rec, "task.applied", task='configmap "late/cm" (1 of 3)')) == 7.0
     assert [e.fields["task"] for e in named(rec, "task.retry")] == ['configmap "ns/slow" (2 of 3)'] * 3
+
+
+class NamespaceGone(SimCluster):
+    """The first create of ``late/cm`` fails with a NotFound that names ``missing`` (None: names none) as the
+    missing namespace, whatever its message says."""
+
+    def __init__(self, clock: Clock, message: str, missing: str | None) -> None:
+        super().__init__(clock=clock, namespaces=(*DEFAULT_NAMESPACES, "ns", "late"))
+        self.message, self.missing, self.failed = message, missing, False
+
+    async def create(self, obj: dict[str, Any]) -> dict[str, Any]:
+        if Ref.of(obj) == Ref("", "ConfigMap", "late", "cm") and not self.failed:
+            self.failed = True
+            raise ApiError(ApiErrorKind.NOT_FOUND, self.message, Ref.of(obj), namespace_missing=self.missing)
+        return await super().create(obj)
+
+
+@pytest.mark.parametrize(("message", "missing", "waits"), [
+    ("the namespace went away", "late", True),  # the field says so: the message does not matter
+    ('namespaces "late" not found', None, False),  # the text alone is not matched
+])
+def test_a_missing_namespace_is_told_by_the_errors_field(make_release: ReleaseFactory, message: str,
+                                                          missing: str | None, waits: bool) -> None:
+    files = {"0000_10_a_cm.yaml": obj("ConfigMap", "cm", "late", data={"k": "v"}),
+             "0000_10_b_zns.yaml": obj("Namespace", "late")}
+    release = release_of(make_release, "4.17.0", files)
+
+    async def main() -> tuple[SweepResult, Recorder]:
+        clock = Clock(EPOCH)
+        return await sweep(NamespaceGone(clock, message, missing), clock, release, Mode.INSTALL)
+
+    result, rec = virtual(main)
+    assert result.ok, result.message
+    dependencies = [(e.fields["dependency"], e.fields["error"]) for e in named(rec, "task.dependency")]
+    assert dependencies == ([("late", "NotFound")] if waits else [])
+    assert len(named(rec, "task.retry")) == (0 if waits else 1)
 
 
 def test_a_namespace_the_install_does_not_create_is_not_waited_for(make_release: ReleaseFactory) -> None:

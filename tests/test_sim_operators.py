@@ -732,6 +732,43 @@ def test_a_report_that_fails_is_written_again_until_it_lands(make_release: Relea
     assert timeline.condition("Available") == [(30.0, "False"), (87.0, "True")]
 
 
+def test_a_broken_watch_is_opened_again_after_a_back_off_and_every_operator_looks_again(
+        make_release: ReleaseFactory) -> None:
+    """The Deployment watch breaks as foo's Deployment is created (that event is lost): the operators' informer
+    opens it again 1 s later, and every operator looks at the cluster then, as a restarted informer would."""
+    from cvo.cluster.api import ApiError, ApiErrorKind
+
+    release = payload(make_release, NEW)
+
+    async def test(cluster: SimCluster, clock: Clock, sim: OperatorSimulator) -> Timeline:
+        real_watch = cluster.watch
+        breaks = [1]
+
+        def watch(group: str, kind: str, namespace: str | None = None, name: str | None = None) -> Any:
+            stream = real_watch(group, kind, namespace, name)
+            if (group, kind) != ("apps", "Deployment") or not breaks[0]:
+                return stream
+            breaks[0] -= 1
+
+            async def broken() -> Any:
+                async for _ in stream:
+                    raise ApiError(ApiErrorKind.TIMEOUT, "the watch broke")
+                yield
+
+            return broken()
+
+        cluster.watch = watch  # type: ignore[method-assign]
+        await sim.start()
+        timeline = Timeline(cluster)
+        await install_foo(cluster, NEW, at_time=30)
+        await at(500)
+        await timeline.stop()
+        return timeline
+
+    timeline = scenario(test, [release])
+    assert timeline.versions() == [(31.0, {}), (81.0, expected_versions(NEW))]
+
+
 def test_a_decision_that_cannot_read_the_cluster_is_made_again_later(make_release: ReleaseFactory) -> None:
     from cvo.cluster.api import ApiError, ApiErrorKind
 

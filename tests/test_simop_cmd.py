@@ -20,7 +20,7 @@ from conftest import REPO, ReleaseFactory, cluster_operator, obj, state_kind
 
 from cvo.cli.main import main
 from cvo.clock import Clock, run_virtual, to_rfc3339
-from cvo.cluster.api import Ref, co_ref, cv_ref
+from cvo.cluster.api import ApiError, ApiErrorKind, Ref, co_ref, cv_ref
 from cvo.cluster.embedded.server import DEFAULT_NAMESPACES, SimCluster
 from cvo.operators.behaviour import Behaviour, Behaviours
 from cvo.operators.process import SimOperators, describe_report, release_images
@@ -267,6 +267,44 @@ def test_follows_the_clusterversion_to_a_new_release(make_release: ReleaseFactor
                            f"Available=True Progressing=False Degraded=False; versions operator={NEW} "
                            f"foo_operand=1.{NEW}")
     assert "Progressing=True (Upgrading)" in reports[-2]
+
+
+def test_a_clusterversion_that_cannot_be_read_is_read_and_watched_again(make_release: ReleaseFactory) -> None:
+    """The follower is an informer: a read of the ClusterVersion that fails is said once, then the watch is
+    opened again and the ClusterVersion read again 1 s later."""
+    old = load_release(release(make_release, OLD))
+    out, err = io.StringIO(), io.StringIO()
+
+    class Refusing(SimCluster):
+        refusals = 2
+
+        async def get(self, ref: Ref) -> dict[str, Any] | None:
+            if ref == cv_ref() and self.refusals:
+                self.refusals -= 1
+                raise ApiError(ApiErrorKind.FORBIDDEN, "clusterversions is forbidden (for a while)", ref)
+            return await super().get(ref)
+
+    async def test() -> tuple[float | None, list[str]]:
+        loop = asyncio.get_running_loop()
+        clock = Clock(EPOCH)
+        cluster = Refusing(clock, namespaces=(*DEFAULT_NAMESPACES, "ns"))
+        created = await cluster.create(clusterversion(old.directory))
+        await cluster.update_status({**created, "status": clusterversion(old.directory)["status"]})
+        runner = SimOperators(cluster, clock, Behaviours(default=Behaviour(delay=60)), [],
+                              load={old.image: old}.__getitem__, out=out, err=err)
+        stop = asyncio.Event()
+        follower = asyncio.create_task(runner.watch_cluster_version(stop))
+        await asyncio.wait_for(runner.ready.wait(), 10)
+        ready_at = loop.time()
+        stop.set()
+        await follower
+        await runner.stop()
+        return ready_at, [line for line in err.getvalue().splitlines() if "trying again" in line]
+
+    ready_at, said = run_virtual(test)
+    assert ready_at == 2.0
+    assert said == ["sim-operators: reading the ClusterVersion: clusterversions is forbidden (for a while); "
+                    "trying again"] * 2
 
 
 def test_release_images_of_a_clusterversion(tmp_path: Path) -> None:

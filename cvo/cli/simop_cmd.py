@@ -135,8 +135,8 @@ def run(args: argparse.Namespace) -> int:
                                     say_where=True) as backend:
                 return await _run(backend.steady, clock, behaviours, explicit, stop, args.once, duration)
         finally:
-            for signum in handled:
-                loop.remove_signal_handler(signum)
+            for handled_signum in handled:
+                loop.remove_signal_handler(handled_signum)
 
     try:
         code = run_loop(main)

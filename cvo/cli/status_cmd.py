@@ -36,7 +36,7 @@ from cvo.cli.output import (
     dump,
     kubectl_name,
 )
-from cvo.cluster.api import CLUSTER_OPERATOR, CLUSTER_VERSION, Cluster, cv_ref
+from cvo.cluster.api import CLUSTER_OPERATOR, CLUSTER_VERSION, ReadOnlyCluster, cv_ref
 from cvo.gates.olm import OC_API_VERSION, OC_GROUP, OC_KIND
 
 HELP = "show the cluster's version and its operators"
@@ -78,7 +78,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser.set_defaults(func=run)
 
 
-async def _read(cluster: Cluster, now: datetime) -> dict[str, Any]:
+async def _read(cluster: ReadOnlyCluster, now: datetime) -> dict[str, Any]:
     found: dict[str, Any] = {"cv": await cluster.get(cv_ref())}
     found["cos"] = sorted(await cluster.list(*CLUSTER_OPERATOR), key=lambda o: o.get("metadata", {}).get("name", ""))
     found["now"] = now
@@ -154,7 +154,7 @@ def _watch(args: argparse.Namespace) -> int:
     """
     from cvo.cli.signals import cancelled_by_signals
     from cvo.clock import run_real
-    from cvo.runner.notify import Notifier
+    from cvo.cluster.informer import Informer
 
     backend_options = ClusterOptions.from_args(args)
     clock, _ = backend_clock(backend_options)
@@ -164,9 +164,9 @@ def _watch(args: argparse.Namespace) -> int:
         from cvo.runner.upgrade import first_change
 
         reads = steady(backend.cluster, Budget.of(None))  # a watch rides out any outage
-        watchers = [Notifier(reads, *CLUSTER_VERSION), Notifier(reads, *CLUSTER_OPERATOR)]
+        watchers = [Informer(reads, *CLUSTER_VERSION), Informer(reads, *CLUSTER_OPERATOR)]
         if await reads.serves(OC_API_VERSION, OC_KIND):
-            watchers.append(Notifier(reads, OC_GROUP, OC_KIND))
+            watchers.append(Informer(reads, OC_GROUP, OC_KIND))
         for w in watchers:
             await w.start()
         last, waiting_said = "", False

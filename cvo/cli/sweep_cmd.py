@@ -47,6 +47,7 @@ from cvo.cli.progress import LiveDisplay, LogReporter, format_duration, wants_li
 from cvo.cli.signals import cancelled_by_signals
 from cvo.clock import Clock, to_rfc3339
 from cvo.cluster.api import ApiError, cv_ref
+from cvo.cluster.intercept import request_stats
 from cvo.cluster.persist import Budget
 from cvo.log import configure, get_logger
 from cvo.operators.behaviour import parse_duration
@@ -382,7 +383,8 @@ def _events_writer(path: Path | None) -> EventsWriter | None:
 
 def _record_requests(events: EventsWriter, backend: Backend, clock: Clock) -> None:
     """The requests the command sent, per verb, when the backend counts them (both do): ``cluster.requests``."""
-    verbs = getattr(getattr(backend.cluster, "stats", None), "verbs", None)
+    counted = request_stats(backend.cluster)
+    verbs = counted.stats.verbs if counted is not None else None
     if verbs:
         events.emit(Event(clock.now(), "cluster.requests", {"verbs": {str(k): int(v) for k, v in verbs.items()}}))
 

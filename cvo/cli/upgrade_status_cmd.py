@@ -21,7 +21,7 @@ from cvo.cli.backend import (
 )
 from cvo.cli.common import EXIT_OK, CommandFailed
 from cvo.cli.output import STRUCTURED, TEXT, add_output_flag, dump
-from cvo.cluster.api import CLUSTER_OPERATOR, ApiError, ApiErrorKind, Cluster, Ref, cv_ref
+from cvo.cluster.api import CLUSTER_OPERATOR, ApiError, ApiErrorKind, ReadOnlyCluster, Ref, cv_ref
 from cvo.status.upgrade_text import DETAILS
 
 HELP = "show the progress and health of the cluster's update, like 'oc adm upgrade status'"
@@ -65,7 +65,7 @@ def _mco_image(deployment: dict[str, Any] | None) -> str | None:
                  if isinstance(c, dict) and c.get("name") == "machine-config-operator"), "")
 
 
-async def _optional(cluster: Cluster, ref: Ref) -> dict[str, Any] | None:
+async def _optional(cluster: ReadOnlyCluster, ref: Ref) -> dict[str, Any] | None:
     try:
         return await cluster.get(ref)
     except ApiError as err:

@@ -22,8 +22,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from cvo.cluster.api import Object
+from cvo.cluster.api import ApiErrorKind, Object
 
+# What the retry of a write that landed gets: a create AlreadyExists, an update a Conflict.
+LANDED_KINDS = frozenset({ApiErrorKind.ALREADY_EXISTS, ApiErrorKind.CONFLICT})
 CLIENT_METADATA = ("name", "namespace", "labels", "annotations", "ownerReferences", "finalizers")
 WRITE_VERBS = ("create", "update", "update_status")
 

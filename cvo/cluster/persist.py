@@ -9,35 +9,35 @@ Those retry with a capped exponential back-off (0.5 s doubling to 5 s, 20 % jitt
 ``Retry-After``) until the :class:`Budget` runs out, and then fail with the last error
 (:class:`GaveUp`, exit 1).
 
-Transient: TIMEOUT (503/504, connection refused or reset, timeouts), SERVER_TIMEOUT (429,
-ServerTimeout) and INTERNAL (500).  The Kubernetes backend already retries each request for about
-6 s (:class:`cvo.cluster.kube.RetryPolicy`); this layer sits above it, for longer outages.
+Transient is :data:`cvo.cluster.api.TRANSIENT`: TIMEOUT (503/504, connection refused or reset,
+timeouts), SERVER_TIMEOUT (429, ServerTimeout) and INTERNAL (500).  The Kubernetes backend already
+retries each request for about 6 s (:class:`cvo.cluster.kube.RetryPolicy`); this layer sits above
+it, for longer outages.
 
 A ``Conflict`` is not transient: the same write with the same resourceVersion cannot succeed.
-:func:`reread_on_conflict` retries a write that reads the object again, re-applies its intent and
-skips the write when the intent is already there.  A write whose answer was lost may have landed,
-so after a transient failure :class:`PersistentCluster` treats an ``AlreadyExists`` or a
-``Conflict`` as a question (:mod:`cvo.cluster.landed`), not as an error.
+:func:`reread_on_conflict` is the other loop, deliberately: it retries a write that reads the
+object again, re-applies its intent and skips the write when the intent is already there.  A write
+whose answer was lost may have landed, so after a transient failure :class:`PersistentCluster`
+treats an ``AlreadyExists`` or a ``Conflict`` as a question (:mod:`cvo.cluster.landed`), not as an error.
 """
 
 from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TypeVar, overload
 
-from cvo.cluster.api import ApiError, ApiErrorKind, Cluster, Object, Ref, WatchEvent
-from cvo.cluster.landed import intent_landed
+from cvo.cluster.api import ApiError, ApiErrorKind, Cluster, Object, ReadOnlyCluster, Ref, is_transient
+from cvo.cluster.intercept import Call, Interceptor, ReadInterceptor
+from cvo.cluster.landed import LANDED_KINDS, intent_landed
 from cvo.log import get_logger
 
 log = get_logger("cvo.retry")
 T = TypeVar("T")
 
-TRANSIENT = frozenset({ApiErrorKind.TIMEOUT, ApiErrorKind.SERVER_TIMEOUT, ApiErrorKind.INTERNAL})
-LANDED_KINDS = frozenset({ApiErrorKind.ALREADY_EXISTS, ApiErrorKind.CONFLICT})
 INITIAL_DELAY = 0.5  # seconds
 MAX_DELAY = 5.0
 RETRY_AFTER_CAP = 30.0
@@ -53,10 +53,6 @@ _DEADLINE: ContextVar[float | None] = ContextVar("cvo_retry_deadline", default=N
 def retry_deadline() -> float | None:
     """The loop time at which the caller's budget runs out (``None``: no :func:`persist` is running)."""
     return _DEADLINE.get()
-
-
-def is_transient(err: ApiError) -> bool:
-    return err.kind in TRANSIENT
 
 
 @dataclass(frozen=True)
@@ -86,7 +82,7 @@ class GaveUp(ApiError):
 
     def __init__(self, last: ApiError, what: str, elapsed: float) -> None:
         super().__init__(last.kind, f"{what}: still failing after {_seconds(elapsed)} of retries: {last}", last.ref,
-                         last.retry_after)
+                         last.retry_after, namespace_missing=last.namespace_missing)
         self.last = last
         self.elapsed = elapsed
 
@@ -138,7 +134,8 @@ async def reread_on_conflict(write: Callable[[], Awaitable[T]], budget: Budget |
     """``write()`` again after a Conflict, until ``budget`` runs out (``None``: three tries in all).
 
     ``write`` must read the object, re-apply its intent to what it read, and skip the write when
-    the intent is already there (a write that landed although its answer was lost).
+    the intent is already there (a write that landed although its answer was lost).  Only a Conflict
+    is read again here: a transient error is :func:`persist`'s (or the backend's) to retry.
     """
     conflicts = 0
     while True:
@@ -157,77 +154,72 @@ async def reread_on_conflict(write: Callable[[], Awaitable[T]], budget: Budget |
                 await asyncio.sleep(wait if remaining is None else min(wait, remaining))
 
 
-class PersistentCluster:
+class PersistentReader(ReadInterceptor):
+    """A :class:`~cvo.cluster.api.ReadOnlyCluster` whose reads ride out transient errors within a
+    :class:`Budget`.  Watches pass through (the backends resume their own watches)."""
+
+    def __init__(self, cluster: ReadOnlyCluster, budget: Budget) -> None:
+        super().__init__(cluster)
+        self.budget = budget
+
+    async def intercept_read(self, call: Call, send: Callable[[], Awaitable[T]]) -> T:
+        return await persist(send, self.budget, call.what)
+
+
+class PersistentCluster(Interceptor):
     """A :class:`~cvo.cluster.api.Cluster` whose calls ride out transient errors within a :class:`Budget`.
 
     Watches pass through (the backends resume their own watches).  A write that failed
     transiently and then gets AlreadyExists or Conflict is checked: if the live object holds what
-    was sent, the earlier attempt landed and the live object is the result.  Attributes the
-    wrapped cluster has beyond the protocol (the embedded cluster's ``on_read``) pass through too.
+    was sent, the earlier attempt landed and the live object is the result.
     """
 
     def __init__(self, cluster: Cluster, budget: Budget) -> None:
-        self.cluster = cluster
+        super().__init__(cluster)
         self.budget = budget
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.cluster, name)
+    async def intercept_read(self, call: Call, send: Callable[[], Awaitable[T]]) -> T:
+        return await persist(send, self.budget, call.what)
 
-    async def get(self, ref: Ref) -> Object | None:
-        return await persist(lambda: self.cluster.get(ref), self.budget, f"get {ref}")
+    async def intercept_write(self, call: Call, send: Callable[[], Awaitable[T]]) -> T:
+        return await persist(send, self.budget, call.what)
 
-    async def list(self, group: str, kind: str, namespace: str | None = None) -> list[Object]:
-        what = f"list {kind}.{group}" if group else f"list {kind}"
-        return await persist(lambda: self.cluster.list(group, kind, namespace), self.budget, what)
-
-    async def create(self, obj: Object) -> Object:
-        return await self._write("create", obj, self.cluster.create)
-
-    async def update(self, obj: Object) -> Object:
-        return await self._write("update", obj, self.cluster.update)
-
-    async def update_status(self, obj: Object) -> Object:
-        return await self._write("update_status", obj, self.cluster.update_status)
-
-    async def delete(self, ref: Ref) -> bool:
-        return await persist(lambda: self.cluster.delete(ref), self.budget, f"delete {ref}")
-
-    async def serves(self, api_version: str, kind: str) -> bool:
-        return await persist(lambda: self.cluster.serves(api_version, kind), self.budget,
-                             f"discovery of {kind} {api_version}")
-
-    def watch(self, group: str, kind: str, namespace: str | None = None, name: str | None = None,
-              ) -> AsyncIterator[WatchEvent]:
-        return self.cluster.watch(group, kind, namespace, name)
-
-    async def close(self) -> None:
-        """The wrapped cluster belongs to whoever opened it."""
-
-    async def _write(self, verb: str, obj: Object, call: Callable[[Object], Awaitable[Object]]) -> Object:
+    async def intercept_object_write(self, call: Call, obj: Object, send: Callable[[], Awaitable[Object]]) -> Object:
         ref = Ref.of(obj)
-        what = f"{verb} {ref}"
         uncertain = False  # an earlier attempt failed in a way that may have let it land
 
         async def attempt() -> Object:
             nonlocal uncertain
             try:
-                return await call(obj)
+                return await send()
             except ApiError as err:
+                # After a transient failure, AlreadyExists or Conflict may be the lost write itself.
                 if uncertain and err.kind in LANDED_KINDS:
                     live = await self.get(ref)
-                    if intent_landed(verb, obj, live):
+                    if intent_landed(call.verb, obj, live):
                         assert live is not None
-                        log.info("a write whose answer was lost had landed", request=what)
+                        log.info("a write whose answer was lost had landed", request=call.what)
                         return live
                 if is_transient(err):
                     uncertain = True
                 raise
 
-        return await persist(attempt, self.budget, what)
+        return await persist(attempt, self.budget, call.what)
 
 
-def steady(cluster: Cluster, budget: Budget | None) -> Cluster:
-    """``cluster`` retrying within ``budget`` (``None``: as it is, one call each)."""
-    if budget is None or isinstance(cluster, PersistentCluster):
+@overload
+def steady(cluster: Cluster, budget: Budget | None) -> Cluster: ...
+
+
+@overload
+def steady(cluster: ReadOnlyCluster, budget: Budget | None) -> ReadOnlyCluster: ...
+
+
+def steady(cluster: Cluster | ReadOnlyCluster, budget: Budget | None) -> Cluster | ReadOnlyCluster:
+    """``cluster`` retrying within ``budget`` (``None``: as it is, one call each).  A read-only cluster
+    stays read-only."""
+    if budget is None or isinstance(cluster, PersistentCluster | PersistentReader):
         return cluster
-    return PersistentCluster(cluster, budget)  # type: ignore[return-value]
+    if isinstance(cluster, Cluster):
+        return PersistentCluster(cluster, budget)
+    return PersistentReader(cluster, budget)

@@ -32,11 +32,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from cvo.cluster.api import CLUSTER_VERSION, ApiError, ApiErrorKind, Cluster, Ref, cv_ref
+from cvo.cluster.informer import Informer
 from cvo.cluster.persist import Budget, steady
 from cvo.controller.lease import lease_is_held, lease_ref
 from cvo.payload.conditions import find_condition
 from cvo.payload.fields import dig
-from cvo.runner.notify import Notifier
 from cvo.runner.releases import Desired
 
 LEASE_SKEW = 2.0  # seconds of clock difference between this command and the controller allowed for
@@ -136,7 +136,7 @@ async def follow(cluster: Cluster, version: str, image: str, timeout: float | No
     server within ``budget``.  Returns the verdict and the ClusterVersion it was read from.
     """
     reads = steady(cluster, budget)
-    watch = Notifier(reads, *CLUSTER_VERSION)
+    watch = Informer(reads, *CLUSTER_VERSION)
     await watch.start()
     loop = asyncio.get_running_loop()
     deadline = None if timeout is None else loop.time() + timeout

@@ -35,6 +35,7 @@ import orjson
 
 from cvo.clock import Clock
 from cvo.cluster.api import CLUSTER_VERSION, ApiError, Cluster, cv_ref
+from cvo.cluster.informer import Informer
 from cvo.cluster.persist import Budget, steady
 from cvo.log import get_logger
 from cvo.payload.filters import ApplyFilter
@@ -42,7 +43,6 @@ from cvo.payload.loader import Release
 from cvo.runner.backoff import attempt_backoff
 from cvo.runner.decide import Plan, Runner, decide, runner_for
 from cvo.runner.events import Event, Progress, Reporter
-from cvo.runner.notify import Notifier
 from cvo.runner.releases import Releases, RetrieveFailed
 from cvo.runner.status_writer import StatusWriter
 from cvo.runner.sweep import SweepOptions, SweepResult, WrongRelease
@@ -129,7 +129,7 @@ class Controller:
         self.budget = Budget.of(None)  # the controller rides out any outage
         self.status = StatusWriter(self.cluster, self.clock, reporter=self.reporter, budget=self.budget)
         cluster = steady(self.cluster, self.budget)
-        spec = Notifier(cluster, *CLUSTER_VERSION, key=work_key)
+        spec = Informer(cluster, *CLUSTER_VERSION, key=work_key)
         await spec.start()
         consecutive = 0
         self.emit("controller.started", interval=self.options.interval)
@@ -183,7 +183,7 @@ class Controller:
     def _error(self, message: str) -> None:
         self.state.errors = [*self.state.errors[-9:], message]
 
-    async def _sweep(self, plan: Plan, spec: Notifier, mark: int, key: Hashable) -> SweepResult | None:
+    async def _sweep(self, plan: Plan, spec: Informer, mark: int, key: Hashable) -> SweepResult | None:
         """Run ``plan`` until it ends, or until the spec changes (``None``: cancelled for new work)."""
         runner = self._runner(plan)
         self.state.plan, self.state.runner = plan, runner

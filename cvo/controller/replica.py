@@ -19,6 +19,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 
 from cvo.cluster.api import CLUSTER_OPERATOR, CLUSTER_VERSION, Cluster
+from cvo.cluster.informer import Informer
 from cvo.cluster.persist import Budget, steady
 from cvo.controller.fence import FencedCluster
 from cvo.controller.http import Health
@@ -26,7 +27,6 @@ from cvo.controller.lease import LeaderElector
 from cvo.controller.loop import Controller
 from cvo.controller.metrics import Snapshot
 from cvo.log import get_logger
-from cvo.runner.notify import Notifier
 
 log = get_logger("cvo.controller")
 TICK = 1.0  # seconds between updates of the probes and the payload gauge
@@ -57,7 +57,7 @@ class Replica:
     async def run(self) -> None:
         """Until cancelled; on cancellation the lease is released after the last write finished."""
         watched = steady(self.cluster, Budget.of(None))
-        observers = [Notifier(watched, *CLUSTER_VERSION), Notifier(watched, *CLUSTER_OPERATOR)]
+        observers = [Informer(watched, *CLUSTER_VERSION), Informer(watched, *CLUSTER_OPERATOR)]
         observers[0].listeners.append(self.snapshot.set_cluster_version)
         observers[1].listeners.append(self.snapshot.set_cluster_operator)
         ticker = asyncio.create_task(self._tick(), name="probes")

@@ -12,9 +12,8 @@ May import: ``cvo.payload``, ``cvo.cluster`` (the interface), ``cvo.gates``, and
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -24,18 +23,21 @@ from cvo.cluster.api import (
     CLUSTER_OPERATOR,
     CLUSTER_VERSION,
     ApiError,
+    ApiErrorKind,
     Cluster,
     Object,
     Ref,
     WatchEvent,
     cv_ref,
 )
+from cvo.cluster.informer import Backoff, Informer
+from cvo.cluster.intercept import Call, Interceptor, read_hooks
 from cvo.gates.olm import OC_GROUP, OC_KIND
 from cvo.operators.behaviour import Behaviours
 from cvo.operators.simulated import OperatorSimulator
 from cvo.payload.loader import LoadError, Release, load_release
 
-RESTART_DELAY = 1.0  # seconds before watching the ClusterVersion again when a watch ends
+RESTART_DELAY = 1.0  # seconds before watching (and reading) the ClusterVersion again after a failure
 
 
 # --- what the operators report -------------------------------------------------------------------------
@@ -75,15 +77,15 @@ def describe_report(verb: str, obj: Object) -> str | None:
     return None
 
 
-class ReportingCluster:
+class ReportingCluster(Interceptor):
     """The cluster as one simulator sees it: its writes are printed, and its read hooks can be removed.
 
-    Everything else passes through.  ``on_read`` exists only when the underlying cluster has it
-    (the embedded one), so the simulator behaves exactly as it would on that cluster.
+    Its read hooks are the underlying cluster's (the embedded one has them; on another cluster a hook
+    is never called), so the simulator behaves exactly as it would on that cluster.
     """
 
     def __init__(self, cluster: Cluster, clock: Clock, out: TextIO, err: TextIO) -> None:
-        self.cluster = cluster
+        super().__init__(cluster)
         self.clock = clock
         self.out = out
         self.err = err
@@ -91,17 +93,14 @@ class ReportingCluster:
         self.failures = 0
         self._removers: list[Callable[[], None]] = []
 
-    def __getattr__(self, name: str) -> Any:
-        if name != "on_read":
-            raise AttributeError(name)
-        hook = self.cluster.on_read  # type: ignore[attr-defined]  # AttributeError when it has none
-
-        def on_read(callback: Callable[[Ref], object]) -> Callable[[], None]:
-            remove: Callable[[], None] = hook(callback)
-            self._removers.append(remove)
-            return remove
-
-        return on_read
+    def on_read(self, callback: Callable[[Ref], object]) -> Callable[[], None]:
+        """The underlying cluster's :meth:`~cvo.cluster.api.ReadHooks.on_read`, removed again by :meth:`detach`."""
+        hooks = read_hooks(self.inner)
+        if hooks is None:
+            return lambda: None
+        remove = hooks.on_read(callback)
+        self._removers.append(remove)
+        return remove
 
     def detach(self) -> None:
         for remove in self._removers:
@@ -111,48 +110,20 @@ class ReportingCluster:
     def _print(self, line: str) -> None:
         print(f"{to_rfc3339(self.clock.now())} {line}", file=self.out, flush=True)
 
-    async def _write(self, verb: str, obj: Object, call: Callable[[Object], Any]) -> Object:
+    async def intercept_object_write(self, call: Call, obj: Object, send: Callable[[], Awaitable[Object]]) -> Object:
         try:
-            result: Object = await call(obj)
+            result = await send()
         except ApiError as err:
-            if verb != "create" or err.kind.value != "AlreadyExists":  # losing a create race is normal
+            if call.verb != "create" or err.kind is not ApiErrorKind.ALREADY_EXISTS:  # losing a create race is normal
                 self.failures += 1
-                print(f"{to_rfc3339(self.clock.now())} report failed: {verb} {Ref.of(obj)}: {err}",
+                print(f"{to_rfc3339(self.clock.now())} report failed: {call.verb} {Ref.of(obj)}: {err}",
                       file=self.err, flush=True)
             raise
-        line = describe_report(verb, result)
+        line = describe_report(call.verb, result)
         if line is not None:
             self.reports += 1
             self._print(line)
         return result
-
-    async def get(self, ref: Ref) -> Object | None:
-        return await self.cluster.get(ref)
-
-    async def list(self, group: str, kind: str, namespace: str | None = None) -> list[Object]:
-        return await self.cluster.list(group, kind, namespace)
-
-    async def create(self, obj: Object) -> Object:
-        return await self._write("create", obj, self.cluster.create)
-
-    async def update(self, obj: Object) -> Object:
-        return await self._write("update", obj, self.cluster.update)
-
-    async def update_status(self, obj: Object) -> Object:
-        return await self._write("update_status", obj, self.cluster.update_status)
-
-    async def delete(self, ref: Ref) -> bool:
-        return await self.cluster.delete(ref)
-
-    async def serves(self, api_version: str, kind: str) -> bool:
-        return await self.cluster.serves(api_version, kind)
-
-    def watch(self, group: str, kind: str, namespace: str | None = None, name: str | None = None,
-              ) -> AsyncIterator[WatchEvent]:
-        return self.cluster.watch(group, kind, namespace, name)
-
-    async def close(self) -> None:
-        """The cluster belongs to the command, not to one simulator: nothing to close."""
 
 
 # --- following the ClusterVersion --------------------------------------------------------------------------
@@ -284,27 +255,32 @@ class SimOperators:
         return out
 
     async def watch_cluster_version(self, stop: asyncio.Event) -> None:
-        """Follow the ClusterVersion until ``stop``; a watch that ends is opened again (and the CV re-read)."""
-        while not stop.is_set():
-            # Subscribed before the ClusterVersion is read: no change between the read and the watch is lost.
-            stream = self.cluster.watch(*CLUSTER_VERSION, name=cv_ref().name)
-            try:
-                await self.follow(await self.cluster.get(cv_ref()))
-                if not self.ready.is_set():
-                    self.ready.set()
-                    if not self.releases:
-                        self._say("waiting for a ClusterVersion whose status.desired.image is a file:// release "
-                                  "directory (cvo install RELEASE_DIR)")
-                async for event in stream:
-                    await self.follow(event.obj)
-            except ApiError as err:  # whatever it was, the operators keep going: read and watch again
-                self._say(f"reading the ClusterVersion: {err}; trying again")
-            finally:
-                close = getattr(stream, "aclose", None)
-                if close is not None:
-                    with contextlib.suppress(Exception):
-                        await close()
-            await asyncio.sleep(RESTART_DELAY)
+        """Follow the ClusterVersion until ``stop``; a watch that fails is opened again (and the CV re-read)."""
+        informer = Informer(self.cluster, *CLUSTER_VERSION, name=cv_ref().name, baseline=False,
+                            on_watch=self._read_cluster_version, on_event=self._cluster_version_changed,
+                            on_error=self._watch_failed, backoff=Backoff(RESTART_DELAY, RESTART_DELAY),
+                            task_name="sim-operators watch clusterversion")
+        await informer.start()
+        try:
+            await stop.wait()
+        finally:
+            await informer.stop()
+
+    async def _read_cluster_version(self, first: bool) -> None:
+        # Subscribed before the ClusterVersion is read: no change between the read and the watch is lost.
+        await self.follow(await self.cluster.get(cv_ref()))
+        if not self.ready.is_set():
+            self.ready.set()
+            if not self.releases:
+                self._say("waiting for a ClusterVersion whose status.desired.image is a file:// release "
+                          "directory (cvo install RELEASE_DIR)")
+
+    async def _cluster_version_changed(self, event: WatchEvent) -> None:
+        await self.follow(event.obj)
+
+    def _watch_failed(self, err: Exception, retry_in: float) -> None:
+        # Whatever it was, the operators keep going: read and watch again.
+        self._say(f"reading the ClusterVersion: {err}; trying again")
 
 
 # --- the process ----------------------------------------------------------------------------------------------

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 from collections import defaultdict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -41,6 +42,8 @@ from cvo.cluster.api import (
     co_ref,
     cv_ref,
 )
+from cvo.cluster.informer import Backoff, Informer
+from cvo.cluster.intercept import read_hooks
 from cvo.gates.olm import ENV_NAME
 from cvo.log import get_logger
 from cvo.operators.behaviour import Behaviour, Behaviours
@@ -99,6 +102,7 @@ class OperatorSimulator:
         self.releases: list[str] = []  # registration order, newest last
         self._by_deployment: dict[Ref, set[str]] = defaultdict(set)
         self._tasks: list[asyncio.Task[None]] = []
+        self._informers: list[Informer] = []  # the Deployments and ClusterOperators, while running
         self._origin: float | None = None
         self._lock = asyncio.Lock()
         # Namespaces the payload uses but never creates: in a real cluster operators create them
@@ -151,13 +155,18 @@ class OperatorSimulator:
         """Watch the cluster, and catch up with what is already there (operators restarting)."""
         self._origin = self.clock.monotonic()
         await self._create_operand_namespaces()
-        watch_ready = [asyncio.Event(), asyncio.Event()]
-        self._tasks.append(asyncio.create_task(self._watch_deployments(watch_ready[0]), name="sim deployments"))
-        self._tasks.append(asyncio.create_task(self._watch_operators(watch_ready[1]), name="sim clusteroperators"))
-        await asyncio.gather(*(e.wait() for e in watch_ready))
-        on_read = getattr(self.cluster, "on_read", None)
-        if callable(on_read):
-            self._remove_read_hook = on_read(self._on_read)
+        # Followed for good: a watch (or a decision) that fails with an API error is opened again after a
+        # back-off (1 s doubling to 10 s), and every operator looks at the cluster again (events were missed).
+        backoff = Backoff(RETRY_INITIAL, RETRY_CAP)
+        self._informers = [
+            Informer(self.cluster, "apps", "Deployment", baseline=False, on_watch=self._rewatched,
+                     on_event=self._deployment_event, backoff=backoff, task_name="sim deployments"),
+            Informer(self.cluster, *CLUSTER_OPERATOR, baseline=False, on_watch=self._rewatched,
+                     on_event=self._operator_event, backoff=backoff, task_name="sim clusteroperators")]
+        await asyncio.gather(*(informer.start() for informer in self._informers))
+        hooks = read_hooks(self.cluster)  # the embedded cluster's (through any wrappers)
+        if hooks is not None:
+            self._remove_read_hook = hooks.on_read(self._on_read)
         await self._start_operators()
 
     async def _create_operand_namespaces(self) -> None:
@@ -168,7 +177,7 @@ class OperatorSimulator:
             except ApiError as err:
                 log.info("operand namespace not created yet; retrying", namespace=namespace, error=str(err))
                 self._tasks.append(asyncio.create_task(
-                    self._retrying(f"create namespace {namespace}", lambda ns=namespace: self._create_namespace(ns)),
+                    self._retrying(f"create namespace {namespace}", functools.partial(self._create_namespace, namespace)),
                     name=f"sim namespace {namespace}"))
 
     async def _create_namespace(self, namespace: str) -> None:
@@ -197,6 +206,9 @@ class OperatorSimulator:
         if self._remove_read_hook is not None:
             self._remove_read_hook()
             self._remove_read_hook = None
+        for informer in self._informers:
+            await informer.stop()
+        self._informers.clear()
         tasks = self._tasks + [m.task for m in self.operators.values() if m.task is not None]
         for task in tasks:
             task.cancel()
@@ -206,53 +218,23 @@ class OperatorSimulator:
         self._tasks.clear()
         self._windows.clear()  # a restart starts the windows again, as operators restarting would
 
-    async def _watch_deployments(self, ready: asyncio.Event) -> None:
-        async def on_event(event: WatchEvent) -> None:
-            ref = Ref.of(event.obj)
-            for name in sorted(self._by_deployment.get(ref, ())):
-                await self._reconsider(self.operators[name])
+    async def _rewatched(self, first: bool) -> None:
+        """A watch opened again after a failure may have missed events: every operator looks again."""
+        if not first:
+            for model in list(self.operators.values()):
+                await self._reconsider(model)
 
-        await self._watching("apps", "Deployment", ready, on_event)
+    async def _deployment_event(self, event: WatchEvent) -> None:
+        ref = Ref.of(event.obj)
+        for name in sorted(self._by_deployment.get(ref, ())):
+            await self._reconsider(self.operators[name])
 
-    async def _watch_operators(self, ready: asyncio.Event) -> None:
-        async def on_event(event: WatchEvent) -> None:
-            if event.type == "ADDED":
-                name = dig(event.obj, "metadata", "name")
-                model = self.operators.get(name) if isinstance(name, str) else None
-                if model is not None and not self._has_deployments(model):
-                    await self._reconsider(model)
-
-        await self._watching(*CLUSTER_OPERATOR, ready, on_event)
-
-    async def _watching(self, group: str, kind: str, ready: asyncio.Event,
-                        on_event: Callable[[WatchEvent], Awaitable[None]]) -> None:
-        """Follow a kind, for good: a watch (or a decision) that fails with an API error is opened
-        again after a back-off, and every operator looks at the cluster again (events were missed)."""
-        delay = RETRY_INITIAL
-        first = True
-        while True:
-            stream = self.cluster.watch(group, kind)
-            try:
-                if first:
-                    ready.set()
-                    first = False
-                else:
-                    for model in list(self.operators.values()):
-                        await self._reconsider(model)
-                async for event in stream:
-                    await on_event(event)
-                    delay = RETRY_INITIAL
-                return  # the cluster is closing
-            except ApiError as err:
-                log.warning("operators' watch failed; watching again", kind=kind, error=str(err),
-                            retry_in=delay)
-            finally:
-                close = getattr(stream, "aclose", None)
-                if close is not None:
-                    with contextlib.suppress(Exception):
-                        await close()
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, RETRY_CAP)
+    async def _operator_event(self, event: WatchEvent) -> None:
+        if event.type == "ADDED":
+            name = dig(event.obj, "metadata", "name")
+            model = self.operators.get(name) if isinstance(name, str) else None
+            if model is not None and not self._has_deployments(model):
+                await self._reconsider(model)
 
     def _on_read(self, ref: Ref) -> None:
         if (ref.group, ref.kind) != CLUSTER_OPERATOR:
@@ -345,7 +327,8 @@ class OperatorSimulator:
             if version is None or version == model.target:
                 return
             live = await self.cluster.get(co_ref(model.name))
-            reported = {v.get("name"): v.get("version") for v in entries(dig(live, "status", "versions"))}
+            # What the ClusterOperator reports, as it is (written back as the old versions while rolling out).
+            reported: dict[Any, Any] = {v.get("name"): v.get("version") for v in entries(dig(live, "status", "versions"))}
             model.target = version
             if model.task is not None:
                 model.task.cancel()

@@ -11,11 +11,11 @@ from __future__ import annotations
 from typing import Any
 
 from cvo.cluster.api import CLUSTER_OPERATOR, Cluster
+from cvo.cluster.informer import Informer
 from cvo.gates.upgradeable import UPGRADEABLE
 from cvo.payload.conditions import find_condition
 from cvo.payload.fields import dig, entries
 from cvo.runner.apply import DeleteTracker
-from cvo.runner.notify import Notifier
 from cvo.runner.operator_conditions import OperatorConditionManager
 from cvo.status.parts import UpgradeableInputs
 
@@ -26,7 +26,7 @@ def _blocks(co: dict[str, Any]) -> bool:
 
 
 class UpgradeBlockers:
-    def __init__(self, cluster: Cluster, operators: Notifier, olm: OperatorConditionManager,
+    def __init__(self, cluster: Cluster, operators: Informer, olm: OperatorConditionManager,
                  deletes: DeleteTracker) -> None:
         self.cluster = cluster
         self.operators = operators

@@ -24,7 +24,6 @@ types), so tests can tell whether a real server would accept what cvo writes.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hashlib
 import os
 import re
@@ -38,6 +37,7 @@ from typing import Any
 import orjson
 
 from cvo.cluster.api import ApiError, ApiErrorKind, Cluster, Object, Ref
+from cvo.cluster.informer import Informer
 from cvo.payload.loader import LoadError, load_release
 from cvo.payload.manifest import Manifest
 from cvo.runner.apply import contains
@@ -203,33 +203,28 @@ def _why_not_established(crd: Mapping[str, Any] | None) -> str:
 
 async def wait_established(cluster: Cluster, names: Iterable[str], timeout: float) -> dict[str, str]:
     """Wait until every named CRD is Established; returns the ones that are not, with why, after ``timeout``."""
-    pending = set(names)
+    pending = sorted(set(names))
     if not pending:
         return {}
-    stream = cluster.watch(CRD_GROUP, CRD_KIND)  # subscribed before the reads: no change is missed
+    # Subscribed before the reads: no change is missed.  No list of every CRD: one read of each named one.
+    informer = Informer(cluster, CRD_GROUP, CRD_KIND, baseline=False, keep_objects=True)
+    await informer.start()
+    loop = asyncio.get_running_loop()
+    end = loop.time() + timeout
     last: dict[str, Object | None] = {}
     try:
-        for name in sorted(pending):
-            last[name] = await cluster.get(Ref(CRD_GROUP, CRD_KIND, "", name))
-        pending = {n for n in pending if not is_established(last[n])}
-        if pending:
-            async with asyncio.timeout(timeout):
-                async for event in stream:
-                    name = (event.obj.get("metadata") or {}).get("name", "")
-                    if name in pending:
-                        last[name] = event.obj
-                        if is_established(event.obj):
-                            pending.discard(name)
-                    if not pending:
-                        break
-    except TimeoutError:
-        pass
+        for name in pending:
+            while True:
+                mark = informer.mark(name)
+                crd = informer.cached(name)
+                last[name] = crd if crd is not None else await cluster.get(Ref(CRD_GROUP, CRD_KIND, "", name))
+                remaining = end - loop.time()
+                if is_established(last[name]) or remaining <= 0 or \
+                        not await informer.wait_change(name, mark, remaining):
+                    break
     finally:
-        close = getattr(stream, "aclose", None)
-        if close is not None:
-            with contextlib.suppress(Exception):
-                await close()
-    return {name: _why_not_established(last.get(name)) for name in sorted(pending)}
+        await informer.stop()
+    return {name: _why_not_established(last.get(name)) for name in pending if not is_established(last.get(name))}
 
 
 # --- the whole bootstrap --------------------------------------------------------------------------------

@@ -17,11 +17,11 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from cvo.cluster.api import ApiError, ApiErrorKind, Cluster, Ref
+from cvo.cluster.api import ApiError, ApiErrorKind, Cluster, Ref, WatchEvent
+from cvo.cluster.informer import Backoff, Informer
 from cvo.gates.olm import (
     OC_API_VERSION,
     OC_GROUP,
@@ -62,7 +62,7 @@ class OperatorConditionManager:
                     self.deployments.setdefault((d.namespace, co), []).append(d.obj)
         self._locks: dict[tuple[str, str], asyncio.Lock] = {}  # one ensure at a time per OperatorCondition
         self._served: bool | None = None
-        self._task: asyncio.Task[None] | None = None
+        self._informer: Informer | None = None
         self._blocking: dict[tuple[str, str], dict[str, Any]] = {}  # (namespace, name) -> a blocking OC
         self._tracking = False  # the watch has listed them all and follows changes
 
@@ -136,49 +136,36 @@ class OperatorConditionManager:
     # --- OLM's status copy -------------------------------------------------------------------------
 
     async def start_sync(self) -> None:
-        if self._task is None and await self.served():
-            ready = asyncio.Event()
-            self._task = asyncio.create_task(self._sync_loop(ready), name="operatorcondition sync")
-            await ready.wait()
+        """OLM's controller loop, on an informer: an API error (the server down longer than the backend's
+        retries) does not end it; it watches again and syncs everything again after a pause, as a
+        controller's informer would."""
+        if self._informer is None and await self.served():
+            self._informer = Informer(self.cluster, OC_GROUP, OC_KIND, baseline=False, on_watch=self._resync,
+                                      on_event=self._on_event, backoff=Backoff(RESYNC_DELAY, RESYNC_DELAY),
+                                      task_name="operatorcondition sync")
+            await self._informer.start()
 
     async def stop_sync(self) -> None:
         self._tracking = False
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        if self._informer is not None:
+            await self._informer.stop()
+            self._informer = None
 
     async def sync_all(self) -> None:
         for oc in await self.cluster.list(OC_GROUP, OC_KIND):
             self._track(oc)
             await self._sync(oc)
 
-    async def _sync_loop(self, ready: asyncio.Event) -> None:
-        """OLM's controller loop: an API error (the server down longer than the backend's retries)
-        does not end it; it watches again and syncs everything again after a pause, as a
-        controller's informer would."""
-        while True:
-            stream = self.cluster.watch(OC_GROUP, OC_KIND)
-            ready.set()
-            try:
-                await self.sync_all()
-                self._tracking = True
-                async for event in stream:
-                    if event.type == "DELETED":
-                        self._blocking.pop(_key(event.obj), None)
-                    else:
-                        self._track(event.obj)
-                        await self._sync(event.obj)
-                return  # the cluster is closing
-            except ApiError as err:
-                log.warning("OperatorCondition sync failed; syncing again", error=str(err))
-            finally:
-                close = getattr(stream, "aclose", None)
-                if close is not None:
-                    with contextlib.suppress(Exception):
-                        await close()
-            await asyncio.sleep(RESYNC_DELAY)
+    async def _resync(self, first: bool) -> None:
+        await self.sync_all()
+        self._tracking = True
+
+    async def _on_event(self, event: WatchEvent) -> None:
+        if event.type == "DELETED":
+            self._blocking.pop(_key(event.obj), None)
+        else:
+            self._track(event.obj)
+            await self._sync(event.obj)
 
     def _track(self, oc: dict[str, Any]) -> None:
         """Keep the OperatorConditions that block (only they can change the Upgradeable verdict)."""
@@ -192,7 +179,7 @@ class OperatorConditionManager:
         """The OperatorConditions that block upgrades now (OLM's verdict), from the watch once it runs."""
         if not await self.served():
             return []
-        if self._task is None or not self._tracking:
+        if self._informer is None or not self._tracking:
             return [oc for oc in await self.cluster.list(OC_GROUP, OC_KIND) if not upgradeable_verdict(oc).upgradeable]
         return list(self._blocking.values())
 

@@ -30,8 +30,8 @@ import asyncio
 from typing import Any
 
 from cvo.clock import Clock
-from cvo.cluster.api import ApiError, ApiErrorKind, Cluster, cv_ref
-from cvo.cluster.persist import Budget, is_transient, persist, reread_on_conflict, steady
+from cvo.cluster.api import ApiError, ApiErrorKind, Cluster, cv_ref, is_transient
+from cvo.cluster.persist import Budget, persist, reread_on_conflict, steady
 from cvo.log import get_logger
 from cvo.payload.fields import mapping
 from cvo.runner.events import Event, Reporter

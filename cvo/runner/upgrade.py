@@ -21,7 +21,16 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from cvo.clock import Clock
-from cvo.cluster.api import CLUSTER_OPERATOR, CLUSTER_VERSION, ApiError, ApiErrorKind, Cluster, cv_ref
+from cvo.cluster.api import (
+    CLUSTER_OPERATOR,
+    CLUSTER_VERSION,
+    ApiError,
+    ApiErrorKind,
+    Cluster,
+    ReadOnlyCluster,
+    cv_ref,
+)
+from cvo.cluster.informer import Informer
 from cvo.cluster.landed import contains
 from cvo.cluster.persist import Budget, reread_on_conflict, steady
 from cvo.gates.olm import OC_API_VERSION, OC_GROUP, OC_KIND
@@ -33,7 +42,6 @@ from cvo.payload.filters import ApplyFilter, Override
 from cvo.payload.graph import Mode
 from cvo.payload.loader import Release
 from cvo.runner.events import Event, Progress, Reporter
-from cvo.runner.notify import Notifier
 from cvo.runner.operator_conditions import OperatorConditionManager
 from cvo.runner.status_writer import StatusWriter
 from cvo.runner.sweep import SweepOptions, SweepResult
@@ -49,7 +57,7 @@ class Preflight:
     target: str
 
 
-async def preflight(cluster: Cluster, target: Release, force: bool, now: datetime) -> Preflight:
+async def preflight(cluster: ReadOnlyCluster, target: Release, force: bool, now: datetime) -> Preflight:
     """Evaluate every gate now (reads only: nothing is written).  Pass a cluster that retries
     (:func:`cvo.cluster.persist.steady`): one failed read must not fail the checks."""
     cv = await cluster.get(cv_ref()) or {}
@@ -111,9 +119,9 @@ class UpgradeController:
     async def run(self) -> SweepResult:
         loop = asyncio.get_running_loop()
         deadline = None if self.options.timeout is None else loop.time() + self.options.timeout
-        watchers = [Notifier(self.steady, *CLUSTER_OPERATOR), Notifier(self.steady, *CLUSTER_VERSION)]
+        watchers = [Informer(self.steady, *CLUSTER_OPERATOR), Informer(self.steady, *CLUSTER_VERSION)]
         if await self.steady.serves(OC_API_VERSION, OC_KIND):
-            watchers.append(Notifier(self.steady, OC_GROUP, OC_KIND))
+            watchers.append(Informer(self.steady, OC_GROUP, OC_KIND))
         syncer = OperatorConditionManager(self.cluster, self.current.manifests)
         for w in watchers:
             await w.start()
@@ -228,7 +236,7 @@ async def set_desired_update(cluster: Cluster, wanted: dict[str, object], budget
     return bool(wrote)
 
 
-async def first_change(watchers: list[Notifier], marks: list[int], timeout: float | None = None) -> None:
+async def first_change(watchers: list[Informer], marks: list[int], timeout: float | None = None) -> None:
     """Return when any watcher saw a change after its mark, or after ``timeout`` (None: no limit)."""
     tasks = [asyncio.create_task(w.wait_change(None, m, timeout)) for w, m in zip(watchers, marks, strict=True)]
     try:

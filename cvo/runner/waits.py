@@ -19,6 +19,8 @@ from typing import Any
 
 from cvo.clock import Clock, to_rfc3339
 from cvo.cluster.api import CLUSTER_OPERATOR, ApiError, ApiErrorKind, Cluster, Ref
+from cvo.cluster.informer import Informer, established_key, operator_health_key
+from cvo.cluster.intercept import crd_establisher
 from cvo.payload.errors import Effect, UpdateError
 from cvo.payload.graph import Mode, Task, operator_versions
 from cvo.payload.loader import Release
@@ -28,7 +30,6 @@ from cvo.runner.attempt import Attempt
 from cvo.runner.early_crds import CRD, CrdIndex, payload_crds
 from cvo.runner.events import Progress, Waiting
 from cvo.runner.health import HealthCheck, check_for, check_operator_health, no_versions_error
-from cvo.runner.notify import Notifier, established_key, operator_health_key
 
 # How long an install task waits for a CRD or Namespace of the same payload that the attempt has not
 # applied yet (it runs in parallel, in another node), before the error counts as a normal failure.
@@ -61,10 +62,10 @@ class Waits:
         self.report = report
         # It keeps the ClusterOperators it delivers: their waits check them as the CVO does, from an
         # informer's cache, instead of reading the operator on each report.
-        self.operators = Notifier(watched, *CLUSTER_OPERATOR, key=operator_health_key, keep_objects=True)
+        self.operators = Informer(watched, *CLUSTER_OPERATOR, key=operator_health_key, keep_objects=True)
         # No baseline list: it would decode every CRD at once (the CRD waits mark, then read).
-        self.crds = Notifier(watched, *CRD, key=established_key, baseline=False)
-        self.namespace_events = Notifier(watched, *NAMESPACE, key=_exists)
+        self.crds = Informer(watched, *CRD, key=established_key, baseline=False)
+        self.namespace_events = Informer(watched, *NAMESPACE, key=_exists)
         # Namespaces there now, from the watch (and its baseline list): an object waiting for its namespace
         # learns from it, as the CVO's informers would tell it, instead of reading the namespace each time.
         self._namespaces: set[str] = set()
@@ -76,7 +77,7 @@ class Waits:
         self._index = {id(m): i for i, m in enumerate(release.manifests, start=1)}
         self.co_start_times: dict[str, datetime] = {}  # the CVO's COUpdateStartTimes
         self._watched = watched
-        self._watches: dict[tuple[str, str], Notifier] = {}  # other kinds whose health checks wait
+        self._watches: dict[tuple[str, str], Informer] = {}  # other kinds whose health checks wait
 
     async def start(self) -> None:
         await self.operators.start()
@@ -123,7 +124,7 @@ class Waits:
         dependency: Manifest | None = None
         if err.kind is ApiErrorKind.NO_KIND_MATCH:
             dependency = self.crd_index().get((m.group, m.kind, m.version))
-        elif err.kind is ApiErrorKind.NOT_FOUND and m.namespace and f'namespaces "{m.namespace}" not found' in str(err):
+        elif err.kind is ApiErrorKind.NOT_FOUND and m.namespace and err.namespace_missing == m.namespace:
             dependency = self._payload_namespaces.get(m.namespace)
         return dependency if dependency is not m else None
 
@@ -145,6 +146,8 @@ class Waits:
             if crd:
                 if await self.cluster.serves(task.manifest.api_version, task.manifest.kind):
                     return True
+                if (establisher := crd_establisher(self.cluster)) is not None:
+                    await establisher.establish(dependency.name)  # a write: through the fence
             elif self.namespace_events.running:
                 if dependency.name in self._namespaces:
                     return True
@@ -207,13 +210,13 @@ class Waits:
             if not await watch.wait_change(m.name, mark, check.wait):
                 raise error
 
-    async def _watch_of(self, group: str, kind: str) -> Notifier:
+    async def _watch_of(self, group: str, kind: str) -> Informer:
         """The watch of a kind whose health check waits (started on first need, stopped with the others)."""
         if (group, kind) == CRD:
             return self.crds
         watch = self._watches.get((group, kind))
         if watch is None:
-            watch = self._watches[(group, kind)] = Notifier(self._watched, group, kind, baseline=False)
+            watch = self._watches[(group, kind)] = Informer(self._watched, group, kind, baseline=False)
             await watch.start()
         return watch
 

@@ -23,8 +23,8 @@ from datetime import datetime
 import networkx as nx
 
 from cvo.clock import Clock
-from cvo.cluster.api import ApiError, Cluster
-from cvo.cluster.persist import is_transient, steady
+from cvo.cluster.api import ApiError, Cluster, is_transient
+from cvo.cluster.persist import steady
 from cvo.payload.arch import go_arch
 from cvo.payload.capabilities import Capabilities, still_enabled
 from cvo.payload.conditions import find_condition

@@ -20,8 +20,12 @@ from typing import Any
 import pytest
 from conftest import ReleaseFactory, obj
 
+from cvo.clock import WallClock
 from cvo.cluster.api import ApiError, ApiErrorKind, EventType, Ref, WatchEvent
+from cvo.cluster.intercept import crd_establisher
 from cvo.cluster.kube import KubeCluster
+from cvo.controller.fence import FencedCluster
+from cvo.controller.lease import LeaderElector, LeaseLost, LeaseTimings, lease_ref
 from cvo.payload.graph import Mode, Task, make_tasks
 from cvo.payload.loader import load_release
 from cvo.runner.apply import DeleteTracker, apply_task
@@ -327,12 +331,49 @@ def hold_establishing(group: str) -> list[dict[str, Any]]:
     return [policy, binding]
 
 
+async def hold_in_force(cluster: KubeCluster, group: str) -> list[dict[str, Any]]:
+    """Create :func:`hold_establishing`'s policy and wait until it is in force: until a dry run of the write it
+    must refuse is refused (on another CRD of the group, which may or may not be Established by then)."""
+    held = hold_establishing(group)
+    for item in held:
+        await cluster.create(item)
+    probe_name = f"gadgets.{group}"
+    await cluster.create(crd(group, "Gadget"))
+    async with asyncio.timeout(30):
+        while True:
+            probe = await cluster.get(Ref(*CRD, "", probe_name)) or {}
+            probe.setdefault("status", {})["conditions"] = [
+                {"type": "Established", "status": "True", "reason": "InitialNamesAccepted", "message": "probe",
+                 "lastTransitionTime": "2026-01-01T00:00:00Z"}]
+            try:
+                await cluster._call("PUT", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{probe_name}"
+                                    "/status", ref=None, what="probe", body=probe, query=[("dryRun", "All")])
+            except ApiError as err:
+                if "held by the test" in str(err):
+                    return held
+            await asyncio.sleep(0.2)
+
+
+async def accepted_not_established(cluster: KubeCluster, group: str, kind: str) -> str:
+    """Create the CRD of ``kind`` while the hold is in force; its name once the server accepted its names
+    and (held) did not establish it."""
+    name = f"{kind.lower()}s.{group}"
+    await cluster.create(crd(group, kind))
+    async with asyncio.timeout(30):
+        while conditions_of(await cluster.get(Ref(*CRD, "", name))).get("NamesAccepted") != "True":
+            await asyncio.sleep(0.1)
+    await asyncio.sleep(1)  # the establishing controller's write is refused (and retried, refused again)
+    assert conditions_of(await cluster.get(Ref(*CRD, "", name))).get("Established") == "False"
+    return name
+
+
 def test_a_crd_a_restart_left_unestablished_is_nudged(control_plane: ControlPlane, namespace: str,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """The API server's establishing controller is queued only by an update of a CRD whose names are
     accepted; a server restarted between the two controllers' writes leaves the CRD unestablished (its kinds
-    unserved) until the informer's resync, 5 minutes later.  A look-up of its kind that keeps missing
-    updates the CRD (an annotation set, then removed), and the kind is served seconds later.
+    unserved) until the informer's resync, 5 minutes later.  Asking whether the kind is served sends nothing;
+    the wait for it asks the cluster to establish the CRD (as the sweep's wait does), which updates it once it
+    has waited :data:`CRD_STALL` (an annotation set, then removed), and the kind is served seconds later.
 
     The state is made for certain: an admission policy holds the establishing controller's write, the
     server restarts (its queue is gone), and the policy is removed."""
@@ -340,46 +381,31 @@ def test_a_crd_a_restart_left_unestablished_is_nudged(control_plane: ControlPlan
 
     monkeypatch.setattr(kube_cluster, "CRD_STALL", 2.0)
     group = unique_group()
-    name = f"widgets.{group}"
 
     async def body(cluster: KubeCluster) -> None:
         await make_namespace(cluster, namespace)
-        held = hold_establishing(group)
-        for item in held:
-            await cluster.create(item)
-        # The policy takes a moment to be in force: until a dry run of the write it must refuse is refused
-        # (on another CRD of the group, which may or may not be Established by then).
-        probe_name = f"gadgets.{group}"
-        await cluster.create(crd(group, "Gadget"))
-        async with asyncio.timeout(30):
-            while True:
-                probe = await cluster.get(Ref(*CRD, "", probe_name)) or {}
-                probe.setdefault("status", {})["conditions"] = [
-                    {"type": "Established", "status": "True", "reason": "InitialNamesAccepted", "message": "probe",
-                     "lastTransitionTime": "2026-01-01T00:00:00Z"}]
-                try:
-                    await cluster._call("PUT", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{probe_name}"
-                                        "/status", ref=None, what="probe", body=probe, query=[("dryRun", "All")])
-                except ApiError as err:
-                    if "held by the test" in str(err):
-                        break
-                await asyncio.sleep(0.2)
-        await cluster.create(crd(group, "Widget"))
-        async with asyncio.timeout(30):
-            while conditions_of(await cluster.get(Ref(*CRD, "", name))).get("NamesAccepted") != "True":
-                await asyncio.sleep(0.1)
-        await asyncio.sleep(1)  # the establishing controller's write is refused (and retried, refused again)
-        assert conditions_of(await cluster.get(Ref(*CRD, "", name))).get("Established") == "False"
+        held = await hold_in_force(cluster, group)
+        name = await accepted_not_established(cluster, group, "Widget")
         await asyncio.to_thread(control_plane.restart_apiserver)
         for item in reversed(held):
             await cluster.delete(Ref.of(item))
         await asyncio.sleep(3)  # nothing queues the CRD now: it stays as it is
         live = await cluster.get(Ref(*CRD, "", name))
         assert conditions_of(live) == {"NamesAccepted": "True", "Established": "False"}
+        version = live["metadata"]["resourceVersion"]
 
+        for _ in range(4):  # past the stall: discovery is only read
+            assert not await cluster.serves(f"{group}/v1", "Widget")
+            await asyncio.sleep(1.0)
+        live = await cluster.get(Ref(*CRD, "", name))
+        assert cluster.stats.nudged == 0 and live["metadata"]["resourceVersion"] == version
+
+        establisher = crd_establisher(cluster)
+        assert establisher is cluster
         started = time.monotonic()
         async with asyncio.timeout(30):
-            while not await cluster.serves(f"{group}/v1", "Widget"):  # as a custom resource waiting for it asks
+            while not await cluster.serves(f"{group}/v1", "Widget"):  # as a custom resource waiting for it does
+                await establisher.establish(name)
                 await asyncio.sleep(1.0)
         served_after = time.monotonic() - started
         assert cluster.stats.nudged == 1
@@ -388,7 +414,47 @@ def test_a_crd_a_restart_left_unestablished_is_nudged(control_plane: ControlPlan
         assert kube_cluster.NUDGE_ANNOTATION not in (live["metadata"].get("annotations") or {})
         created = await cluster.create(obj("Widget", "w", namespace, api=f"{group}/v1", spec={"size": 1}))
         assert created["kind"] == "Widget"
-        print(f"kind served {served_after:.1f}s after the first look-up (stall threshold 2s)")
+        print(f"kind served {served_after:.1f}s after the first request to establish (stall threshold 2s)")
+
+    run_with(control_plane, body)
+
+
+def test_a_fenced_replica_that_lost_the_lease_sends_no_nudge(control_plane: ControlPlane, namespace: str,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """The nudge is a write: through a replica's fence it needs the lease.  A replica whose last renewal is
+    older than the renew deadline sends nothing at all (no request); the leader, on the same CRD, nudges it."""
+    from cvo.cluster.kube import cluster as kube_cluster
+
+    monkeypatch.setattr(kube_cluster, "CRD_STALL", 0.0)  # due at the first request: only the fence can stop it
+    group = unique_group()
+    timings = LeaseTimings(lease_duration=3.0, renew_deadline=2.0, retry_period=1.0)
+
+    async def body(cluster: KubeCluster) -> None:
+        await make_namespace(cluster, namespace)
+        held = await hold_in_force(cluster, group)
+        name = await accepted_not_established(cluster, group, "Widget")
+        version = (await cluster.get(Ref(*CRD, "", name)) or {})["metadata"]["resourceVersion"]
+
+        stale = LeaderElector(cluster, WallClock(), "stale", timings, ref=lease_ref(namespace, "stale"))
+        await stale.acquire()
+        async with asyncio.timeout(10):
+            while stale.may_write():  # nobody renews: stale once the renew deadline has passed
+                await asyncio.sleep(0.1)
+        fenced = FencedCluster(cluster, stale)
+        establisher = crd_establisher(fenced)
+        assert establisher is fenced
+        requests = cluster.stats.requests
+        with pytest.raises(LeaseLost):
+            await establisher.establish(name)
+        assert cluster.stats.requests == requests and cluster.stats.nudged == 0 and fenced.refused == 1
+        assert (await cluster.get(Ref(*CRD, "", name)) or {})["metadata"]["resourceVersion"] == version
+
+        leader = LeaderElector(cluster, WallClock(), "leader", timings, ref=lease_ref(namespace, "leader"))
+        await leader.acquire()
+        assert await FencedCluster(cluster, leader).establish(name)  # the same CRD, nudged by the leader
+        assert cluster.stats.nudged == 1
+        for item in reversed(held):
+            await cluster.delete(Ref.of(item))
 
     run_with(control_plane, body)
 
@@ -462,6 +528,11 @@ def test_api_errors_map_to_the_cvo_classes(control_plane: ControlPlane, namespac
             await cluster.create(configmap(namespace + "-missing", "cm"))
         assert no_namespace.value.kind is ApiErrorKind.NOT_FOUND
         assert f'namespaces "{namespace}-missing" not found' in str(no_namespace.value)
+        assert no_namespace.value.namespace_missing == f"{namespace}-missing"  # from the Status details
+        with pytest.raises(ApiError) as not_there:
+            await cluster.update({**configmap(namespace, "not-there"), "metadata": {
+                "name": "not-there", "namespace": namespace, "resourceVersion": "1"}})
+        assert not_there.value.kind is ApiErrorKind.NOT_FOUND and not_there.value.namespace_missing is None
 
         with pytest.raises(ApiError) as bad_request:
             await cluster.create({**configmap(namespace, "numbers"), "data": {"a": 1}})

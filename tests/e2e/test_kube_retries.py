@@ -19,6 +19,7 @@ import pytest
 from kubernetes import client
 
 from cvo.cluster.api import ApiError, ApiErrorKind, Ref
+from cvo.cluster.intercept import guarding_writes
 from cvo.cluster.kube import KubeCluster, RetryPolicy
 from cvo.runner.reasons import wrap_apply_error
 
@@ -326,6 +327,71 @@ def test_a_conflict_without_an_earlier_failure_is_not_questioned(fake: FakeServe
 
     run(fake, test)
     assert fake.count("GET", CM_PATH + "/cm") == 0
+
+
+# --- the write guard, and the CRD nudge as an explicit write ----------------------------------------------------
+
+
+class Stale(Exception):
+    """What a fence's guard raises (the controller's LeaseLost)."""
+
+
+def test_the_write_guard_is_asked_before_every_try_of_a_retried_write(fake: FakeServer) -> None:
+    """A write that fails transiently is tried again by the backend; the guard in force (a leader's fence) is
+    asked before each try, and a refusal ends the write there: no further request reaches the server."""
+    fake.then("POST", CM_PATH, *[(503, {}, status(503, "ServiceUnavailable", "down"))] * 5)
+
+    def guard() -> None:
+        if fake.count("POST", CM_PATH) >= 2:  # the lease went stale after the second try
+            raise Stale("the lease is stale")
+
+    async def test(cluster: KubeCluster) -> None:
+        with guarding_writes(guard), pytest.raises(Stale):
+            await cluster.create(dict(CM))
+        await cluster.create(dict(CM))  # no guard outside the block: sent (and retried) as ever
+
+    run(fake, test)
+    assert fake.count("POST", CM_PATH) == 2 + 4  # two guarded tries; then the last 3 scripted 503s and a 201
+
+
+def unestablished_crd(annotations: dict[str, str] | None = None) -> dict[str, Any]:
+    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": "widgets.example.com", "resourceVersion": "5", **(
+                {"annotations": annotations} if annotations else {})},
+            "spec": {"group": "example.com", "scope": "Namespaced",
+                     "names": {"kind": "Widget", "plural": "widgets"},
+                     "versions": [{"name": "v1", "served": True, "storage": True}]},
+            "status": {"conditions": [{"type": "NamesAccepted", "status": "True"},
+                                      {"type": "Established", "status": "False"}]}}
+
+
+def test_serves_only_reads_and_establish_nudges_once_the_crd_stalled(fake: FakeServer,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    from cvo.cluster.kube import cluster as kube_cluster
+
+    monkeypatch.setattr(kube_cluster, "CRD_STALL", 0.2)
+    crd_path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.example.com"
+    fake.then("GET", crd_path, (200, {}, unestablished_crd()),
+              (200, {}, unestablished_crd({kube_cluster.NUDGE_ANNOTATION: "nudged"})))
+
+    async def test(cluster: KubeCluster) -> list[bool]:
+        for _ in range(3):
+            assert not await cluster.serves("example.com/v1", "Widget")
+            await asyncio.sleep(0.1)
+        writes = [m for m, _, _ in fake.requests if m in ("PUT", "POST", "DELETE")]
+        assert writes == []  # a read path sends no write
+        assert not await cluster.establish("widgets.example.com")  # a CRD it never saw: not even a read
+        cluster.observe(unestablished_crd())  # as a watch of the CRDs delivers it
+        nudged = [await cluster.establish("widgets.example.com")]  # the stall starts now
+        await asyncio.sleep(0.3)
+        nudged.append(await cluster.establish("widgets.example.com"))
+        nudged.append(await cluster.establish("widgets.example.com"))  # looked at again only after the stall
+        assert cluster.stats.nudged == 1
+        return nudged
+
+    assert run(fake, test) == [False, True, False]
+    assert fake.count("PUT", crd_path) == 2  # the annotation set, then removed
+    assert fake.count("GET", crd_path) == 2
 
 
 def test_a_tls_connection_cut_mid_way_is_transient_an_untrusted_certificate_is_not() -> None:

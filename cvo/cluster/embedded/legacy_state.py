@@ -66,7 +66,7 @@ def migrate(path: Path, initial_clock: float) -> None:
 
 
 def _object_rv(obj: dict[str, Any], default: int) -> int:
-    value = (obj.get("metadata") or {}).get("resourceVersion")
+    value: Any = (obj.get("metadata") or {}).get("resourceVersion")  # int() refuses what is not a number
     try:
         return max(0, int(value))
     except (TypeError, ValueError):

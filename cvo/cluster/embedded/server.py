@@ -14,6 +14,7 @@ each request and, while anything watches, within :data:`POLL_INTERVAL` of real t
 from __future__ import annotations
 
 import asyncio
+import builtins
 import contextlib
 import itertools
 import os
@@ -81,7 +82,8 @@ class _Entry:
         return self._obj
 
     def copy(self) -> Object:
-        return orjson.loads(self.raw)
+        copied: Object = orjson.loads(self.raw)
+        return copied
 
 
 @dataclass
@@ -251,7 +253,7 @@ class SimCluster:
         self.stats.verbs["delete"] += 1
         self._check_injection("delete", ref)
         with self._writing(group=True):
-            gone: list[str] = []
+            gone: builtins.list[str] = []
             result = self._delete(ref, gone)
             self._collect_garbage(gone)
         await self._committed()
@@ -323,7 +325,7 @@ class SimCluster:
     def subscriber_count(self) -> int:
         return len(self._subscribers)
 
-    def refs(self) -> list[Ref]:
+    def refs(self) -> builtins.list[Ref]:
         """Every stored object's Ref, sorted."""
         return sorted(ref for entries in self._objects.values() for ref in entries)
 
@@ -370,7 +372,7 @@ class SimCluster:
             self._reload(self._store.snapshot(), notify=False)
             self._establish_pending()
 
-    def _reload(self, rows: list[Row], notify: bool) -> None:
+    def _reload(self, rows: builtins.list[Row], notify: bool) -> None:
         """Replace the objects in memory by ``rows`` (every live object); watchers see the differences."""
         assert self._store is not None
         meta = self._store.meta
@@ -628,7 +630,7 @@ class SimCluster:
         new = compose(old, dict(old["metadata"]), obj.get("status"))
         return self._commit(ref, new, EventType.MODIFIED, old)
 
-    def _delete(self, ref: Ref, gone: list[str] | None = None) -> bool:
+    def _delete(self, ref: Ref, gone: builtins.list[str] | None = None) -> bool:
         """Delete one object (a Namespace with its contents); its uid, and theirs, go to ``gone``."""
         entry = self._objects.get((ref.group, ref.kind), {}).pop(ref, None)
         if entry is None:
@@ -647,11 +649,11 @@ class SimCluster:
         self._notify(ref, EventType.DELETED, orjson.dumps(obj))
         return True
 
-    def _delete_all(self, matches: Callable[[Ref], bool], gone: list[str] | None = None) -> None:
+    def _delete_all(self, matches: Callable[[Ref], bool], gone: builtins.list[str] | None = None) -> None:
         for ref in [r for entries in self._objects.values() for r in entries if matches(r)]:
             self._delete(ref, gone)
 
-    def _collect_garbage(self, gone: list[str]) -> None:
+    def _collect_garbage(self, gone: builtins.list[str]) -> None:
         """The garbage collector's background propagation, done at once: an object with an owner among
         the deleted ones, and no owner left, is deleted too, and so on down to its own dependents.
         (Unlike the real collector, an object that keeps another owner keeps the dangling reference.)"""
@@ -690,7 +692,8 @@ class SimCluster:
         if self._store is not None:
             self._store.put(ref, rv, raw)
         self._notify(ref, event, raw)
-        return orjson.loads(raw)
+        stored: Object = orjson.loads(raw)
+        return stored
 
     def _next_resource_version(self) -> int:
         self._resource_version += 1
@@ -727,7 +730,8 @@ class SimCluster:
 
     def _require_namespace(self, ref: Ref) -> None:
         if self.enforce_namespaces and ref.namespace and self._entry(Ref(*NAMESPACE, "", ref.namespace)) is None:
-            raise ApiError(ApiErrorKind.NOT_FOUND, f'namespaces "{ref.namespace}" not found', ref)
+            raise ApiError(ApiErrorKind.NOT_FOUND, f'namespaces "{ref.namespace}" not found', ref,
+                           namespace_missing=ref.namespace)
 
     def _require(self, ref: Ref, info: KindInfo) -> _Entry:
         entry = self._entry(ref)
@@ -833,7 +837,7 @@ def _check_row(path: Path, row: Row) -> None:
     meta = obj.get("metadata") if isinstance(obj, dict) else None
     ok = (isinstance(meta, dict) and isinstance(obj.get("apiVersion"), str) and isinstance(obj.get("kind"), str)
           and isinstance(meta.get("name"), str) and isinstance(meta.get("namespace", ""), str))
-    if not ok or Ref.of(obj) != row.ref:  # type: ignore[arg-type]
+    if not ok or Ref.of(obj) != row.ref:
         raise StateError(f"{path}: corrupt state database: {row.ref} is not a JSON object of that kind and name")
 
 

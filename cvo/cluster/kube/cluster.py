@@ -11,11 +11,13 @@ maps kinds to REST resources; :mod:`cvo.cluster.kube.watch` runs watches in thre
 * ``update`` sends ``metadata.resourceVersion`` of the object it is given: a stale one is a
   ``Conflict``, as on any server.  ``update_status`` writes the ``status`` subresource when the
   kind has one, the main resource otherwise.
-* Transient errors (503/504 and unreachable server: TIMEOUT; 429 and ServerTimeout: SERVER_TIMEOUT;
-  500: INTERNAL) are retried inside the backend with a short capped exponential back-off that
-  honours ``Retry-After``; other 4xx never are, and neither is a Conflict (the same request with
-  the same stale resourceVersion cannot succeed: the caller must read the object again).  Longer
-  outages are for the caller: :mod:`cvo.cluster.persist` retries within a command's budget.
+* Transient errors (:data:`cvo.cluster.api.TRANSIENT`: 503/504 and unreachable server: TIMEOUT;
+  429 and ServerTimeout: SERVER_TIMEOUT; 500: INTERNAL) are retried inside the backend with a short
+  capped exponential back-off that honours ``Retry-After``; other 4xx never are, and neither is a
+  Conflict (the same request with the same stale resourceVersion cannot succeed: the caller must read
+  the object again).  Longer outages are for the caller: :mod:`cvo.cluster.persist` retries within a
+  command's budget.  Before every try the write guard is asked (:func:`cvo.cluster.intercept.check_write`):
+  a leader's fence stops a write it let through once the lease is stale, between two tries.
 * A write retried after a transient error may meet itself: when its first attempt landed but the
   answer was lost, the retry gets AlreadyExists or Conflict.  The object is then read, and if it
   holds what was sent (:mod:`cvo.cluster.landed`), that is the write's result.
@@ -23,12 +25,14 @@ maps kinds to REST resources; :mod:`cvo.cluster.kube.watch` runs watches in thre
   docs/kube.md for why this is not server-side apply.
 * A CRD whose names the server accepted but that it never establishes (its establishing controller
   queues a CRD only on an update event, so one accepted just before an API server restart waits for
-  the informer's resync, 5 minutes later) is nudged: see :meth:`KubeCluster._nudge_crd`.
+  the informer's resync, 5 minutes later) can be nudged: :meth:`KubeCluster.establish`, a write that
+  whoever waits for the CRD's kind asks for (``serves`` only reads).
 """
 
 from __future__ import annotations
 
 import asyncio
+import builtins
 import functools
 import threading
 import time
@@ -44,11 +48,12 @@ import orjson
 import urllib3
 from kubernetes import client
 
-from cvo.cluster.api import ApiError, ApiErrorKind, Object, Ref, WatchEvent
+from cvo.cluster.api import ApiError, ApiErrorKind, Object, Ref, WatchEvent, is_transient
+from cvo.cluster.intercept import check_write
 from cvo.cluster.kube import errors
 from cvo.cluster.kube.config import Kubeconfig, display_server, load_kubeconfig
 from cvo.cluster.kube.discovery import Discovery, Resource
-from cvo.cluster.landed import intent_landed
+from cvo.cluster.landed import LANDED_KINDS, intent_landed
 from cvo.cluster.persist import retry_deadline
 from cvo.log import get_logger
 
@@ -61,13 +66,11 @@ USER_AGENT = "cvo/0.1.0 (kubernetes-python)"
 DEFAULT_WORKERS = 32
 WATCH_CONNECTIONS = 16  # extra pool slots: every open watch holds one connection
 LIST_PAGE = 500
-# Seconds a kind may stay unserved, while its CRD is accepted but not Established, before the CRD is
+# Seconds a CRD may stay accepted but not Established, while something waits for its kind, before it is
 # nudged (and between nudges); the establishing controller takes well under that on a busy server.
 CRD_STALL = 10.0
-NUDGE_ANNOTATION = "cvo.openshift.io/establish"  # set, then removed, by a nudge (KubeCluster._nudge_crd)
+NUDGE_ANNOTATION = "cvo.openshift.io/establish"  # set, then removed, by a nudge (KubeCluster.establish)
 AUTH_REFRESH = 1.0  # seconds a token from the kubeconfig's credentials is reused (Transport.credentials)
-# What the retry of a write that landed gets: a create AlreadyExists, an update a Conflict.
-LANDED_KINDS = frozenset({ApiErrorKind.ALREADY_EXISTS, ApiErrorKind.CONFLICT})
 
 
 @dataclass
@@ -78,7 +81,7 @@ class KubeStats:
     requests: int = 0
     retries: int = 0
     landed: int = 0  # writes whose lost answer was found to have landed (see cvo.cluster.landed)
-    nudged: int = 0  # CRDs accepted but left unestablished, nudged (see KubeCluster._nudge_crd)
+    nudged: int = 0  # CRDs accepted but left unestablished, nudged (see KubeCluster.establish)
 
 
 @dataclass(frozen=True)
@@ -194,7 +197,7 @@ class KubeCluster:
         # (a refresh of discovery racing a registration can drop it), with no request.
         self._established: dict[tuple[str, str], list[Resource]] = {}
         self._crd_names: dict[tuple[str, str], str] = {}  # (group, kind) -> name of any CRD seen that defines it
-        self._nudge_due: dict[tuple[str, str], float] = {}  # (group, kind) -> when its CRD is next looked at
+        self._nudge_due: dict[str, float] = {}  # CRD name -> when it is next looked at (establish)
         self._max_rv: int | None = None  # the newest resourceVersion any response carried
         self._rv_lock = threading.Lock()
         self._closed = False
@@ -352,7 +355,7 @@ class KubeCluster:
                 for thread in threads:
                     thread.join(timeout=30)
                 self._executor.shutdown(wait=True, cancel_futures=True)
-                self.api_client.close()
+                self.api_client.close()  # type: ignore[no-untyped-call]  # the kubernetes client has no type hints
             finally:
                 with _suppress_closed_loop():
                     loop.call_soon_threadsafe(_resolve, done)
@@ -363,7 +366,7 @@ class KubeCluster:
         finisher.join()
         self._watch_threads.clear()
 
-    def live_threads(self) -> list[threading.Thread]:
+    def live_threads(self) -> builtins.list[threading.Thread]:
         """Threads of this backend still running (watches and the pool's workers); empty after close()."""
         pool = list(getattr(self._executor, "_threads", ()))
         return [t for t in [*self._watch_threads, *pool] if t.is_alive()]
@@ -371,7 +374,7 @@ class KubeCluster:
     # ------------------------------------------------------------------------------- requests
 
     async def _call(self, method: str, path: str, *, ref: Ref | None, what: str, body: Any = None,
-                    query: list[tuple[str, str]] | None = None, allow_404: bool = False) -> Object | None:
+                    query: builtins.list[tuple[str, str]] | None = None, allow_404: bool = False) -> Object | None:
         return await self._retrying(self.call_blocking, method, path, ref=ref, what=what, body=body, query=query,
                                     allow_404=allow_404)
 
@@ -389,15 +392,18 @@ class KubeCluster:
         delays = self.retry.delays()
         uncertain = False  # an earlier attempt failed in a way that may have let it land
         for attempt in range(len(delays) + 1):
+            check_write()  # a fence around this write is asked before every try (cvo.cluster.intercept)
             try:
                 return await loop.run_in_executor(self._executor, call)
             except ApiError as err:
+                # Not a retry of a Conflict (not transient): after a transient failure, AlreadyExists or Conflict
+                # may be the write itself, landed; the object is read to tell.
                 if uncertain and landed is not None and err.kind in LANDED_KINDS:
                     result = await landed()
                     if result is not None:
                         return result
                     raise
-                if err.kind not in errors.RETRIABLE or attempt >= len(delays) or self._closed:
+                if not is_transient(err) or attempt >= len(delays) or self._closed:
                     raise
                 uncertain = True
                 wait = delays[attempt]
@@ -413,7 +419,7 @@ class KubeCluster:
         raise AssertionError("unreachable")
 
     def call_blocking(self, method: str, path: str, *, ref: Ref | None, what: str, body: Any = None,
-                      query: list[tuple[str, str]] | None = None, allow_404: bool = False) -> Object | None:
+                      query: builtins.list[tuple[str, str]] | None = None, allow_404: bool = False) -> Object | None:
         """One request; the decoded object, ``None`` for an allowed 404, :class:`ApiError` otherwise."""
         try:
             status, data, headers = self.transport.request(method, path, query, body)
@@ -430,10 +436,10 @@ class KubeCluster:
         raise errors.from_response(status, data, headers, ref, what)
 
     def list_blocking(self, res: Resource, namespace: str | None, field_selector: str | None = None,
-                      ) -> tuple[list[Object], str]:
+                      ) -> tuple[builtins.list[Object], str]:
         """Every object (all pages), with apiVersion and kind filled in, and the list's resourceVersion."""
-        items: list[Object] = []
-        query: list[tuple[str, str]] = [("limit", str(LIST_PAGE))]
+        items: builtins.list[Object] = []
+        query: builtins.list[tuple[str, str]] = [("limit", str(LIST_PAGE))]
         if field_selector:
             query.append(("fieldSelector", field_selector))
         path = res.path(namespace or None)
@@ -492,62 +498,61 @@ class KubeCluster:
         group = api_version.rpartition("/")[0]
         if res is None and await self._check_crd(group, kind):
             res = self.discovery.lookup(api_version, kind)
-        if res is None:
-            await self._nudge_crd(group, kind)
-        else:
-            self._nudge_due.pop((group, kind), None)
+        if res is not None and (name := self._crd_names.get((group, kind))) is not None:
+            self._nudge_due.pop(name, None)  # served: a later wait for it starts its stall afresh
         return res
 
-    async def _nudge_crd(self, group: str, kind: str) -> None:
-        """``kind`` is not served: if that has lasted :data:`CRD_STALL` seconds and its CRD's names are
-        accepted but it is not Established, update the CRD (an annotation set, then removed).
+    async def establish(self, crd_name: str) -> bool:
+        """CRD ``crd_name`` is waited for: if :data:`CRD_STALL` seconds have passed since the first call (or
+        the last look) and its names are accepted but it is not Established, update it (an annotation set,
+        then removed).  True if it was nudged.  A write: call it through the wrappers (the fence sees it).
 
         The API server's establishing controller is queued only by an update event of a CRD whose names
         are accepted (``crdHandler.updateCustomResourceDefinition``).  When the server stops between
         the naming controller's write and the establishing controller's, the restarted server sees the
         CRD as added, not updated: it stays unestablished, its kinds out of discovery, until the
         informer's resync (5 minutes) or the CRD's next update.  The CVO waits that out, retrying;
-        cvo sends the update.  At most one look (a read) per kind every :data:`CRD_STALL` seconds,
-        and only while something waits for the kind.
+        cvo sends the update.  At most one look (a read) per CRD every :data:`CRD_STALL` seconds,
+        and only while something waits for its kind.
         """
-        key = (group, kind)
-        name = self._crd_names.get(key)  # every CRD this client wrote or saw (_seen_crd)
-        if name is None or self._closed:
-            return
+        if self._closed or crd_name not in self._crd_names.values():  # a CRD this client never saw or wrote
+            return False
         now = time.monotonic()
-        due = self._nudge_due.setdefault(key, now + CRD_STALL)
+        due = self._nudge_due.setdefault(crd_name, now + CRD_STALL)
         if now < due:
-            return
-        self._nudge_due[key] = now + CRD_STALL
-        path = f"/apis/{CRD_GROUP}/v1/customresourcedefinitions/{name}"
+            return False
+        self._nudge_due[crd_name] = now + CRD_STALL
+        path = f"/apis/{CRD_GROUP}/v1/customresourcedefinitions/{crd_name}"
         try:
-            crd = await self._call("GET", path, ref=None, what=f"get customresourcedefinition {name}", allow_404=True)
+            crd = await self._call("GET", path, ref=None, what=f"get customresourcedefinition {crd_name}",
+                                   allow_404=True)
             if crd is None or self._seen_crd(crd) or not _accepted_not_established(crd):
-                return
+                return False
             log.info("CRD accepted but not Established; updating it to wake the API server's establishing controller",
-                     crd=name, kind=kind)
+                     crd=crd_name)
             self.stats.nudged += 1
             annotations = crd.setdefault("metadata", {}).get("annotations")
             crd["metadata"]["annotations"] = {**(annotations if isinstance(annotations, dict) else {}),
                                               NUDGE_ANNOTATION: "nudged"}
-            await self._call("PUT", path, ref=None, what=f"update customresourcedefinition {name}", body=crd)
+            await self._call("PUT", path, ref=None, what=f"update customresourcedefinition {crd_name}", body=crd)
         except ApiError as err:  # a conflict is someone else's update (which wakes the controller too)
-            log.debug("nudging a CRD failed", crd=name, error=str(err))
-            return
+            log.debug("nudging a CRD failed", crd=crd_name, error=str(err))
+            return False
         for _ in range(3):  # the annotation goes again; the controller's own write may come in between
             try:
-                crd = await self._call("GET", path, ref=None, what=f"get customresourcedefinition {name}",
+                crd = await self._call("GET", path, ref=None, what=f"get customresourcedefinition {crd_name}",
                                        allow_404=True)
                 annotations = ((crd or {}).get("metadata") or {}).get("annotations")
                 if crd is None or not isinstance(annotations, dict) or NUDGE_ANNOTATION not in annotations:
-                    return
+                    break
                 del annotations[NUDGE_ANNOTATION]
-                await self._call("PUT", path, ref=None, what=f"update customresourcedefinition {name}", body=crd)
-                return
+                await self._call("PUT", path, ref=None, what=f"update customresourcedefinition {crd_name}", body=crd)
+                break
             except ApiError as err:
                 if err.kind is not ApiErrorKind.CONFLICT:
-                    log.debug("removing a CRD's nudge annotation failed", crd=name, error=str(err))
-                    return
+                    log.debug("removing a CRD's nudge annotation failed", crd=crd_name, error=str(err))
+                    break
+        return True
 
     def observe(self, obj: Object, deleted: bool = False) -> None:
         """A watch delivers ``obj`` (called in its thread): a CRD seen Established registers its kinds."""
@@ -622,10 +627,11 @@ class KubeCluster:
         if obj.get("kind") != CRD_KIND or not (obj.get("apiVersion") or "").startswith(CRD_GROUP + "/"):
             return False
         spec = obj.get("spec") or {}
-        defined = (spec.get("group"), (spec.get("names") or {}).get("kind"))
+        defined_group, defined_kind = spec.get("group"), (spec.get("names") or {}).get("kind")
         name = (obj.get("metadata") or {}).get("name")
-        if all(isinstance(v, str) and v for v in (*defined, name)):
-            self._crd_names[defined] = name  # type: ignore[index]
+        if isinstance(defined_group, str) and isinstance(defined_kind, str) and isinstance(name, str) \
+                and defined_group and defined_kind and name:
+            self._crd_names[(defined_group, defined_kind)] = name
         conditions = (obj.get("status") or {}).get("conditions") or []
         if not any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions):
             return False

@@ -72,8 +72,8 @@ def load_kubeconfig(path: str | os.PathLike[str] | None = None, context: str | N
         if name not in names:
             raise KubeconfigError(f"kubeconfig {chosen} has no context {name!r} (it has: {', '.join(names) or 'none'})")
         configuration = client.Configuration()
-        config.load_kube_config(config_file=chosen, context=name, client_configuration=configuration,
-                                persist_config=False)
+        config.load_kube_config(  # type: ignore[no-untyped-call]  # the kubernetes client has no type hints
+            config_file=chosen, context=name, client_configuration=configuration, persist_config=False)
     except ConfigException as err:
         raise KubeconfigError(f"kubeconfig {chosen}: {one_line(str(err))}") from None
     except yaml.YAMLError as err:
@@ -143,9 +143,10 @@ def load_in_cluster() -> Kubeconfig:
         raise KubeconfigError("not in a cluster: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not set")
     configuration = client.Configuration()
     try:
-        InClusterConfigLoader(token_filename=os.path.join(directory, "token"),
-                              cert_filename=os.path.join(directory, "ca.crt"),
-                              try_refresh_token=True).load_and_set(configuration)
+        loader = InClusterConfigLoader(  # type: ignore[no-untyped-call]  # the kubernetes client has no type hints
+            token_filename=os.path.join(directory, "token"), cert_filename=os.path.join(directory, "ca.crt"),
+            try_refresh_token=True)
+        loader.load_and_set(configuration)  # type: ignore[no-untyped-call]  # the kubernetes client has no type hints
     except ConfigException as err:
         raise KubeconfigError(f"in-cluster configuration ({directory}): {err}") from None
     except OSError as err:

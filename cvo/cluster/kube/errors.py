@@ -45,9 +45,6 @@ _CODES: dict[int, ApiErrorKind] = {
     503: ApiErrorKind.TIMEOUT,
     504: ApiErrorKind.TIMEOUT,
 }
-# Worth trying again after a short back-off inside the backend.  CONFLICT is not: the same request
-# with the same stale resourceVersion cannot succeed; the caller has to read the object again.
-RETRIABLE = frozenset({ApiErrorKind.TIMEOUT, ApiErrorKind.SERVER_TIMEOUT, ApiErrorKind.INTERNAL})
 
 
 def parse_status(body: bytes | str | None) -> dict[str, Any]:
@@ -96,7 +93,21 @@ def from_response(code: int, body: bytes | str | None, headers: Mapping[str, str
         text = body.decode("utf-8", "replace") if isinstance(body, bytes) else (body or "")
         text = " ".join(text.split())[:200]
         message = f"{what}: HTTP {code}" + (f": {text}" if text else "")
-    return ApiError(kind, message, ref, retry_after=retry_after_seconds(status, headers))
+    return ApiError(kind, message, ref, retry_after=retry_after_seconds(status, headers),
+                    namespace_missing=_namespace_missing(kind, status, ref))
+
+
+def _namespace_missing(kind: ApiErrorKind, status: Mapping[str, Any], ref: Ref | None) -> str | None:
+    """The namespace a NotFound says is missing: its details name a core ``namespaces`` resource, and it is the
+    namespace of the object the request was about (apiserver's ``NewNotFound(namespaces, name)`` on admission)."""
+    details = status.get("details")
+    if kind is not ApiErrorKind.NOT_FOUND or not isinstance(details, dict) or ref is None:
+        return None
+    name = details.get("name")
+    if details.get("kind") == "namespaces" and not details.get("group") and isinstance(name, str) \
+            and name and name == ref.namespace:
+        return name
+    return None
 
 
 def from_exception(err: BaseException, ref: Ref | None, what: str, server: str) -> ApiError:

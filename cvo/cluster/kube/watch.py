@@ -15,7 +15,7 @@ thread keeps the watch alive until the consumer stops:
   restarted server still knows (etcd kept it) or answers with 410, handled as above.
 * **A kind the server does not serve (yet)**: discovery is asked again with the same back-off; once
   the kind appears (its CRD became Established), every object of it is emitted as ADDED.
-* **Other errors** (401, 403, …): raised to the consumer, which decides (the runner's Notifier
+* **Other errors** (401, 403, …): raised to the consumer, which decides (the informer (cvo.cluster.informer)
   treats any exception as "re-read everything" and watches again).
 
 Stopping: when the consumer's iterator is closed (``async for`` left, task cancelled, or the
@@ -41,7 +41,7 @@ from typing import Any, Protocol
 import orjson
 import urllib3
 
-from cvo.cluster.api import ApiError, EventType, Object, Ref, WatchEvent
+from cvo.cluster.api import ApiError, EventType, Object, Ref, WatchEvent, is_transient
 from cvo.cluster.kube import errors
 from cvo.cluster.kube.discovery import Discovery, Resource
 from cvo.log import get_logger
@@ -57,7 +57,9 @@ class WatchedCluster(Protocol):
     """What a watch thread needs of :class:`cvo.cluster.kube.cluster.KubeCluster` (which starts it)."""
 
     discovery: Discovery
-    transport: _Transport
+
+    @property
+    def transport(self) -> _Transport: ...
 
     @property
     def server(self) -> str: ...
@@ -197,7 +199,7 @@ class WatchThread(threading.Thread):
             except ApiError as err:
                 if self.stopped.is_set():
                     return
-                if err.kind not in errors.RETRIABLE:
+                if not is_transient(err):
                     raise
                 failing += 1
                 if failing == 1:  # a restart or a just-created CRD's cache warming up: usually gone at once
@@ -285,7 +287,8 @@ class WatchThread(threading.Thread):
                 obj = event.get("object")
                 obj = obj if isinstance(obj, dict) else {}
                 if type_ == "ERROR":
-                    code = obj.get("code") if isinstance(obj.get("code"), int) else 0
+                    raw_code = obj.get("code")
+                    code = raw_code if isinstance(raw_code, int) else 0
                     if code == 410:
                         raise _Expired(f"{obj.get('reason')}: {obj.get('message')}")
                     raise ApiError(errors.classify(code, str(obj.get("reason") or "")),

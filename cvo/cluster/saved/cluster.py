@@ -1,23 +1,20 @@
-"""``SavedCluster``: the ``Cluster`` protocol over saved objects, read-only.
+"""``SavedCluster``: a :class:`~cvo.cluster.api.ReadOnlyCluster` over saved objects.
 
 Objects are keyed by :class:`~cvo.cluster.api.Ref`; the same object saved twice (a must-gather holds
-some objects in several files) keeps its last copy.  Every write is refused with
-:class:`ReadOnlyCluster` (an :class:`~cvo.cluster.api.ApiError`, kind ``Forbidden``) naming what was
-attempted.  ``serves`` answers for the kinds present; ``watch`` yields nothing (saved objects never change).
+some objects in several files) keeps its last copy.  It has no writes at all: the commands that read
+saved objects take a read-only cluster.  ``serves`` answers for the kinds present; ``watch`` yields
+nothing (saved objects never change).
 """
 
 from __future__ import annotations
 
+import builtins
 import copy
 import os
 from collections.abc import AsyncIterator, Iterable
 
-from cvo.cluster.api import ApiError, ApiErrorKind, Object, Ref, WatchEvent
+from cvo.cluster.api import Object, Ref, WatchEvent
 from cvo.cluster.saved.reader import read_paths
-
-
-class ReadOnlyCluster(ApiError):
-    """A write to saved objects."""
 
 
 class SavedCluster:
@@ -38,34 +35,27 @@ class SavedCluster:
         obj = self.objects.get(ref)
         return copy.deepcopy(obj) if obj is not None else None
 
-    async def list(self, group: str, kind: str, namespace: str | None = None) -> list[Object]:
+    async def list(self, group: str, kind: str, namespace: str | None = None) -> builtins.list[Object]:
         return [copy.deepcopy(o) for r, o in sorted(self.objects.items(), key=lambda item: item[0])
                 if r.group == group and r.kind == kind and (namespace is None or r.namespace == namespace)]
-
-    def _refuse(self, what: str, ref: Ref) -> ReadOnlyCluster:
-        return ReadOnlyCluster(ApiErrorKind.FORBIDDEN, f"cannot {what} {ref}: {self.description} are read-only "
-                                                       "(--from-file)", ref)
-
-    async def create(self, obj: Object) -> Object:
-        raise self._refuse("create", Ref.of(obj))
-
-    async def update(self, obj: Object) -> Object:
-        raise self._refuse("update", Ref.of(obj))
-
-    async def update_status(self, obj: Object) -> Object:
-        raise self._refuse("update the status of", Ref.of(obj))
-
-    async def delete(self, ref: Ref) -> bool:
-        raise self._refuse("delete", ref)
 
     async def serves(self, api_version: str, kind: str) -> bool:
         group = api_version.rpartition("/")[0] if "/" in api_version else ""
         return any(r.group == group and r.kind == kind for r in self.objects)
 
-    async def watch(self, group: str, kind: str, namespace: str | None = None,  # type: ignore[override]
-                    name: str | None = None) -> AsyncIterator[WatchEvent]:
-        return
-        yield  # an async generator that ends at once
+    def watch(self, group: str, kind: str, namespace: str | None = None, name: str | None = None,
+              ) -> AsyncIterator[WatchEvent]:
+        return _NoEvents()
 
     async def close(self) -> None:
         return None
+
+
+class _NoEvents:
+    """A watch that ends at once."""
+
+    def __aiter__(self) -> _NoEvents:
+        return self
+
+    async def __anext__(self) -> WatchEvent:
+        raise StopAsyncIteration

@@ -1,8 +1,17 @@
-"""Waking waiters when an object changes: one watch per kind, fanned out by name.
+"""One watch on a kind, kept open for good: client-go's shared informer (``tools/cache/shared_informer.go``,
+``reflector.go``) as cvo needs it.  Every loop that follows a kind runs on it.
 
-A waiter takes a :meth:`Notifier.mark` before it reads the object, and then waits for a change
-newer than the mark, so a change between the read and the wait is never missed.  No polling: the
-waiter sleeps until the watch reports a change or its deadline passes.
+* **Waiters** take a :meth:`Informer.mark` before they read the object, and then wait for a change
+  newer than the mark, so a change between the read and the wait is never missed.  No polling: the
+  waiter sleeps until the watch reports a change or its deadline passes.
+* **Listeners** (plain functions) see every object the watch delivers, as a lister's cache would.
+* **Handlers**, a controller's event handlers: ``on_watch(first)`` runs each time the watch is opened
+  (again), before its events (where a controller lists what it may have missed), and ``on_event``
+  for each event, in order, in the informer's task.
+
+Whatever fails (the watch, a handler) is logged (or told to ``on_error``), and the watch is opened
+again after the back-off; every waiter is woken to read again, as events may have been missed.  The
+watch ends only when the cluster closes; the informer then stops.
 """
 
 from __future__ import annotations
@@ -10,13 +19,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import defaultdict
-from collections.abc import Callable, Hashable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Hashable
+from dataclasses import dataclass
 from typing import Any
 
-from cvo.cluster.api import Cluster
+from cvo.cluster.api import ReadOnlyCluster, WatchEvent
 from cvo.log import get_logger
 
-log = get_logger("cvo.notify")
+log = get_logger("cvo.informer")
 _UNSEEN = object()
 
 
@@ -37,8 +47,29 @@ def established_key(obj: dict[str, Any]) -> Hashable:
     return _conditions(obj, "Established")
 
 
-class Notifier:
-    """One watch on a kind; waiters wait for a change of one object (or of any, for ``None``).
+@dataclass(frozen=True)
+class Backoff:
+    """Seconds before the watch is opened again after a failure: ``initial``, doubling up to ``cap``
+    while it keeps failing, back to ``initial`` once an event was handled."""
+
+    initial: float = 1.0
+    cap: float = 1.0
+
+    def after(self, delay: float) -> float:
+        return min(delay * 2, self.cap)
+
+
+async def _close(stream: AsyncIterator[WatchEvent]) -> None:
+    """End the watch now (both backends' watches are async generators; an iterator without ``aclose`` ends
+    when dropped)."""
+    if isinstance(stream, AsyncGenerator):
+        with contextlib.suppress(Exception):
+            await stream.aclose()
+
+
+class Informer:
+    """One watch on a kind (or on one object of it, ``name``); waiters wait for a change of one object
+    (or of any, for ``None``).
 
     Each waiter has its own future, so a change wakes the waiters of that name only: a thousand
     ClusterOperator waits do not all wake up for each report.  :attr:`listeners` see every object
@@ -54,17 +85,30 @@ class Notifier:
     kept, and :meth:`cached` gives it, as an informer's lister would: a waiter that marks, then takes the
     cached object, needs no read.  Whenever the watch breaks and is opened again (it may have missed
     changes), the kept objects are dropped, so waiters read until the watch delivers them again.
+
+    ``on_watch``, ``on_event``, ``on_error`` and ``backoff``: see the module docstring.  ``task_name``
+    names the informer's task (``watch KIND`` by default).
     """
 
-    def __init__(self, cluster: Cluster, group: str, kind: str,
+    def __init__(self, cluster: ReadOnlyCluster, group: str, kind: str,
                  key: Callable[[dict[str, Any]], Hashable] | None = None, *, baseline: bool = True,
-                 keep_objects: bool = False) -> None:
+                 keep_objects: bool = False, name: str | None = None,
+                 on_watch: Callable[[bool], Awaitable[None]] | None = None,
+                 on_event: Callable[[WatchEvent], Awaitable[None]] | None = None,
+                 on_error: Callable[[Exception, float], None] | None = None,
+                 backoff: Backoff = Backoff(), task_name: str | None = None) -> None:
         self.cluster = cluster
         self.group = group
         self.kind = kind
         self.key = key
         self.baseline = baseline
         self.keep_objects = keep_objects
+        self.name = name
+        self.on_watch = on_watch  # after each (re)subscription, told whether it is the first
+        self.on_event = on_event
+        self.on_error = on_error  # told what failed and the seconds until the next watch (default: a warning)
+        self.backoff = backoff
+        self.task_name = task_name or f"watch {kind}"
         self._objects: dict[str, dict[str, Any]] = {}  # name -> newest object delivered (keep_objects)
         self._known: set[str] = set()  # names seen (the baseline list must not override newer events)
         self.listeners: list[Callable[[str, dict[str, Any] | None], None]] = []  # (name, object or None: gone)
@@ -77,7 +121,7 @@ class Notifier:
 
     async def start(self) -> None:
         if self._task is None:
-            self._task = asyncio.create_task(self._run(), name=f"watch {self.kind}")
+            self._task = asyncio.create_task(self._run(), name=self.task_name)
             await self._ready.wait()
             if not self.baseline:
                 return
@@ -85,6 +129,8 @@ class Notifier:
             # meanwhile is newer than this list: it wins.)
             for obj in await self.cluster.list(self.group, self.kind):
                 name = (obj.get("metadata") or {}).get("name", "")
+                if self.name is not None and name != self.name:
+                    continue
                 if name not in self._known:
                     self._known.add(name)
                     self._keep(name, obj)
@@ -105,30 +151,50 @@ class Notifier:
             self._objects.clear()
 
     async def _run(self) -> None:
+        delay = self.backoff.initial
+        first = True
         while True:
+            stream: AsyncIterator[WatchEvent] | None = None
             try:
-                stream = self.cluster.watch(self.group, self.kind)
+                stream = self.cluster.watch(self.group, self.kind, name=self.name)
                 self._ready.set()
+                was_first, first = first, False
+                if self.on_watch is not None:
+                    await self.on_watch(was_first)
                 async for event in stream:
-                    name = (event.obj.get("metadata") or {}).get("name", "")
-                    self._known.add(name)
-                    current = None if event.type == "DELETED" else event.obj
-                    self._keep(name, current)
-                    self._tell(name, current)
-                    if event.type != "DELETED" and self.key is not None:
-                        key = self.key(event.obj)
-                        if self._last_keys.get(name, _UNSEEN) == key:
-                            continue
-                        self._last_keys[name] = key
-                    self.poke(name)
+                    self._deliver(event)
+                    if self.on_event is not None:
+                        await self.on_event(event)
+                    delay = self.backoff.initial
+                return  # the cluster is closing
             except asyncio.CancelledError:
                 raise
-            except Exception as err:  # the backend's watch broke: say so, then watch again
-                log.warning("watch ended; restarting", kind=self.kind, error=str(err))
+            except Exception as err:  # the backend's watch broke, or a handler failed: watch again
                 self._objects.clear()  # the next watch starts later: what it missed is not known
                 self._ready.set()
                 self._poke_all()  # every waiter re-reads its object
-                await asyncio.sleep(1.0)
+                if self.on_error is not None:
+                    self.on_error(err, delay)
+                else:
+                    log.warning("watch failed; watching again", kind=self.kind, error=str(err), retry_in=delay)
+            finally:
+                if stream is not None:
+                    await _close(stream)
+            await asyncio.sleep(delay)
+            delay = self.backoff.after(delay)
+
+    def _deliver(self, event: WatchEvent) -> None:
+        name = (event.obj.get("metadata") or {}).get("name", "")
+        self._known.add(name)
+        current = None if event.type == "DELETED" else event.obj
+        self._keep(name, current)
+        self._tell(name, current)
+        if event.type != "DELETED" and self.key is not None:
+            key = self.key(event.obj)
+            if self._last_keys.get(name, _UNSEEN) == key:
+                return
+            self._last_keys[name] = key
+        self.poke(name)
 
     def _keep(self, name: str, obj: dict[str, Any] | None) -> None:
         if not self.keep_objects:
