@@ -285,6 +285,7 @@ def objects_target(obj: Any, kind: tuple[str, str]) -> None:
     """Every reader of live and payload objects: never an exception, whatever the shape."""
     from cvo.cluster.embedded.kinds import accepted_names, crd_kind, crd_problem
     from cvo.gates.olm import synced_status, unsupported_conditions, upgradeable_verdict
+    from cvo.objects import OperatorCondition
     from cvo.payload.graph import Mode
     from cvo.payload.shapes import object_problem
     from cvo.runner.health import check_crd, check_deployment, check_job, check_operator_health
@@ -298,7 +299,7 @@ def objects_target(obj: Any, kind: tuple[str, str]) -> None:
     check_deployment(obj)
     check_job(obj)
     upgradeable_verdict(obj)
-    unsupported_conditions(obj)
+    unsupported_conditions(OperatorCondition.read(obj))
     synced_status(obj)
     if crd_problem(obj) is None:
         crd_kind(obj)

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from cvo.cli.common import EXIT_OK, CommandFailed, UsageError, add_saved_flags, uses_saved_objects
 
 if TYPE_CHECKING:
+    from cvo.cluster.api import Cluster, Ref
     from cvo.report.model import Timeline
 
 HELP = "show a sweep's events (or the cluster's records of its sweeps) as a timeline with its critical path"
@@ -115,7 +116,7 @@ def _from_events(args: argparse.Namespace) -> tuple[Timeline, str]:
     return build_timeline(read.events), "<stdin>" if str(args.events) == "-" else display_name(str(args.events))
 
 
-async def _optional(cluster: Any, ref: Any) -> dict[str, Any] | None:
+async def _optional(cluster: Cluster, ref: Ref) -> dict[str, Any] | None:
     from cvo.cluster.api import ApiError, ApiErrorKind
 
     try:
@@ -137,6 +138,7 @@ def _graph_of(image: str, mode: str) -> Any:
 def _from_cluster(args: argparse.Namespace) -> tuple[Timeline, str]:
     from cvo.cli.backend import backend_clock, open_backend
     from cvo.cluster.api import CLUSTER_OPERATOR, cv_ref
+    from cvo.objects import ClusterOperator, ClusterVersion
     from cvo.report.model import select_sweep
     from cvo.report.records import ClusterRecords, records_timeline
     from cvo.runner.durations import RECORDS_REF
@@ -150,8 +152,10 @@ def _from_cluster(args: argparse.Namespace) -> tuple[Timeline, str]:
     async def main() -> None:
         async with open_backend(args, clock, simulate_operators=False, create=False) as backend:
             cluster = backend.steady
-            found["cv"] = await _optional(cluster, cv_ref())
-            found["cos"] = await cluster.list(*CLUSTER_OPERATOR) if found["cv"] is not None else []
+            cv = await _optional(cluster, cv_ref())
+            found["cv"] = None if cv is None else ClusterVersion.read(cv)
+            found["cos"] = [ClusterOperator.read(o) for o in await cluster.list(*CLUSTER_OPERATOR)] \
+                if cv is not None else []
             found["records"] = await _optional(cluster, RECORDS_REF)
             found["now"] = clock.now()
             found["where"] = backend.description
@@ -160,8 +164,7 @@ def _from_cluster(args: argparse.Namespace) -> tuple[Timeline, str]:
     records = parse_records(found["records"])
     if found["cv"] is None and not records:
         raise CommandFailed(f"{found['where']}: no ClusterVersion and no sweep records: nothing to report")
-    cos = sorted((c for c in found["cos"] if isinstance(c, dict)),
-                 key=lambda o: str((o.get("metadata") or {}).get("name", "")))
+    cos = sorted(found["cos"], key=lambda o: o.name)
     timeline = records_timeline(ClusterRecords(found["cv"], cos, records, found["now"], found["where"]), _graph_of)
     if args.sweep is not None:
         try:
