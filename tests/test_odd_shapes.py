@@ -124,9 +124,10 @@ def test_stored_objects_of_an_odd_shape(case: str, tmp_path: Path) -> None:
 def test_what_reads_as_absent_is_absent_from_the_output(tmp_path: Path) -> None:
     state = t.store_with(tmp_path / "state.db", edited("cv status.history: x"))
     code, out, err = t.run_cli(["status", "--state", str(state)])
-    assert code == 0 and out.splitlines()[1].split()[:2] == ["version", "True"]  # no current version
-    code, out, _err = t.run_cli(["status", "--state", str(state), "-o", "json"])
-    assert code == 0 and "history" not in json.loads(out)["clusterVersion"]["status"]
+    assert code == 0 and out.splitlines()[1].split()[:2] == ["version", "True"], err  # no current version
+    code, out, err = t.run_cli(["status", "--state", str(state), "-o", "json"])
+    assert code == 0, err
+    assert "history" not in json.loads(out)["clusterVersion"]["status"]
 
 
 @pytest.mark.parametrize("case", ["oc spec.overrides: x", "oc spec: 1", "oc spec.conditions: true"])
