@@ -173,3 +173,17 @@ def test_a_deeply_nested_stored_object_is_left_out_and_the_others_stay(tmp_path:
             == deep
     finally:
         conn.close()
+
+
+def test_stored_metadata_of_the_wrong_shape_is_one_error_line(tmp_path: Path) -> None:
+    """The embedded server reads its objects' metadata as the API server validated it (an update bumps
+    ``generation``): a hand-edited row whose metadata has the wrong shape refuses the store, naming it (an
+    override ended in a TypeError adding 1 to a list)."""
+    oc = copy.deepcopy(t.base_objects()[OC])
+    oc["metadata"]["generation"] = [[]]
+    state = t.store_with(tmp_path / "state.db", [oc])
+    for argv in (["status"], ["upgrade", "status"], OVERRIDE):
+        code, out, err = t.run_cli([*argv, "--state", str(state)])
+        assert (code, out) == (2, ""), err
+        assert err.splitlines()[-1] == (f"error: {state}: corrupt state database: OperatorCondition.operators.coreos.com "
+                                        "openshift-etcd-operator/etcd: metadata.generation must be an integer, not a list")

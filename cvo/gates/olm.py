@@ -82,7 +82,8 @@ def upgradeable_verdict(oc: OperatorCondition | Mapping[str, Any] | None) -> Ver
 
 def unsupported_conditions(oc: OperatorCondition) -> list[Condition]:
     """Conditions an operator reports that OLM does not act on: shown to admins, nothing more."""
-    out, names = [], set()
+    out: list[Condition] = []
+    names = set()
     for cond in (*oc.spec.conditions, *oc.status.conditions):
         if cond.type not in SUPPORTED_TYPES and cond.type not in names:
             names.add(cond.type)

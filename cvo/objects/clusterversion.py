@@ -55,7 +55,7 @@ class Capabilities(View):
 
 @dataclass(frozen=True)
 class ClusterVersionSpec(View):
-    cluster_id: str = ""
+    cluster_id: str = field(default="", metadata={"key": "clusterID"})
     desired_update: Update | None = None
     upstream: str = ""
     channel: str = ""

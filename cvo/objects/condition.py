@@ -1,8 +1,8 @@
 """A status condition, as every kind cvo reads reports them.
 
-One view for openshift/api ``config/v1`` ``ClusterOperatorStatusCondition`` (ClusterVersion and
-ClusterOperator conditions) and apimachinery's ``metav1.Condition`` (an OperatorCondition's, which adds
-``observedGeneration``).  ``lastTransitionTime`` is a :class:`~cvo.objects.times.Time`: any time Go can
+:class:`Condition` is openshift/api ``config/v1`` ``ClusterOperatorStatusCondition`` (ClusterVersion and
+ClusterOperator conditions), :class:`MetaCondition` apimachinery's ``metav1.Condition`` (an
+OperatorCondition's), which adds ``observedGeneration``.  ``lastTransitionTime`` is a :class:`~cvo.objects.times.Time`: any time Go can
 hold, ``0001-01-01T00:00:00+14:00`` included.
 """
 
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from cvo.objects.times import Time
 from cvo.objects.view import View
@@ -22,7 +23,6 @@ class Condition(View):
     reason: str = ""
     message: str = ""
     last_transition_time: Time | None = None
-    observed_generation: int | None = None
 
     @property
     def since(self) -> int | None:
@@ -30,12 +30,20 @@ class Condition(View):
         return None if self.last_transition_time is None else self.last_transition_time.ns
 
 
-def find(conditions: Iterable[Condition], type_: str) -> Condition | None:
+@dataclass(frozen=True)
+class MetaCondition(Condition):
+    observed_generation: int | None = None
+
+
+C = TypeVar("C", bound=Condition)
+
+
+def find(conditions: Iterable[C], type_: str) -> C | None:
     """The first condition of ``type_`` (client-go's ``FindStatusCondition``)."""
     return next((c for c in conditions if c.type == type_), None)
 
 
-def find_last(conditions: Iterable[Condition], type_: str) -> Condition | None:
+def find_last(conditions: Iterable[C], type_: str) -> C | None:
     """The last condition of ``type_`` (oc's loops over the conditions keep the last one)."""
     found = None
     for c in conditions:

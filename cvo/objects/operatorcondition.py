@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from cvo.objects.base import Kind, Object, crd
-from cvo.objects.condition import Condition
+from cvo.objects.condition import MetaCondition
 from cvo.objects.view import View
 
 
@@ -18,13 +18,13 @@ from cvo.objects.view import View
 class OperatorConditionSpec(View):
     service_accounts: tuple[str, ...] = ()
     deployments: tuple[str, ...] = ()
-    overrides: tuple[Condition, ...] = ()
-    conditions: tuple[Condition, ...] = ()
+    overrides: tuple[MetaCondition, ...] = ()
+    conditions: tuple[MetaCondition, ...] = ()
 
 
 @dataclass(frozen=True)
 class OperatorConditionStatus(View):
-    conditions: tuple[Condition, ...] = ()
+    conditions: tuple[MetaCondition, ...] = ()
 
 
 @dataclass(frozen=True)
