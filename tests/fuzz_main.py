@@ -127,7 +127,7 @@ def seeds() -> dict[str, list[bytes]]:
     read = lambda paths: [p.read_bytes() for p in paths]  # noqa: E731
     return {"parse": read(manifests) or [b"kind: ConfigMap\n"], "template": read(templates) or [b"{{.ReleaseImage}}"],
             "behaviours": read(operators) or [b"etcd: {delay: 1m}\n"], "scenario": read(scenarios) or [b"name: x\n"],
-            "state": state_seeds(), "events": events_seeds()}
+            "state": state_seeds(), "events": events_seeds(), "saved-file": t.saved_file_seeds()}
 
 
 def events_seeds() -> list[bytes]:
@@ -174,6 +174,7 @@ BYTE_TARGETS: dict[str, Callable[[bytes], None]] = {
     "scenario": t.scenario_target,
     "state": t.state_target,
     "events": t.events_target,
+    "saved-file": t.saved_file_target,
 }
 TOKENS = [s.encode("utf-8", "surrogatepass") for s in t.YAML_TOKENS + t.TEMPLATE_TOKENS] + [
     b"[" * 300, b"{a: " * 250, b"- " * 50, b"&x [*x]", b"<<: *a\n", b"\x00", b"\xff\xfe", b"\n---\n" * 50,

@@ -743,6 +743,28 @@ def store_objects_target(objects: list[dict[str, Any]], deep: int = 0) -> None:
             check_read_command(*run_cli([*argv, "--state", str(path)]), json_output)
 
 
+def saved_file_target(data: bytes) -> None:
+    """A file of saved objects, whatever its bytes (``make fuzz`` mutates the demo cluster's objects): every
+    command that takes ``--from-file`` answers cleanly."""
+    with tempfile.TemporaryDirectory(prefix="cvo-fuzz-") as tmp:
+        path = Path(tmp) / "objects.yaml"
+        path.write_bytes(data)
+        for argv, json_output in READ_COMMANDS.values():
+            check_read_command(*run_cli([*argv, "--from-file", str(path)]), json_output)
+
+
+def saved_file_seeds() -> list[bytes]:
+    """The demo cluster's ClusterVersion, ClusterOperators and OperatorConditions as ``oc get -o yaml`` and
+    ``-o json`` would save them."""
+    import yaml
+
+    objects = [o for (kind, _), o in sorted(base_objects().items())
+               if kind in ("ClusterVersion", "ClusterOperator", "OperatorCondition")]
+    listed = {"apiVersion": "v1", "kind": "List", "items": objects}
+    return [yaml.safe_dump(listed).encode(), orjson.dumps(listed, option=orjson.OPT_INDENT_2),
+            yaml.safe_dump(objects[0]).encode()]
+
+
 TARGETS["saved-objects"] = (odd_objects(), saved_objects_target)
 TARGETS["store-objects"] = (st.tuples(odd_objects(), st.sampled_from([0, 0, 0, 250, 1100])),
                             lambda pair: store_objects_target(*pair))

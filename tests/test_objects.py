@@ -18,6 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from cvo.log import configure
 from cvo.objects import (
     KINDS,
     ClusterOperator,
@@ -160,6 +161,7 @@ def test_a_view_field_of_a_type_views_do_not_hold_is_refused() -> None:
 
 
 def test_reading_warns_once_about_each_field_and_refuses_what_is_no_object(capsys: pytest.CaptureFixture[str]) -> None:
+    configure("text", 0, color=False)  # (whatever an earlier test left)
     cv = {"metadata": {"name": "version"}, "status": {"history": "x", "desired": {"version": "4.16.0"}}}
     view = ClusterVersion.read(cv)
     assert view.status.history == () and view.status.desired.version == "4.16.0" and view.name == "version"

@@ -19,7 +19,7 @@ from cvo.cluster.embedded.store import Store, nested_deeper
 # strings that look like JSON's own punctuation, escapes included
 tricky_text = st.text(alphabet='[]{}"\\,:ab\n', max_size=8)
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | tricky_text,
+    st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | tricky_text,
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(tricky_text, inner, max_size=3), max_leaves=30)
 
 
