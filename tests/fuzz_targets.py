@@ -696,7 +696,11 @@ _BASE_STORE: list[Path] = []
 def base_store() -> Path:
     """An embedded cluster with the demo's 4.16.0 installed, made once per process (the store is only copied)."""
     if not _BASE_STORE:
+        import atexit
+        import shutil
+
         tmp = Path(tempfile.mkdtemp(prefix="cvo-fuzz-store-"))
+        atexit.register(shutil.rmtree, tmp, ignore_errors=True)
         path = tmp / "base.db"
         code, _, err = run_cli(["install", str(PAYLOADS / "demo-4.16.0"), "--state", str(path), "--no-cache"])
         assert code == 0, err
