@@ -27,6 +27,7 @@ CORPUS = REPO.parent / "shared" / "corpus" / "ocp-5.0-nightly"
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from cvo.objects import ClusterVersion  # noqa: E402
 from cvo.payload.graph import Mode, build_graph, make_tasks, max_workers, wait_for  # noqa: E402
 from cvo.payload.loader import load_release  # noqa: E402
 from cvo.status.forecast import (  # noqa: E402
@@ -145,7 +146,8 @@ def oc_estimate(update: Update, at: float, baseline_history: list[dict[str, str]
     if last <= 0:
         last = at
     completion = len(updated) / len(update.times)
-    estimate = estimate_completion(baseline_duration(baseline_history), int(last * SECOND), int(at * SECOND),
+    history = ClusterVersion.read({"status": {"history": baseline_history}}).status.history
+    estimate = estimate_completion(baseline_duration(history), int(last * SECOND), int(at * SECOND),
                                    completion)
     return estimate / SECOND
 

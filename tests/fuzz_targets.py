@@ -285,6 +285,7 @@ def objects_target(obj: Any, kind: tuple[str, str]) -> None:
     """Every reader of live and payload objects: never an exception, whatever the shape."""
     from cvo.cluster.embedded.kinds import accepted_names, crd_kind, crd_problem
     from cvo.gates.olm import synced_status, unsupported_conditions, upgradeable_verdict
+    from cvo.objects import OperatorCondition
     from cvo.payload.graph import Mode
     from cvo.payload.shapes import object_problem
     from cvo.runner.health import check_crd, check_deployment, check_job, check_operator_health
@@ -298,7 +299,7 @@ def objects_target(obj: Any, kind: tuple[str, str]) -> None:
     check_deployment(obj)
     check_job(obj)
     upgradeable_verdict(obj)
-    unsupported_conditions(obj)
+    unsupported_conditions(OperatorCondition.read(obj))
     synced_status(obj)
     if crd_problem(obj) is None:
         crd_kind(obj)
@@ -520,3 +521,254 @@ TARGETS: dict[str, tuple[st.SearchStrategy[Any], Any]] = {
     "records": (st.tuples(records_values, st.lists(records_values, max_size=3), records_values),
                 lambda triple: records_target(*triple)),
 }
+
+
+# --- saved objects and store contents: the kinds cvo reads, every field of every type --------------------------
+
+# What a field of each kind holds now and then: the values the readers look for, and a few edge times.
+FIELD_WORDS = ["True", "False", "Unknown", "Progressing", "Available", "Degraded", "Upgradeable", "Failing",
+               "Completed", "Partial", "4.16.0", "4.16.3", "4.17.0", "operator", "operator-image", "machine-config",
+               "machine-config-operator", "etcd", "version", ""]
+FIELD_TIMES = ["2026-01-01T00:00:00Z", "2026-01-01T00:30:00.123456789Z", "2026-01-01T01:00:00+01:00",
+               "0001-01-01T00:00:00Z", "0001-01-01T00:00:00+14:00", "9999-12-31T23:59:59-14:00", "9999-12-31T23:59:59Z",
+               "2026-13-01T00:00:00Z", "yesterday", ""]
+any_json = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 3) | st.sampled_from([2**63, 1.5, -0.0]) | st.sampled_from(FIELD_WORDS),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(FIELD_WORDS[:8]) | st.text(max_size=4),
+                                                                inner, max_size=3),
+    max_leaves=8)
+
+
+def shaped(schema: Any, depth: int = 0) -> st.SearchStrategy[Any]:
+    """Values for a field of ``schema``: of its type (built from the schema, so a field added to a CRD is
+    generated too) or of any other shape."""
+    if not isinstance(schema, dict) or depth > 12:
+        return any_json
+    type_ = schema.get("type")
+    if schema.get("x-kubernetes-int-or-string"):
+        good: st.SearchStrategy[Any] = st.integers(-2, 2) | st.sampled_from(FIELD_WORDS)
+    elif type_ == "object" and isinstance(schema.get("properties"), dict):
+        good = st.fixed_dictionaries({}, optional={k: shaped(v, depth + 1) for k, v in schema["properties"].items()})
+    elif type_ == "object" and isinstance(schema.get("additionalProperties"), dict):
+        good = st.dictionaries(st.sampled_from(FIELD_WORDS), shaped(schema["additionalProperties"], depth + 1),
+                               max_size=3)
+    elif type_ == "object":
+        good = st.dictionaries(st.sampled_from(FIELD_WORDS), any_json, max_size=3)
+    elif type_ == "array":
+        good = st.lists(shaped(schema.get("items"), depth + 1), max_size=3)
+    elif type_ == "string" and schema.get("format") == "date-time":
+        good = st.sampled_from(FIELD_TIMES)
+    elif type_ == "string":
+        good = st.sampled_from([*FIELD_WORDS, *(schema.get("enum") or [])]) | st.text(max_size=6)
+    elif type_ == "integer":
+        good = st.integers(-2, 3)
+    elif type_ == "boolean":
+        good = st.booleans()
+    else:
+        return any_json
+    return st.one_of(good, good, good, any_json)  # mostly of the right shape, deeper down too
+
+
+# The objects the commands read: (view class name, name, namespace).
+ODD_OBJECTS = [("ClusterVersion", "version", ""), ("ClusterOperator", "etcd", ""),
+               ("ClusterOperator", "machine-config", ""), ("OperatorCondition", "etcd", "openshift-etcd-operator")]
+
+
+def schema_paths(schema: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[tuple[Any, ...], Any]]:
+    """Every field of ``schema`` (a list's items as its first item), with its own schema."""
+    out = [(prefix, schema)] if prefix else []
+    if not isinstance(schema, dict) or len(prefix) > 8:
+        return out
+    for key, sub in (schema.get("properties") or {}).items() if isinstance(schema.get("properties"), dict) else ():
+        out += schema_paths(sub, (*prefix, key))
+    if isinstance(schema.get("items"), dict):
+        out += schema_paths(schema["items"], (*prefix, 0))
+    return out
+
+
+def _set(obj: Any, path: tuple[Any, ...], value: Any) -> None:
+    """``obj[path] = value`` where the path leads through containers of the right kind; otherwise nothing."""
+    *head, last = path
+    for step in head:
+        if isinstance(step, int):
+            if not isinstance(obj, list) or not obj:
+                return
+            obj = obj[step]
+        else:
+            if not isinstance(obj, dict):
+                return
+            obj = obj.setdefault(step, {})
+    if (isinstance(last, int) and isinstance(obj, list) and obj) or (isinstance(last, str) and isinstance(obj, dict)):
+        obj[last] = value
+
+
+def base_objects() -> dict[tuple[str, str], dict[str, Any]]:
+    """(kind, name) -> the object as :func:`base_store` holds it."""
+    import sqlite3
+
+    conn = sqlite3.connect(f"file:{base_store()}?mode=ro", uri=True)
+    try:
+        rows = conn.execute("SELECT kind, name, data FROM objects WHERE data IS NOT NULL")
+        return {(kind, name): orjson.loads(data) for kind, name, data in rows}
+    finally:
+        conn.close()
+
+
+def _updating(cv: dict[str, Any]) -> dict[str, Any]:
+    """The installed ClusterVersion as it is while an update to 4.16.3 runs (Progressing=True, a Partial entry)."""
+    status = cv["status"]
+    started = "2026-01-01T00:00:00Z"
+    status["desired"] = {"version": "4.16.3", "image": "img:4.16.3"}
+    status["history"].insert(0, {"state": "Partial", "version": "4.16.3", "image": "img:4.16.3",
+                                 "startedTime": started, "completionTime": None, "verified": False})
+    for c in status["conditions"]:
+        if c["type"] == "Progressing":
+            c.update(status="True", lastTransitionTime=started, message="Working towards 4.16.3")
+    return cv
+
+
+@st.composite
+def odd_objects(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """The ClusterVersion (installed, or updating), two ClusterOperators and an OperatorCondition of the demo's
+    cluster with a few fields of any shape, or one now and then made up whole from its schema; their kind, name
+    and namespace as the commands look them up.  The fields come from the kinds' schemas: a field added to a
+    CRD is fuzzed too."""
+    import copy
+
+    import cvo.objects as views
+
+    bases, updating = base_objects(), draw(st.booleans())
+    out = []
+    for kind, name, namespace in ODD_OBJECTS:
+        cls = getattr(views, kind)
+        schema = cls.KIND.schema()
+        if draw(st.integers(0, 4)) == 0:
+            obj = draw(st.fixed_dictionaries({}, optional={k: shaped(v) for k, v in schema["properties"].items()}))
+        else:
+            obj = copy.deepcopy(bases[(kind, name)])
+            if updating and kind == "ClusterVersion":
+                obj = _updating(obj)
+            paths = schema_paths(schema)
+            for path, sub in draw(st.lists(st.sampled_from(paths), max_size=3)):
+                _set(obj, path, draw(shaped(sub)))
+        # half the time metadata as generated (the embedded server refuses a store with bad metadata)
+        meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) and draw(st.booleans()) else {}
+        obj["metadata"] = {**meta, "name": name, **({"namespace": namespace} if namespace else {})}
+        if not namespace:
+            obj["metadata"].pop("namespace", None)
+        obj["apiVersion"] = f"{cls.KIND.group}/{'v2' if kind == 'OperatorCondition' else 'v1'}"
+        obj["kind"] = kind
+        out.append(obj)
+    return out
+
+
+READ_COMMANDS = {
+    "status": (["status"], False), "status -o json": (["status", "-o", "json"], True),
+    "upgrade status": (["upgrade", "status"], False), "upgrade status -o json": (["upgrade", "status", "-o", "json"], True),
+    "upgrade --dry-run": (["upgrade", "--to", str(PAYLOADS / "demo-4.17.0"), "--dry-run", "--no-cache"], False),
+    "report": (["report", "-o", "text"], False),
+}
+
+
+def check_read_command(code: int, out: str, err: str, json_output: bool) -> None:
+    """A command reading objects of any shape: exit 0, or 1 or 2 with exactly one ``error:`` line; never a
+    traceback; valid JSON when asked for."""
+    assert code in (0, 1, 2), (code, err)
+    assert "Traceback" not in err, err
+    errors = [line for line in err.splitlines() if line.startswith("error:")]
+    assert len(errors) == (0 if code == 0 else 1), err
+    if json_output and code == 0:
+        orjson.loads(out)
+
+
+def saved_objects_target(objects: list[dict[str, Any]]) -> None:
+    """The objects saved to a file (``kind: List``), read by every command that takes ``--from-file``."""
+    with tempfile.TemporaryDirectory(prefix="cvo-fuzz-") as tmp:
+        path = Path(tmp) / "objects.json"
+        path.write_bytes(orjson.dumps({"apiVersion": "v1", "kind": "List", "items": objects}))
+        for argv, json_output in READ_COMMANDS.values():
+            check_read_command(*run_cli([*argv, "--from-file", str(path)]), json_output)
+
+
+_BASE_STORE: list[Path] = []
+
+
+def base_store() -> Path:
+    """An embedded cluster with the demo's 4.16.0 installed, made once per process (the store is only copied)."""
+    if not _BASE_STORE:
+        import atexit
+        import shutil
+
+        tmp = Path(tempfile.mkdtemp(prefix="cvo-fuzz-store-"))
+        atexit.register(shutil.rmtree, tmp, ignore_errors=True)
+        path = tmp / "base.db"
+        code, _, err = run_cli(["install", str(PAYLOADS / "demo-4.16.0"), "--state", str(path), "--no-cache"])
+        assert code == 0, err
+        _BASE_STORE.append(path)
+    return _BASE_STORE[0]
+
+
+def store_with(path: Path, objects: list[dict[str, Any]], raw: dict[tuple[str, str, str, str], bytes] | None = None,
+               ) -> Path:
+    """A copy of :func:`base_store` at ``path`` whose rows for ``objects`` (by kind, namespace and name) hold them
+    as written (``raw``: rows of bytes as they are), as a hand-edited store would."""
+    import shutil
+    import sqlite3
+
+    shutil.copy(base_store(), path)
+    conn = sqlite3.connect(path)
+    try:
+        rows = {(o["apiVersion"].rpartition("/")[0], o["kind"], o["metadata"].get("namespace", ""),
+                 o["metadata"]["name"]): orjson.dumps(o) for o in objects}
+        for (group, kind, namespace, name), data in {**rows, **(raw or {})}.items():
+            conn.execute("UPDATE objects SET data = ? WHERE grp = ? AND kind = ? AND namespace = ? AND name = ?",
+                         (data, group, kind, namespace, name))
+        conn.commit()
+    finally:
+        conn.close()
+    return path
+
+
+def _deep(levels: int) -> bytes:
+    return b"[" * levels + b"1" + b"]" * levels
+
+
+def store_objects_target(objects: list[dict[str, Any]], deep: int = 0) -> None:
+    """The objects written into the embedded cluster's store (``deep``: the ClusterVersion also holds a value
+    nested that many levels), read by every command that reads the cluster, and ``cvo override``."""
+    with tempfile.TemporaryDirectory(prefix="cvo-fuzz-") as tmp:
+        raw = {}
+        if deep:
+            cv = next(o for o in objects if o["kind"] == "ClusterVersion")
+            raw[("config.openshift.io", "ClusterVersion", "", "version")] = orjson.dumps({**cv, "deep": "@"}).replace(
+                b'"deep":"@"', b'"deep":' + _deep(deep))
+        for argv, json_output in [*READ_COMMANDS.values(), (["override", "etcd", "Upgradeable=True"], False)]:
+            path = store_with(Path(tmp) / "state.db", objects, raw)  # afresh: the override writes
+            check_read_command(*run_cli([*argv, "--state", str(path)]), json_output)
+
+
+def saved_file_target(data: bytes) -> None:
+    """A file of saved objects, whatever its bytes (``make fuzz`` mutates the demo cluster's objects): every
+    command that takes ``--from-file`` answers cleanly."""
+    with tempfile.TemporaryDirectory(prefix="cvo-fuzz-") as tmp:
+        path = Path(tmp) / "objects.yaml"
+        path.write_bytes(data)
+        for argv, json_output in READ_COMMANDS.values():
+            check_read_command(*run_cli([*argv, "--from-file", str(path)]), json_output)
+
+
+def saved_file_seeds() -> list[bytes]:
+    """The demo cluster's ClusterVersion, ClusterOperators and OperatorConditions as ``oc get -o yaml`` and
+    ``-o json`` would save them."""
+    import yaml
+
+    objects = [o for (kind, _), o in sorted(base_objects().items())
+               if kind in ("ClusterVersion", "ClusterOperator", "OperatorCondition")]
+    listed = {"apiVersion": "v1", "kind": "List", "items": objects}
+    return [yaml.safe_dump(listed).encode(), orjson.dumps(listed, option=orjson.OPT_INDENT_2),
+            yaml.safe_dump(objects[0]).encode()]
+
+
+TARGETS["saved-objects"] = (odd_objects(), saved_objects_target)
+TARGETS["store-objects"] = (st.tuples(odd_objects(), st.sampled_from([0, 0, 0, 250, 1100])),
+                            lambda pair: store_objects_target(*pair))

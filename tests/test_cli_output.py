@@ -20,6 +20,7 @@ import signal
 import subprocess
 import sys
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -229,18 +230,21 @@ def _output_until(process: subprocess.Popen[bytes], wanted: str, timeout: float 
 
 
 def test_watch_names_only_what_changed() -> None:
-    from cvo.cli.status_cmd import _changed_names
+    from cvo.cli.status_cmd import Found, _changed_names
+    from cvo.objects import ClusterOperator, ClusterVersion
 
-    def co(name: str, version: str) -> dict[str, Any]:
-        return {"metadata": {"name": name}, "status": {"versions": [{"name": "operator", "version": version}]}}
+    def co(name: str, version: str) -> ClusterOperator:
+        return ClusterOperator.read({"metadata": {"name": name},
+                                     "status": {"versions": [{"name": "operator", "version": version}]}})
 
     seen: dict[str, bytes] = {}
-    found = {"cv": {"metadata": {"name": "version"}}, "cos": [co("a", "1"), co("b", "1")]}
+    found = Found(ClusterVersion.read({"metadata": {"name": "version"}}), [co("a", "1"), co("b", "1")], [],
+                  datetime.now(UTC))
     assert _changed_names(found, seen) == ("clusterversion.config.openshift.io/version\n"
                                            "clusteroperator.config.openshift.io/a\n"
                                            "clusteroperator.config.openshift.io/b\n")
     assert _changed_names(found, seen) == ""
-    found["cos"] = [co("a", "1"), co("b", "2"), co("c", "1")]
+    found.cos = [co("a", "1"), co("b", "2"), co("c", "1")]
     assert _changed_names(found, seen) == "clusteroperator.config.openshift.io/b\nclusteroperator.config.openshift.io/c\n"
 
 

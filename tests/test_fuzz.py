@@ -127,3 +127,15 @@ def test_events_file_reads_or_is_one_error_line(data: bytes) -> None:
 @given(t.TARGETS["records"][0])
 def test_records_of_any_shape_make_a_report(triple: tuple[Any, list[Any], Any]) -> None:
     t.records_target(*triple)
+
+
+@settings(max_examples=min(settings().max_examples, 12) if settings().derandomize else 300)
+@given(t.TARGETS["saved-objects"][0])
+def test_saved_objects_of_any_shape_in_every_command(objects: list[dict[str, Any]]) -> None:
+    t.saved_objects_target(objects)
+
+
+@settings(max_examples=min(settings().max_examples, 6) if settings().derandomize else 100)
+@given(t.TARGETS["store-objects"][0])
+def test_store_contents_of_any_shape_in_every_command(pair: tuple[list[dict[str, Any]], int]) -> None:
+    t.store_objects_target(*pair)

@@ -28,6 +28,7 @@ from cvo.gates.olm import (
     unsupported_conditions,
     upgradeable_verdict,
 )
+from cvo.objects import OperatorCondition
 
 
 def condition(status: str, reason: str = "migration", message: str = "The operator is performing a migration.",
@@ -188,9 +189,9 @@ def test_unsupported_conditions_are_listed_once() -> None:
     foo = condition("True", type_="Foo")
     obj = oc(1, spec_conditions=[condition("False"), foo, condition("False", type_="Upgrading")],
              status_conditions=[observed(condition("False"), 1), observed(foo, 1)])
-    types = [c["type"] for c in unsupported_conditions(obj)]
+    types = [c.type for c in unsupported_conditions(OperatorCondition.read(obj))]
     assert types == ["Foo", "Upgrading"]
-    assert unsupported_conditions(oc()) == []
+    assert unsupported_conditions(OperatorCondition.read(oc())) == []
 
 
 # --- operator_condition and rbac_objects: what the generator and the reconciler create -------------------

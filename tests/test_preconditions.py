@@ -12,16 +12,9 @@ from typing import Any
 import pytest
 
 from cvo.cli.gates import update_kind
-from cvo.gates.preconditions import (
-    PreconditionError,
-    Verdict,
-    check_giant_hop,
-    check_recommended,
-    check_rollback,
-    check_upgradeable,
-    run_checks,
-    summarize,
-)
+from cvo.gates import preconditions
+from cvo.gates.preconditions import PreconditionError, Verdict, run_checks, summarize
+from cvo.objects import ClusterVersion
 
 ROLLBACK = "ClusterVersionRollback"
 GIANT_HOP = "ClusterVersionGiantHop"
@@ -55,6 +48,22 @@ def not_upgradeable(reason: str = "ClusterOperatorsNotUpgradeable",
                     ) -> dict[str, Any]:
     return {"type": "Upgradeable", "status": "False", "reason": reason, "message": message,
             "lastTransitionTime": "2025-07-01T00:00:00Z"}
+
+
+def check_rollback(obj: dict[str, Any], target: str) -> PreconditionError | None:
+    return preconditions.check_rollback(ClusterVersion.read(obj), target)
+
+
+def check_giant_hop(obj: dict[str, Any], target: str) -> PreconditionError | None:
+    return preconditions.check_giant_hop(ClusterVersion.read(obj), target)
+
+
+def check_upgradeable(obj: dict[str, Any], target: str) -> PreconditionError | None:
+    return preconditions.check_upgradeable(ClusterVersion.read(obj), target)
+
+
+def check_recommended(obj: dict[str, Any], target: str, previous: list[str]) -> PreconditionError | None:
+    return preconditions.check_recommended(ClusterVersion.read(obj), target, previous)
 
 
 UNMANAGED = [{"kind": "Deployment", "group": "apps", "namespace": "openshift-etcd-operator",

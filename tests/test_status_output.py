@@ -7,10 +7,11 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from cvo.clock import to_rfc3339
+from cvo.objects import ClusterOperator, ClusterVersion
 from cvo.status.clusterversion import SyncStatus, cluster_version_object, update_cluster_version_status
 from cvo.status.text import (
     clusteroperators_table,
@@ -22,6 +23,14 @@ from cvo.status.text import (
 )
 
 NOW = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
+
+
+def view(obj: dict[str, Any]) -> ClusterOperator:
+    return ClusterOperator.read(obj)
+
+
+def views(objs: list[dict[str, Any]]) -> list[ClusterOperator]:
+    return [ClusterOperator.read(o) for o in objs]
 
 
 def ago(**kw: float) -> str:
@@ -78,7 +87,7 @@ def test_format_age_like_kubectl(delta: timedelta, text: str) -> None:
 
 
 def test_clusterversion_table() -> None:
-    assert clusterversion_table(reconciled_cv(), NOW) == (
+    assert clusterversion_table(ClusterVersion.read(reconciled_cv()), NOW) == (
         "NAME      VERSION   AVAILABLE   PROGRESSING   SINCE   STATUS\n"
         "version   4.16.0    True        False         5m      Cluster version is 4.16.0\n")
 
@@ -87,29 +96,29 @@ def test_clusterversion_version_is_the_current_not_the_desired_version() -> None
     cv = reconciled_cv("4.15.0", minutes_ago=60 * 24)
     cv["status"] = update_cluster_version_status(cv["status"], SyncStatus("4.16.0", "img:4.16.0", done=10, total=40),
                                                  NOW - timedelta(minutes=3, seconds=20))
-    assert clusterversion_table(cv, NOW).splitlines()[1] == (
+    assert clusterversion_table(ClusterVersion.read(cv), NOW).splitlines()[1] == (
         "version   4.15.0    True        True          3m20s   Working towards 4.16.0: 10 of 40 done (25% complete)")
 
 
 def test_clusterversion_without_status() -> None:
-    assert clusterversion_table(cluster_version_object(), NOW) == (
+    assert clusterversion_table(ClusterVersion.read(cluster_version_object()), NOW) == (
         "NAME      VERSION   AVAILABLE   PROGRESSING   SINCE   STATUS\n"
         "version\n")
 
 
 def test_clusteroperators_table() -> None:
-    assert clusteroperators_table([co("authentication")], NOW) == (
+    assert clusteroperators_table(views([co("authentication")]), NOW) == (
         "NAME             VERSION   AVAILABLE   PROGRESSING   DEGRADED   SINCE   MESSAGE\n"
         "authentication   4.16.0    True        False         False      12m\n")
 
 
 def test_clusteroperators_are_sorted_and_aligned() -> None:
-    table = clusteroperators_table([
+    table = clusteroperators_table(views([
         co("kube-apiserver", since=ago(hours=3, minutes=12), Progressing="True",
            messages={"Progressing": "NodeInstallerProgressing: 1 node is at revision 7"}),
         co("dns", version=None, since=ago(seconds=45), Available="False",
            messages={"Available": "DNS default is not available"}),
-    ], NOW)
+    ]), NOW)
     assert table == (
         "NAME             VERSION   AVAILABLE   PROGRESSING   DEGRADED   SINCE   MESSAGE\n"
         "dns                        False       False         False      45s     DNS default is not available\n"
@@ -119,19 +128,19 @@ def test_clusteroperators_are_sorted_and_aligned() -> None:
 
 def test_operator_message_prefers_unavailable_then_degraded_then_progressing() -> None:
     messages = {"Available": "down", "Degraded": "sad", "Progressing": "moving"}
-    assert operator_message(co("x", messages=messages, Available="False", Degraded="True", Progressing="True")) == "down"
-    assert operator_message(co("x", messages=messages, Degraded="True", Progressing="True")) == "sad"
-    assert operator_message(co("x", messages=messages, Progressing="True")) == "moving"
-    assert operator_message(co("x", messages={"Available": "All is well"})) == ""
+    assert operator_message(view(co("x", messages=messages, Available="False", Degraded="True", Progressing="True"))) == "down"
+    assert operator_message(view(co("x", messages=messages, Degraded="True", Progressing="True"))) == "sad"
+    assert operator_message(view(co("x", messages=messages, Progressing="True"))) == "moving"
+    assert operator_message(view(co("x", messages={"Available": "All is well"}))) == ""
 
 
 def test_missing_conditions_leave_cells_empty() -> None:
     bare = {"metadata": {"name": "new-operator"}, "status": {}}
-    assert clusteroperators_table([bare], NOW).splitlines()[1] == "new-operator"
+    assert clusteroperators_table(views([bare]), NOW).splitlines()[1] == "new-operator"
 
 
 def test_multi_line_messages_stay_on_one_row() -> None:
-    table = clusteroperators_table([co("x", messages={"Degraded": "A: one\nB: two"}, Degraded="True")], NOW)
+    table = clusteroperators_table(views([co("x", messages={"Degraded": "A: one\nB: two"}, Degraded="True")]), NOW)
     assert table.splitlines()[1].endswith("A: one B: two")
     assert len(table.splitlines()) == 2
 
@@ -139,22 +148,22 @@ def test_multi_line_messages_stay_on_one_row() -> None:
 def test_clusteroperators_wide_adds_upgradeable_and_the_reason_of_the_message() -> None:
     degraded = co("etcd", Degraded="True", Upgradeable="False", messages={"Degraded": "member down"})
     degraded["status"]["conditions"][2]["reason"] = "MemberDown"
-    table = clusteroperators_table([co("authentication"), degraded], NOW, wide=True)
+    table = clusteroperators_table(views([co("authentication"), degraded]), NOW, wide=True)
     assert table == (
         "NAME             VERSION   AVAILABLE   PROGRESSING   DEGRADED   SINCE   UPGRADEABLE   REASON       MESSAGE\n"
         "authentication   4.16.0    True        False         False      12m\n"
         "etcd             4.16.0    True        False         True       12m     False         MemberDown   "
         "member down\n")
-    assert clusteroperators_table([co("authentication"), degraded], NOW, wide=True, headers=False) == (
+    assert clusteroperators_table(views([co("authentication"), degraded]), NOW, wide=True, headers=False) == (
         "".join(table.splitlines(keepends=True)[1:]))
 
 
 def test_clusterversion_wide_adds_desired_failing_and_upgradeable() -> None:
-    assert clusterversion_table(reconciled_cv(), NOW, wide=True) == (
+    assert clusterversion_table(ClusterVersion.read(reconciled_cv()), NOW, wide=True) == (
         "NAME      VERSION   AVAILABLE   PROGRESSING   SINCE   DESIRED   FAILING   UPGRADEABLE   STATUS\n"
         "version   4.16.0    True        False         5m      4.16.0    False                   "
         "Cluster version is 4.16.0\n")
-    assert clusterversion_table(reconciled_cv(), NOW, headers=False) == (
+    assert clusterversion_table(ClusterVersion.read(reconciled_cv()), NOW, headers=False) == (
         "version   4.16.0    True        False         5m      Cluster version is 4.16.0\n")
 
 
@@ -187,6 +196,7 @@ def tables(n: int) -> st.SearchStrategy[list[list[str]]]:
 
 @settings(max_examples=200, deadline=None)
 @given(st.integers(1, 7).flatmap(tables), st.integers(20, 200))
+@example([["A", "AAAAAAAAA"], ["00000000000000000000000000 1", ""]], 20)  # found: a first column cut to 3 lines
 def test_a_table_fits_any_terminal_width_and_keeps_its_words(rows: list[list[str]], width: int) -> None:
     table = format_table(rows, width=width)
     assert all(len(line) <= width for line in table.splitlines()), table

@@ -17,6 +17,7 @@ import yaml
 
 from cvo.cli.main import main
 from cvo.cli.upgrade_status_cmd import _mco_image
+from cvo.objects import Deployment
 from cvo.status.godur import SECOND, rfc3339
 from cvo.status.upgrade_status import assess, latest_transition
 from cvo.status.upgrade_text import render
@@ -54,7 +55,7 @@ def example_files(name: str) -> list[Path]:
 
 def mco_image(name: str) -> str | None:
     path = GOLDEN / "oc" / f"{name}-mco-deployment.yaml"
-    return _mco_image(yaml.safe_load(path.read_text())) if path.exists() else None
+    return _mco_image(Deployment.read(yaml.safe_load(path.read_text()))) if path.exists() else None
 
 
 HEALTH = "\n= Update Health ="

@@ -146,7 +146,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as err:
         # The cluster's errors, imported only when something failed: `cvo plan` never loads the cluster API.
         from cvo.cluster.api import ApiError
+        from cvo.objects import SchemaMissing
 
+        if isinstance(err, SchemaMissing):  # the CRDs the objects read are checked against (cvo.objects.crds)
+            print_error(str(err))
+            return EXIT_FAILED
         if not isinstance(err, ApiError):
             raise
         print_error(describe_api_error(err))

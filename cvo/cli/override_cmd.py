@@ -17,6 +17,7 @@ from cvo.cli.common import EXIT_OK, CommandFailed, UsageError
 from cvo.cli.output import NAME, STRUCTURED, TEXT, add_output_flag, dump, is_structured, kubectl_name
 from cvo.cluster.api import Ref
 from cvo.gates.olm import OC_API_VERSION, OC_GROUP, OC_KIND, SUPPORTED_TYPES
+from cvo.objects import OperatorCondition
 from cvo.runner.overrides import Override, OverrideFailed, set_override
 
 HELP = "let an operator's minor updates through, or hold them back: an admin override"
@@ -97,14 +98,15 @@ def run(args: argparse.Namespace) -> int:
             cluster = backend.cluster
             if not await cluster.serves(OC_API_VERSION, OC_KIND):
                 raise UsageError("the cluster does not serve OperatorConditions (operators.coreos.com)")
-            matches = [o for o in await cluster.list(OC_GROUP, OC_KIND) if o["metadata"]["name"] == args.name]
+            ocs = [OperatorCondition.read(o) for o in await cluster.list(OC_GROUP, OC_KIND)]
+            matches = [oc for oc in ocs if oc.name == args.name]
             if not matches:
                 raise UsageError(f"no OperatorCondition named {args.name!r}: cvo creates one when it applies the "
                                  f"operator's Deployment (cvo install / upgrade)")
             if len(matches) > 1:
-                where = ", ".join(o["metadata"].get("namespace", "") for o in matches)
+                where = ", ".join(oc.namespace for oc in matches)
                 raise UsageError(f"several OperatorConditions named {args.name!r} (namespaces {where})")
-            ref = Ref.of(matches[0])
+            ref = Ref(OC_GROUP, OC_KIND, matches[0].namespace, matches[0].name)
             done["where"] = f"{ref.namespace}/{args.name}"
             wanted = Override(type_, status, args.reason, args.message, clear=args.clear)
             try:

@@ -138,6 +138,7 @@ def _graph_of(image: str, mode: str) -> Any:
 def _from_cluster(args: argparse.Namespace) -> tuple[Timeline, str]:
     from cvo.cli.backend import ClusterOptions, backend_clock, open_backend
     from cvo.cluster.api import CLUSTER_OPERATOR, cv_ref
+    from cvo.objects import ClusterOperator, ClusterVersion
     from cvo.report.model import select_sweep
     from cvo.report.records import ClusterRecords, records_timeline
     from cvo.runner.durations import RECORDS_REF
@@ -152,8 +153,10 @@ def _from_cluster(args: argparse.Namespace) -> tuple[Timeline, str]:
     async def main() -> None:
         async with open_backend(backend_options, clock, simulate_operators=False, create=False) as backend:
             cluster = backend.steady
-            found["cv"] = await _optional(cluster, cv_ref())
-            found["cos"] = await cluster.list(*CLUSTER_OPERATOR) if found["cv"] is not None else []
+            cv = await _optional(cluster, cv_ref())
+            found["cv"] = None if cv is None else ClusterVersion.read(cv)
+            found["cos"] = [ClusterOperator.read(o) for o in await cluster.list(*CLUSTER_OPERATOR)] \
+                if cv is not None else []
             found["records"] = await _optional(cluster, RECORDS_REF)
             found["now"] = clock.now()
             found["where"] = backend.description
@@ -162,8 +165,7 @@ def _from_cluster(args: argparse.Namespace) -> tuple[Timeline, str]:
     records = parse_records(found["records"])
     if found["cv"] is None and not records:
         raise CommandFailed(f"{found['where']}: no ClusterVersion and no sweep records: nothing to report")
-    cos = sorted((c for c in found["cos"] if isinstance(c, dict)),
-                 key=lambda o: str((o.get("metadata") or {}).get("name", "")))
+    cos = sorted(found["cos"], key=lambda o: o.name)
     timeline = records_timeline(ClusterRecords(found["cv"], cos, records, found["now"], found["where"]), _graph_of)
     if args.sweep is not None:
         try:

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 from cvo.cli.backend import (
     Backend,
@@ -38,6 +38,7 @@ from cvo.cli.output import (
 )
 from cvo.cluster.api import CLUSTER_OPERATOR, CLUSTER_VERSION, ReadOnlyCluster, cv_ref
 from cvo.gates.olm import OC_API_VERSION, OC_GROUP, OC_KIND
+from cvo.objects import ClusterOperator, ClusterVersion, Object, OperatorCondition
 
 HELP = "show the cluster's version and its operators"
 DESCRIPTION = (
@@ -78,18 +79,29 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser.set_defaults(func=run)
 
 
-async def _read(cluster: ReadOnlyCluster, now: datetime) -> dict[str, Any]:
-    found: dict[str, Any] = {"cv": await cluster.get(cv_ref())}
-    found["cos"] = sorted(await cluster.list(*CLUSTER_OPERATOR), key=lambda o: o.get("metadata", {}).get("name", ""))
-    found["now"] = now
+@dataclass
+class Found:
+    """What ``cvo status`` shows, read once into views (:mod:`cvo.objects`)."""
+
+    cv: ClusterVersion | None
+    cos: list[ClusterOperator]
+    ocs: list[OperatorCondition]
+    now: datetime
+
+
+async def _read(cluster: ReadOnlyCluster, now: datetime) -> Found:
+    raw = await cluster.get(cv_ref())
+    cos = sorted((ClusterOperator.read(o) for o in await cluster.list(*CLUSTER_OPERATOR)), key=lambda o: o.name)
     served = await cluster.serves(OC_API_VERSION, OC_KIND)
-    found["ocs"] = await cluster.list(OC_GROUP, OC_KIND) if served else []
-    return found
+    ocs = [OperatorCondition.read(o) for o in await cluster.list(OC_GROUP, OC_KIND)] if served else []
+    return Found(None if raw is None else ClusterVersion.read(raw), cos, ocs, now)
 
 
-def _render(found: dict[str, Any], output: str, *, one_line: bool = False, headers: bool = True) -> str:
-    if output in STRUCTURED:
-        doc = {"clusterVersion": found["cv"], "clusterOperators": found["cos"], "operatorConditions": found["ocs"]}
+def _render(found: Found, output: str, *, one_line: bool = False, headers: bool = True) -> str:
+    assert found.cv is not None
+    if output in STRUCTURED:  # the objects as read: a field of the wrong shape is left out (and warned about)
+        doc = {"clusterVersion": found.cv.body, "clusterOperators": [co.body for co in found.cos],
+               "operatorConditions": [oc.body for oc in found.ocs]}
         return dump(doc, output, stream=one_line)
     if output == NAME:  # as `oc get clusterversion,clusteroperators -o name`
         return "".join(f"{name}\n" for name, _ in _names(found))
@@ -98,26 +110,25 @@ def _render(found: dict[str, Any], output: str, *, one_line: bool = False, heade
     from cvo.status.text import write_status_text
 
     out = io.StringIO()
-    write_status_text(found["cv"], found["cos"], found["now"], out, found["ocs"], wide=output == WIDE,
+    write_status_text(found.cv, found.cos, found.now, out, found.ocs, wide=output == WIDE,
                       headers=headers, width=None if output == WIDE else terminal_width(sys.stdout))
     return out.getvalue()
 
 
-def _names(found: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+def _names(found: Found) -> list[tuple[str, Object]]:
     """(``kubectl get -o name`` line, object): the ClusterVersion, then the ClusterOperators by name."""
-    cv = found["cv"]
-    named = [(kubectl_name(*CLUSTER_VERSION, str((cv.get("metadata") or {}).get("name", ""))), cv)]
-    return named + [(kubectl_name(*CLUSTER_OPERATOR, str((co.get("metadata") or {}).get("name", ""))), co)
-                    for co in found["cos"]]
+    assert found.cv is not None
+    named: list[tuple[str, Object]] = [(kubectl_name(*CLUSTER_VERSION, found.cv.name), found.cv)]
+    return named + [(kubectl_name(*CLUSTER_OPERATOR, co.name), co) for co in found.cos]
 
 
-def _changed_names(found: dict[str, Any], seen: dict[str, bytes]) -> str:
+def _changed_names(found: Found, seen: dict[str, bytes]) -> str:
     """The lines of the objects that are new or changed since ``seen`` (which is updated)."""
     import orjson
 
     lines = []
     for name, obj in _names(found):
-        content = orjson.dumps(obj)
+        content = orjson.dumps(obj.body)
         if seen.get(name) != content:
             seen[name] = content
             lines.append(f"{name}\n")
@@ -131,16 +142,17 @@ def run(args: argparse.Namespace) -> int:
         return _watch(args)
     backend_options = ClusterOptions.from_args(args)
     clock, run_loop = backend_clock(backend_options)
-    found: dict[str, Any] = {}
+    read: list[Found] = []
 
     async def main() -> None:
         async with open_backend(backend_options, clock, simulate_operators=False, create=False,
                                 say_where=True) as backend:
             # reads ride out a failing server for a while (cvo.cluster.persist)
-            found.update(await _read(backend.steady, clock.now()))
+            read.append(await _read(backend.steady, clock.now()))
 
     run_loop(main)
-    if found.get("cv") is None:
+    found = read[0]
+    if found.cv is None:
         raise CommandFailed("no cluster has been installed yet: there is no ClusterVersion (cvo install RELEASE_DIR)")
     sys.stdout.write(_render(found, args.output, headers=not args.no_headers))
     return EXIT_OK
@@ -175,7 +187,7 @@ def _watch(args: argparse.Namespace) -> int:
             while True:
                 marks = [w.mark() for w in watchers]
                 found = await _read(reads, clock.now())
-                if found["cv"] is None:
+                if found.cv is None:
                     if not waiting_said:
                         print("no ClusterVersion yet: waiting for one (cvo install, or cvo run)", file=sys.stderr,
                               flush=True)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from cvo.cli.backend import (
@@ -22,6 +24,7 @@ from cvo.cli.backend import (
 from cvo.cli.common import EXIT_OK, CommandFailed
 from cvo.cli.output import STRUCTURED, TEXT, add_output_flag, dump
 from cvo.cluster.api import CLUSTER_OPERATOR, ApiError, ApiErrorKind, ReadOnlyCluster, Ref, cv_ref
+from cvo.objects import ClusterOperator, ClusterVersion, Deployment
 from cvo.status.upgrade_text import DETAILS
 
 HELP = "show the progress and health of the cluster's update, like 'oc adm upgrade status'"
@@ -57,12 +60,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser.set_defaults(func=run)
 
 
-def _mco_image(deployment: dict[str, Any] | None) -> str | None:
-    containers = (((deployment or {}).get("spec") or {}).get("template") or {}).get("spec", {}).get("containers")
-    if deployment is None or not isinstance(containers, list):
+def _mco_image(deployment: Deployment | None) -> str | None:
+    """The image of machine-config's operator container; ``None`` without its Deployment."""
+    if deployment is None:
         return None
-    return next((str(c.get("image", "")) for c in containers
-                 if isinstance(c, dict) and c.get("name") == "machine-config-operator"), "")
+    container = deployment.container("machine-config-operator")
+    return "" if container is None else container.image
 
 
 async def _optional(cluster: ReadOnlyCluster, ref: Ref) -> dict[str, Any] | None:
@@ -74,6 +77,17 @@ async def _optional(cluster: ReadOnlyCluster, ref: Ref) -> dict[str, Any] | None
         return None
 
 
+@dataclass
+class Found:
+    """What the assessment reads, in views (:mod:`cvo.objects`); the records as they are (their own reader)."""
+
+    cv: ClusterVersion | None
+    cos: list[ClusterOperator]
+    now: datetime
+    mco: Deployment | None
+    records: dict[str, Any] | None
+
+
 def run(args: argparse.Namespace) -> int:
     from cvo.runner.durations import RECORDS_REF, cluster_forecast
     from cvo.status.godur import parse_time, to_ns
@@ -82,31 +96,34 @@ def run(args: argparse.Namespace) -> int:
 
     backend_options = ClusterOptions.from_args(args)
     clock, run_loop = backend_clock(backend_options)
-    found: dict[str, Any] = {}
+    read: list[Found] = []
 
     async def main() -> None:
         async with open_backend(backend_options, clock, simulate_operators=False, create=False) as backend:
             cluster = backend.steady
-            found["cv"] = await cluster.get(cv_ref())
-            found["cos"] = sorted(await cluster.list(*CLUSTER_OPERATOR),
-                                  key=lambda o: o.get("metadata", {}).get("name", ""))
-            found["now"] = clock.now()
+            cv = await cluster.get(cv_ref())
+            cos = sorted((ClusterOperator.read(o) for o in await cluster.list(*CLUSTER_OPERATOR)),
+                         key=lambda o: o.name)
+            now = clock.now()
             # optional reads: without them (unserved, or not readable with the user's rights) oc's view stays
-            found["mco"] = await _optional(cluster, MCO_DEPLOYMENT) if await cluster.serves("apps/v1",
-                                                                                          "Deployment") else None
-            found["records"] = await _optional(cluster, RECORDS_REF)
+            mco = await _optional(cluster, MCO_DEPLOYMENT) if await cluster.serves("apps/v1", "Deployment") else None
+            records = await _optional(cluster, RECORDS_REF)
+            read.append(Found(None if cv is None else ClusterVersion.read(cv), cos, now,
+                              None if mco is None else Deployment.read(mco), records))
 
     run_loop(main)
-    now = to_ns(found["now"])
+    found = read[0]
+    now = to_ns(found.now)
     given = getattr(args, "now", None)
     exact = parse_time(given) if given is not None and uses_saved_objects(args) else None
     if exact is not None:
         now = exact  # --now to the nanosecond (the clock keeps microseconds)
     try:
-        status = assess(found["cv"], found["cos"], now, _mco_image(found["mco"]))
+        status = assess(found.cv, found.cos, now, _mco_image(found.mco))
     except StatusUnavailable as err:
         raise CommandFailed(str(err)) from None
-    forecast = cluster_forecast(found["cv"], found["cos"], found["records"], now) if status.updating else None
+    forecast = cluster_forecast(found.cv.body if found.cv else None, [dict(co.body) for co in found.cos],
+                                found.records, now) if status.updating else None
     if args.output == TEXT:
         sys.stdout.write(render(status, args.details, forecast))
     else:

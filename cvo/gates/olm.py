@@ -23,10 +23,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from cvo.objects import Condition, OperatorCondition
+from cvo.objects.condition import find
 from cvo.payload.fields import dig, entries, mapping, string
 
 OC_GROUP = "operators.coreos.com"
@@ -48,44 +50,43 @@ class Verdict:
     source: str = ""  # "override", "status", "" (nothing reported)
 
 
-def _find(conditions: Any, type_: str) -> dict[str, Any] | None:
+def _find(conditions: Any, type_: object) -> dict[str, Any] | None:
     for cond in entries(conditions):
         if cond.get("type") == type_:
             return cond
     return None
 
 
-def upgradeable_verdict(oc: dict[str, Any] | None) -> Verdict:
+def upgradeable_verdict(oc: OperatorCondition | Mapping[str, Any] | None) -> Verdict:
     """OLM's ``isOperatorUpgradeable`` for one OperatorCondition (``None``: no object)."""
     if oc is None:
         return Verdict(True)
-    override = _find(dig(oc, "spec", "overrides"), UPGRADEABLE)
+    oc = OperatorCondition.of(oc)
+    override = find(oc.spec.overrides, UPGRADEABLE)
     if override is not None:
-        if override.get("status") == "True":
-            return Verdict(True, override.get("reason", ""), override.get("message", ""), "override")
-        return Verdict(False, override.get("reason", "") or "AdminOverride",
-                       f"the operator is not upgradeable: {override.get('message', '')}", "override")
-    cond = _find(dig(oc, "status", "conditions"), UPGRADEABLE)
+        if override.status == "True":
+            return Verdict(True, override.reason, override.message, "override")
+        return Verdict(False, override.reason or "AdminOverride",
+                       f"the operator is not upgradeable: {override.message}", "override")
+    cond = find(oc.status.conditions, UPGRADEABLE)
     if cond is None:
         return Verdict(True)
-    generation = dig(oc, "metadata", "generation")
-    if cond.get("observedGeneration") != generation:
-        return Verdict(False, "Outdated",
-                       f'the operatorcondition status "Upgradeable"="{cond.get("status")}" is outdated', "status")
-    if cond.get("status") == "False":
-        return Verdict(False, cond.get("reason", "") or "NotUpgradeable",
-                       f"the operator is not upgradeable: {cond.get('message', '')}", "status")
-    return Verdict(True, cond.get("reason", ""), cond.get("message", ""), "status")
+    if cond.observed_generation != oc.metadata.generation:
+        return Verdict(False, "Outdated", f'the operatorcondition status "Upgradeable"="{cond.status}" is outdated',
+                       "status")
+    if cond.status == "False":
+        return Verdict(False, cond.reason or "NotUpgradeable", f"the operator is not upgradeable: {cond.message}",
+                       "status")
+    return Verdict(True, cond.reason, cond.message, "status")
 
 
-def unsupported_conditions(oc: dict[str, Any]) -> list[dict[str, Any]]:
+def unsupported_conditions(oc: OperatorCondition) -> list[Condition]:
     """Conditions an operator reports that OLM does not act on: shown to admins, nothing more."""
-    seen = entries(dig(oc, "spec", "conditions")) + entries(dig(oc, "status", "conditions"))
-    out, names = [], set()
-    for cond in seen:
-        if not isinstance(cond.get("type"), dict | list) and cond.get("type") not in SUPPORTED_TYPES \
-                and cond.get("type") not in names:
-            names.add(cond.get("type"))
+    out: list[Condition] = []
+    names = set()
+    for cond in (*oc.spec.conditions, *oc.status.conditions):
+        if cond.type not in SUPPORTED_TYPES and cond.type not in names:
+            names.add(cond.type)
             out.append(cond)
     return out
 

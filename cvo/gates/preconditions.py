@@ -8,12 +8,13 @@ warning.  ``--force`` turns blocking failures into the warning "Forced through b
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from cvo.objects import ClusterVersion
+from cvo.objects.clusterversion import ClusterVersionStatus
 from cvo.payload import semver
-from cvo.payload.conditions import current_version, find_condition
 
 # The ClusterVersion's UpgradeableClusterVersionOverrides message, which the patch-update warning quotes
 # (pkg/payload/precondition/clusterversion/upgradeable.go, OTA-1860).
@@ -66,11 +67,10 @@ def _versions(name: str, current: str, target: str) -> tuple[semver.Version, sem
     return cur, tgt
 
 
-def check_rollback(cv: dict[str, Any], target: str) -> PreconditionError | None:
+def check_rollback(cv: ClusterVersion, target: str) -> PreconditionError | None:
     name = "ClusterVersionRollback"
-    status = cv.get("status") or {}
-    desired = status.get("desired") or {}
-    parsed = _versions(name, str(desired.get("version", "")), target)
+    desired = cv.status.desired
+    parsed = _versions(name, desired.version, target)
     if isinstance(parsed, PreconditionError):
         return parsed
     cur, tgt = parsed
@@ -78,10 +78,10 @@ def check_rollback(cv: dict[str, Any], target: str) -> PreconditionError | None:
         return None
     previous: semver.Version | None = None
     previous_image = ""
-    for entry in status.get("history") or []:
-        if entry.get("version") != str(cur) or entry.get("image") != desired.get("image"):
-            previous = _parse(str(entry.get("version", "")))
-            previous_image = str(entry.get("image", ""))
+    for entry in cv.status.history:
+        if entry.version != str(cur) or entry.image != desired.image:
+            previous = _parse(entry.version)
+            previous_image = entry.image
             break
     if previous is None:
         return PreconditionError(name, "LowDesiredVersion",
@@ -98,9 +98,9 @@ def check_rollback(cv: dict[str, Any], target: str) -> PreconditionError | None:
                              "but rollbacks that change major or minor versions are not recommended")
 
 
-def check_giant_hop(cv: dict[str, Any], target: str) -> PreconditionError | None:
+def check_giant_hop(cv: ClusterVersion, target: str) -> PreconditionError | None:
     name = "ClusterVersionGiantHop"
-    parsed = _versions(name, str(((cv.get("status") or {}).get("desired") or {}).get("version", "")), target)
+    parsed = _versions(name, cv.status.desired.version, target)
     if isinstance(parsed, PreconditionError):
         return parsed
     cur, tgt = parsed
@@ -123,13 +123,13 @@ def check_giant_hop(cv: dict[str, Any], target: str) -> PreconditionError | None
     return None
 
 
-def _update_in_progress(status: dict[str, Any], current: semver.Version) -> tuple[str, semver.Version] | None:
+def _update_in_progress(status: ClusterVersionStatus, current: semver.Version) -> tuple[str, semver.Version] | None:
     """("minor"|"major", from) when a minor or major update to ``current`` is still progressing."""
-    progressing = find_condition(status.get("conditions") or [], "Progressing")
-    if progressing is None or progressing.get("status") != "True":
+    progressing = status.condition("Progressing")
+    if progressing is None or progressing.status != "True":
         return None
     # GetCurrentVersion: the first Completed entry, else the oldest entry (the version first installed).
-    previous = _parse(current_version([h for h in status.get("history") or [] if isinstance(h, dict)]))
+    previous = _parse(status.current_version)
     if previous is None:
         return None
     if previous.major < current.major:
@@ -139,20 +139,20 @@ def _update_in_progress(status: dict[str, Any], current: semver.Version) -> tupl
     return None
 
 
-def check_upgradeable(cv: dict[str, Any], target: str) -> PreconditionError | None:
+def check_upgradeable(cv: ClusterVersion, target: str) -> PreconditionError | None:
     """Upgradeable=False blocks minor and major updates only; patches, retargets and downgrades pass."""
     name = "ClusterVersionUpgradeable"
-    status = cv.get("status") or {}
-    cond = find_condition(status.get("conditions") or [], "Upgradeable")
-    if cond is None or cond.get("status") != "False":
+    status = cv.status
+    cond = status.condition("Upgradeable")
+    if cond is None or cond.status != "False":
         return None
-    parsed = _versions(name, str((status.get("desired") or {}).get("version", "")), target)
+    parsed = _versions(name, status.desired.version, target)
     if isinstance(parsed, PreconditionError):
         return parsed
     cur, tgt = parsed
     patch_only = (tgt.major, tgt.minor) == (cur.major, cur.minor)
     if tgt <= cur or patch_only:
-        if any(o.get("unmanaged") for o in (cv.get("spec") or {}).get("overrides") or []):
+        if any(o.unmanaged for o in cv.spec.overrides):
             return PreconditionError(
                 name, "ClusterVersionOverridesSet",
                 f"Retarget from {cur} to {tgt} is not blocked by ClusterVersionOverridesSet. But the "
@@ -166,12 +166,12 @@ def check_upgradeable(cv: dict[str, Any], target: str) -> PreconditionError | No
                 f"Retarget to {tgt} while a {kind} version update from {previous} to {cur} is in progress",
                 blocking=False)
         return None
-    return PreconditionError(name, cond.get("reason", ""), cond.get("message", ""))
+    return PreconditionError(name, cond.reason, cond.message)
 
 
-def check_recommended(cv: dict[str, Any], target: str, previous: Sequence[str]) -> PreconditionError | None:
+def check_recommended(cv: ClusterVersion, target: str, previous: Sequence[str]) -> PreconditionError | None:
     """An update the target release does not list as coming from the current version: a warning."""
-    current = str(((cv.get("status") or {}).get("desired") or {}).get("version", ""))
+    current = cv.status.desired.version
     if not current or current == target or current in previous:
         return None
     return PreconditionError("ClusterVersionRecommendedUpdate", "UnknownUpdate",
@@ -192,7 +192,10 @@ def summarize(errors: Sequence[PreconditionError], force: bool) -> Verdict:
     return Verdict(tuple(errors), blocked, message)
 
 
-def run_checks(cv: dict[str, Any], target: str, previous: Sequence[str], force: bool = False) -> Verdict:
+def run_checks(cv: ClusterVersion | Mapping[str, Any], target: str, previous: Sequence[str],
+               force: bool = False) -> Verdict:
+    """Every check on ``cv`` (a view, or JSON read into one here)."""
+    cv = ClusterVersion.of(cv)
     checks = [check_rollback(cv, target), check_giant_hop(cv, target), check_upgradeable(cv, target),
               check_recommended(cv, target, previous)]
     return summarize([c for c in checks if c is not None], force)

@@ -9,7 +9,7 @@ from the OperatorCondition enhancement — OperatorConditions (an admin's overri
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -17,15 +17,18 @@ from typing import Any
 from cvo.cluster.api import Ref
 from cvo.gates.olm import synced_status, upgradeable_verdict
 from cvo.gates.preconditions import OVERRIDES_MESSAGE
-from cvo.payload.conditions import find_condition, set_condition
+from cvo.objects import ClusterOperator, ClusterVersion, OperatorCondition
+from cvo.payload.conditions import set_condition
+from cvo.payload.fields import entries
 
 
-def effective(oc: dict[str, Any]) -> dict[str, Any]:
+def effective(oc: OperatorCondition) -> OperatorCondition:
     """The OperatorCondition as OLM's controller, which keeps copying spec.conditions into status,
     leaves it: evaluating the stored object alone would call a report stale just because nobody
     has copied it yet (e.g. right after an admin edited spec.overrides)."""
-    status = synced_status(oc)
-    return oc if status is None else {**oc, "status": status}
+    status = synced_status(dict(oc.body))
+    return oc if status is None else oc.replaced(status=status)
+
 
 UPGRADEABLE = "Upgradeable"
 OVERRIDES_TYPE = "UpgradeableClusterVersionOverrides"
@@ -44,45 +47,43 @@ class Blocker:
     override: str = ""  # the command that would let it through, for `cvo upgrade --dry-run`
 
 
-def _cluster_operators(cos: Sequence[dict[str, Any]]) -> Blocker | None:
+def _cluster_operators(cos: Sequence[ClusterOperator]) -> Blocker | None:
     blocking = []
-    for co in sorted(cos, key=lambda o: o.get("metadata", {}).get("name", "")):
-        cond = find_condition((co.get("status") or {}).get("conditions") or [], UPGRADEABLE)
-        if cond is not None and cond.get("status") == "False":
-            blocking.append((co["metadata"]["name"], cond))
+    for co in sorted(cos, key=lambda o: o.name):
+        cond = co.status.condition(UPGRADEABLE)
+        if cond is not None and cond.status == "False":
+            blocking.append((co.name, cond))
     if not blocking:
         return None
     names = tuple(n for n, _ in blocking)
     if len(blocking) == 1:
         name, cond = blocking[0]
-        return Blocker(OPERATORS_TYPE, cond.get("reason", "") or "ClusterOperatorNotUpgradeable",
-                       f"Cluster operator {name} should not be upgraded between minor versions: {cond.get('message', '')}",
-                       names)
-    lines = [f"Cluster operator {name} should not be upgraded between minor versions: {cond.get('reason', '')}: "
-             f"{cond.get('message', '')}" for name, cond in blocking]
+        return Blocker(OPERATORS_TYPE, cond.reason or "ClusterOperatorNotUpgradeable",
+                       f"Cluster operator {name} should not be upgraded between minor versions: {cond.message}", names)
+    lines = [f"Cluster operator {name} should not be upgraded between minor versions: {cond.reason}: {cond.message}"
+             for name, cond in blocking]
     return Blocker(OPERATORS_TYPE, "ClusterOperatorsNotUpgradeable",
                    "Multiple cluster operators should not be upgraded between minor versions:\n* " + "\n* ".join(lines),
                    names)
 
 
-def operator_condition_owner(oc: dict[str, Any]) -> str:
+def operator_condition_owner(oc: OperatorCondition) -> str:
     """The ClusterOperator an OperatorCondition speaks for (cvo names them after it)."""
-    return str((oc.get("metadata") or {}).get("name", ""))
+    return oc.name
 
 
-def _operator_conditions(ocs: Sequence[dict[str, Any]], assume_synced: bool) -> Blocker | None:
+def _operator_conditions(ocs: Sequence[OperatorCondition], assume_synced: bool) -> Blocker | None:
     blocking = []
-    for oc in sorted(ocs, key=lambda o: (o["metadata"].get("namespace", ""), o["metadata"]["name"])):
+    for oc in sorted(ocs, key=lambda o: (o.namespace, o.name)):
         verdict = upgradeable_verdict(effective(oc) if assume_synced else oc)
         if not verdict.upgradeable:
             blocking.append((oc, verdict))
     if not blocking:
         return None
 
-    def line(oc: dict[str, Any], reason: str, message: str) -> str:
-        meta = oc["metadata"]
+    def line(oc: OperatorCondition, reason: str, message: str) -> str:
         return (f"Operator {operator_condition_owner(oc)} should not be upgraded between minor versions: "
-                f"{reason + ': ' if reason else ''}{message} (OperatorCondition {meta.get('namespace')}/{meta['name']})")
+                f"{reason + ': ' if reason else ''}{message} (OperatorCondition {oc.namespace}/{oc.name})")
 
     names = tuple(operator_condition_owner(oc) for oc, _ in blocking)
     if len(blocking) == 1:
@@ -93,31 +94,34 @@ def _operator_conditions(ocs: Sequence[dict[str, Any]], assume_synced: bool) -> 
                    + "\n* ".join(line(oc, v.reason, v.message) for oc, v in blocking), names)
 
 
-def blockers(cv: dict[str, Any], cos: Sequence[dict[str, Any]], ocs: Sequence[dict[str, Any]],
-             deletes_in_progress: Sequence[Ref] = (), assume_synced: bool = False) -> list[Blocker]:
+def blockers(cv: ClusterVersion | Mapping[str, Any], cos: Sequence[ClusterOperator | Mapping[str, Any]],
+             ocs: Sequence[OperatorCondition | Mapping[str, Any]], deletes_in_progress: Sequence[Ref] = (),
+             assume_synced: bool = False) -> list[Blocker]:
     """Every source that blocks minor and major updates now, in the CVO's order.
 
     ``assume_synced`` evaluates OperatorConditions as they are once their spec.conditions have been
-    copied to status (what a dry run predicts; a sweep runs the copy itself)."""
+    copied to status (what a dry run predicts; a sweep runs the copy itself).  Objects not read into
+    views yet are read here (:meth:`cvo.objects.Object.of`)."""
     out: list[Blocker] = []
-    if any(o.get("unmanaged") for o in (cv.get("spec") or {}).get("overrides") or []):
+    if any(o.unmanaged for o in ClusterVersion.of(cv).spec.overrides):
         out.append(Blocker(OVERRIDES_TYPE, "ClusterVersionOverridesSet", OVERRIDES_MESSAGE))
-    if (b := _cluster_operators(cos)) is not None:
+    if (b := _cluster_operators([ClusterOperator.of(co) for co in cos])) is not None:
         out.append(b)
     if deletes_in_progress:
         resources = ",".join(f'{r.kind} "{r.namespace + "/" if r.namespace else ""}{r.name}"' for r in deletes_in_progress)
         out.append(Blocker(DELETES_TYPE, "ResourceDeletesInProgress",
                            "Cluster minor or major version upgrades are not allowed while resource deletions are in "
                            f"progress; resources={resources}"))
-    if (b := _operator_conditions(ocs, assume_synced)) is not None:
+    if (b := _operator_conditions([OperatorCondition.of(oc) for oc in ocs], assume_synced)) is not None:
         out.append(b)
     return out
 
 
-def apply_upgradeable(status: dict[str, Any], found: Sequence[Blocker], now: datetime) -> dict[str, Any]:
-    """``status`` with the Upgradeable condition and its sub-conditions set from ``found``."""
+def apply_upgradeable(status: Mapping[str, Any], found: Sequence[Blocker], now: datetime) -> dict[str, Any]:
+    """``status`` (a ClusterVersion's, as JSON: the writers' input) with the Upgradeable condition and its
+    sub-conditions set from ``found``; conditions of the wrong shape are dropped."""
     new = dict(status)
-    conditions = [dict(c) for c in status.get("conditions") or []]
+    conditions = [dict(c) for c in entries(status.get("conditions"))]
     keep_subs = len(found) >= 2
     present = {b.type for b in found}
     conditions = [c for c in conditions if c.get("type") not in SUB_TYPES or (keep_subs and c.get("type") in present)]

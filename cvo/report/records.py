@@ -18,8 +18,8 @@ runs after its nearest ancestors with waits, so the critical path walks the grap
 recorded times; what the records do not hold (applying, back-offs, workers) is the path's gaps.  The
 attempts a record keeps are marks on the sweep's row with their failure.
 
-Objects come from a cluster anyone may write to: every field is checked for its type, and a field of the
-wrong type counts as absent, as in :mod:`cvo.report.model`.
+Objects come from a cluster anyone may write to: the ClusterVersion and the ClusterOperators are read into
+views (:mod:`cvo.objects`: a field of the wrong type counts as absent), the records by their own reader.
 """
 
 from __future__ import annotations
@@ -29,7 +29,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from cvo.payload.fields import dig
+from cvo.objects import ClusterOperator, ClusterVersion, Time
+from cvo.objects.times import to_ns
 from cvo.report.model import TEXT_LIMIT, AttemptSpan, Mark, NodeSpan, SweepSpan, TaskSpan, Timeline, Wait
 from cvo.status.forecast import INSTALL, UPDATE, OperatorGraph, UpdateRecord
 from cvo.status.godur import parse_datetime
@@ -42,10 +43,10 @@ MAX_SWEEPS = 200  # history entries (the CVO keeps 100) and records without one
 
 @dataclass
 class ClusterRecords:
-    """What was read from the cluster."""
+    """What was read from the cluster (objects not read into views yet are read by :func:`records_timeline`)."""
 
-    cluster_version: Mapping[str, Any] | None
-    cluster_operators: Sequence[Mapping[str, Any]]
+    cluster_version: ClusterVersion | Mapping[str, Any] | None
+    cluster_operators: Sequence[ClusterOperator | Mapping[str, Any]]
     records: Sequence[UpdateRecord]
     now: datetime
     where: str = ""  # the cluster, as the page names it
@@ -79,17 +80,22 @@ def _str(value: Any, limit: int = 200) -> str:
     return value[:limit] if isinstance(value, str) else ""
 
 
-def _history(cv: Mapping[str, Any] | None) -> list[_Entry]:
-    history = dig(cv, "status", "history")
+def _when(when: Time | None) -> datetime | None:
+    """A timestamp as a datetime; ``None`` without one, or outside the years a datetime holds."""
+    if when is None:
+        return None
+    at = when.when
+    return None if to_ns(at) != when.ns // 1000 * 1000 else at
+
+
+def _history(cv: ClusterVersion | None) -> list[_Entry]:
     entries = []
-    for item in history[:MAX_SWEEPS] if isinstance(history, list) else []:
-        if not isinstance(item, Mapping):
-            continue
-        start = _time(item.get("startedTime"))
+    for item in cv.status.history[:MAX_SWEEPS] if cv is not None else ():
+        start = _when(item.started_time)
         if start is None:
             continue
-        end = _time(item.get("completionTime"))
-        entries.append(_Entry(_str(item.get("version")), _str(item.get("image"), 1000), _str(item.get("state"), 40),
+        end = _when(item.completion_time)
+        entries.append(_Entry(_str(item.version), _str(item.image, 1000), _str(item.state, 40),
                               start, end if end is not None and end >= start else None))
     entries.sort(key=lambda e: e.start)  # the history is newest first; a sweep report reads oldest first
     return entries
@@ -120,23 +126,7 @@ def _match(entries: list[_Entry], records: Sequence[UpdateRecord], now: datetime
     return sorted([*entries, *loose], key=lambda e: e.start)[-MAX_SWEEPS:]
 
 
-def _condition(co: Mapping[str, Any], kind: str) -> Mapping[str, Any] | None:
-    conditions = dig(co, "status", "conditions")
-    for c in conditions if isinstance(conditions, list) else []:
-        if isinstance(c, Mapping) and c.get("type") == kind:
-            return c
-    return None
-
-
-def _operator_version(co: Mapping[str, Any]) -> str:
-    versions = dig(co, "status", "versions")
-    for v in versions if isinstance(versions, list) else []:
-        if isinstance(v, Mapping) and v.get("name") == "operator" and isinstance(v.get("version"), str):
-            return str(v["version"])
-    return ""
-
-
-def _from_conditions(entry: _Entry, cos: Sequence[Mapping[str, Any]], end: datetime,
+def _from_conditions(entry: _Entry, cos: Sequence[ClusterOperator], end: datetime,
                      graph: OperatorGraph | None) -> dict[str, tuple[float, float | None, str]]:
     """The newest sweep's operator times from the ClusterOperators' conditions (no record of it): done when
     ``Progressing`` turned False (the start: when the graph let the sweep reach it), updating since it turned True."""
@@ -144,16 +134,16 @@ def _from_conditions(entry: _Entry, cos: Sequence[Mapping[str, Any]], end: datet
     done: dict[str, float] = {}
     updating: dict[str, float] = {}
     for co in cos:
-        name = _str(dig(co, "metadata", "name"))
-        progressing = _condition(co, "Progressing")
-        since = _time(progressing.get("lastTransitionTime")) if progressing is not None else None
+        name = _str(co.name)
+        progressing = co.status.condition("Progressing")
+        since = _when(progressing.last_transition_time) if progressing is not None else None
         at = (since - entry.start).total_seconds() if since is not None else None
         if not name:
             continue
-        if _operator_version(co) == entry.version:
-            if progressing is not None and progressing.get("status") == "False" and at is not None and 0 <= at <= span:
+        if co.status.version() == entry.version:
+            if progressing is not None and progressing.status == "False" and at is not None and 0 <= at <= span:
                 done[name] = at
-        elif progressing is not None and progressing.get("status") == "True":
+        elif progressing is not None and progressing.status == "True":
             updating[name] = min(max(0.0, at if at is not None else 0.0), span)
     how = "from the ClusterOperator's Progressing condition"
     out: dict[str, tuple[float, float | None, str]] = {
@@ -179,17 +169,17 @@ def _from_conditions(entry: _Entry, cos: Sequence[Mapping[str, Any]], end: datet
     return out
 
 
-def _degraded_marks(entry: _Entry, cos: Sequence[Mapping[str, Any]], origin: datetime, end: datetime) -> list[Mark]:
+def _degraded_marks(entry: _Entry, cos: Sequence[ClusterOperator], origin: datetime, end: datetime) -> list[Mark]:
     marks = []
     for co in cos:
-        name = _str(dig(co, "metadata", "name"))
-        degraded = _condition(co, "Degraded")
-        if not name or degraded is None or degraded.get("status") != "True":
+        name = _str(co.name)
+        degraded = co.status.condition("Degraded")
+        if not name or degraded is None or degraded.status != "True":
             continue
-        since = _time(degraded.get("lastTransitionTime"))
+        since = _when(degraded.last_transition_time)
         if since is not None and entry.start <= since <= end:
-            marks.append(Mark((since - origin).total_seconds(), "degraded", name, _str(degraded.get("reason")),
-                              _str(degraded.get("message"), TEXT_LIMIT)))
+            marks.append(Mark((since - origin).total_seconds(), "degraded", name, _str(degraded.reason),
+                              _str(degraded.message, TEXT_LIMIT)))
     return marks
 
 
@@ -229,8 +219,8 @@ def _nodes(times: dict[str, tuple[float, float | None, str]], graph: OperatorGra
     first = max((n.node for n in nodes), default=-1) + 1
     rest = sorted((name for name in times if name not in placed), key=lambda n: (times[n][0], n))
     for i, name in enumerate(rest):  # not in the graph (or no graph): a node of its own
-        span = task(name, first + i)
-        nodes.append(NodeSpan(first + i, 0, span.start, span.end, span.outcome, None, None, None, [span], size=1))
+        alone = task(name, first + i)
+        nodes.append(NodeSpan(first + i, 0, alone.start, alone.end, alone.outcome, None, None, None, [alone], size=1))
     nodes.sort(key=lambda n: n.node)
     return nodes
 
@@ -247,7 +237,9 @@ def _result(entry: _Entry, newest: bool, progressing: bool) -> str:
 
 def records_timeline(found: ClusterRecords, graph_of: GraphOf) -> Timeline:
     """The sweeps the cluster's records describe, oldest first."""
-    entries = _match(_history(found.cluster_version), found.records, found.now)
+    cv = None if found.cluster_version is None else ClusterVersion.of(found.cluster_version)
+    cos = [ClusterOperator.of(co) for co in found.cluster_operators]
+    entries = _match(_history(cv), found.records, found.now)
     sources = (f"the ClusterVersion's history ({sum(e.from_history for e in entries)} entries), "
                f"{len(found.records)} sweep record(s) (openshift-cluster-version/cvo-update-durations), "
                f"{len(found.cluster_operators)} ClusterOperators")
@@ -255,8 +247,8 @@ def records_timeline(found: ClusterRecords, graph_of: GraphOf) -> Timeline:
         return Timeline(None, 0.0, basis=f"from the cluster's records: {sources}", from_records=True)
     origin = entries[0].start
     timeline = Timeline(origin, 0.0, basis=f"from the cluster's records: {sources}", from_records=True)
-    cv_progressing = _condition(found.cluster_version or {}, "Progressing")
-    progressing = cv_progressing is not None and cv_progressing.get("status") == "True"
+    cv_progressing = cv.status.condition("Progressing") if cv is not None else None
+    progressing = cv_progressing is not None and cv_progressing.status == "True"
     for i, entry in enumerate(entries):
         newest = i == len(entries) - 1
         following = entries[i + 1].start if not newest else None
@@ -273,7 +265,7 @@ def records_timeline(found: ClusterRecords, graph_of: GraphOf) -> Timeline:
                      for name, t in record.operators.items()}
         elif newest and entry.from_history:
             source, base = "from conditions", start_s
-            times = _from_conditions(entry, found.cluster_operators, end, graph)
+            times = _from_conditions(entry, cos, end, graph)
         else:
             source, times = "", {}
         sweep = SweepSpan(i, entry.version, mode, start_s, end_s, _result(entry, newest, progressing))
@@ -295,7 +287,7 @@ def records_timeline(found: ClusterRecords, graph_of: GraphOf) -> Timeline:
                     timeline.marks.append(Mark(base + a.ended, "attempt", f"attempt {a.number}", a.reason,
                                                a.message))
         if newest:
-            timeline.marks.extend(_degraded_marks(entry, found.cluster_operators, origin, end))
+            timeline.marks.extend(_degraded_marks(entry, cos, origin, end))
         timeline.sweeps.append(sweep)
         timeline.end = max(timeline.end, end_s)
     timeline.marks.sort(key=lambda m: m.at)

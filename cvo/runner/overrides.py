@@ -14,6 +14,7 @@ from typing import Any
 
 from cvo.clock import to_rfc3339
 from cvo.cluster.api import ApiError, ApiErrorKind, Cluster, Ref
+from cvo.objects import OperatorCondition
 from cvo.runner.operator_conditions import OperatorConditionManager
 
 CONFLICT_RETRIES = 10
@@ -59,7 +60,7 @@ async def set_override(cluster: Cluster, ref: Ref, override: Override, now: date
         oc = await cluster.get(ref)
         if oc is None:
             raise OverrideFailed(f"operatorcondition {ref.namespace}/{ref.name} does not exist (any more)")
-        spec = with_override(dict(oc.get("spec") or {}), override, now)
+        spec = with_override(OperatorCondition.read(oc).section("spec"), override, now)  # checked: lists are lists
         if spec is None:
             return OverrideResult(False, oc)
         try:

@@ -36,8 +36,9 @@ from cvo.cluster.persist import Budget, reread_on_conflict, steady
 from cvo.gates.olm import OC_API_VERSION, OC_GROUP, OC_KIND
 from cvo.gates.preconditions import Verdict, run_checks
 from cvo.gates.upgradeable import Blocker, apply_upgradeable, blockers
+from cvo.objects import ClusterOperator, ClusterVersion, OperatorCondition
 from cvo.payload.capabilities import implicitly_enabled_by_update, still_enabled
-from cvo.payload.fields import dig, entries, mapping
+from cvo.payload.fields import dig, entries
 from cvo.payload.filters import ApplyFilter, Override
 from cvo.payload.graph import Mode
 from cvo.payload.loader import Release
@@ -60,14 +61,14 @@ class Preflight:
 async def preflight(cluster: ReadOnlyCluster, target: Release, force: bool, now: datetime) -> Preflight:
     """Evaluate every gate now (reads only: nothing is written).  Pass a cluster that retries
     (:func:`cvo.cluster.persist.steady`): one failed read must not fail the checks."""
-    cv = await cluster.get(cv_ref()) or {}
-    cos = await cluster.list(*CLUSTER_OPERATOR)
-    ocs = await cluster.list(OC_GROUP, OC_KIND) if await cluster.serves(OC_API_VERSION, OC_KIND) else []
+    cv = ClusterVersion.read(await cluster.get(cv_ref()) or {})
+    cos = [ClusterOperator.read(o) for o in await cluster.list(*CLUSTER_OPERATOR)]
+    served = await cluster.serves(OC_API_VERSION, OC_KIND)
+    ocs = [OperatorCondition.read(o) for o in await cluster.list(OC_GROUP, OC_KIND)] if served else []
     found = blockers(cv, cos, ocs, assume_synced=True)
-    cv = {**cv, "status": apply_upgradeable(dict(mapping(cv.get("status"))), found, now)}
-    return Preflight(run_checks(cv, target.version,
-                                target.metadata.previous if target.metadata else (), force),
-                     found, str(dig(cv, "status", "desired", "version") or ""), target.version)
+    cv = cv.replaced(status=apply_upgradeable(cv.section("status"), found, now))
+    return Preflight(run_checks(cv, target.version, target.metadata.previous if target.metadata else (), force),
+                     found, cv.status.desired.version, target.version)
 
 
 class UpgradeController:

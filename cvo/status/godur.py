@@ -1,7 +1,7 @@
 """Go's ``time.Duration`` arithmetic and text, and Go's ``text/tabwriter``, as ``oc adm upgrade status`` uses them.
 
 The view of :mod:`cvo.status.upgrade_status` must print what oc prints, to the character: durations are
-integer nanoseconds (as Go's are), rounded and truncated the way ``Duration.Round`` and ``Duration.Truncate``
+integer nanoseconds (as Go's are; instants parsed by :mod:`cvo.objects.times`), rounded and truncated the way ``Duration.Round`` and ``Duration.Truncate``
 do, printed by ``Duration.String`` and oc's ``shortDuration`` (pkg/cli/admin/upgrade/status/health.go), and
 tables are laid out by a port of ``text/tabwriter`` (column blocks end at a line with fewer cells, which is
 how a multi-line message shifts the columns after it).  Instants are nanoseconds since the Unix epoch.
@@ -9,59 +9,21 @@ how a multi-line message shifts the columns after it).  Instants are nanoseconds
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from cvo.objects.times import from_ns, parse_datetime, parse_time, to_ns
+
+__all__ = ["HOUR", "MINUTE", "SECOND", "ZERO_TIME", "from_ns", "go_round", "go_string", "go_truncate",
+           "parse_datetime", "parse_time", "rfc3339", "short_duration", "tabwrite", "to_ns"]
 
 SECOND = 1_000_000_000
 MINUTE = 60 * SECOND
 HOUR = 60 * MINUTE
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 # Go's zero time.Time (0001-01-01T00:00:00Z): what a missing timestamp reads as.
 ZERO_TIME = -62135596800 * SECOND
-
-
-def to_ns(when: datetime) -> int:
-    """An aware datetime as nanoseconds since the Unix epoch."""
-    return (when.astimezone(UTC) - _EPOCH) // timedelta(microseconds=1) * 1000
-
-
-def from_ns(ns: int) -> datetime:
-    return _EPOCH + timedelta(microseconds=ns // 1000)
 
 
 def rfc3339(ns: int) -> str:
     """``Time.UTC().Format(time.RFC3339)``: seconds precision, ``Z``."""
     return from_ns(ns).strftime("%Y-%m-%dT%H:%M:%SZ") if ns >= 0 else "0001-01-01T00:00:00Z"
-
-
-def parse_time(text: object) -> int | None:
-    """A Kubernetes timestamp as nanoseconds; ``None`` for a missing or malformed one.
-
-    Fractions of a second are kept to the nanosecond, digits past the ninth ignored, as Go's ``time.Parse``
-    reads them; ``datetime`` alone would cut them to microseconds."""
-    if not isinstance(text, str) or not text:
-        return None
-    nanos = 0
-    dot = text.find(".")
-    if dot != -1:
-        end = dot + 1
-        while end < len(text) and text[end] in "0123456789":
-            end += 1
-        digits = text[dot + 1:end]
-        if not digits:
-            return None
-        nanos = int(digits[:9].ljust(9, "0"))
-        text = text[:dot] + text[end:]
-    when = parse_datetime(text)
-    return None if when is None else to_ns(when) + nanos
-
-
-def parse_datetime(text: str) -> datetime | None:
-    """An RFC 3339 timestamp (``Z`` or an offset; none means UTC) as an aware datetime; ``None`` if malformed."""
-    try:
-        when = datetime.fromisoformat(text.replace("Z", "+00:00") if text.endswith("Z") else text)
-    except ValueError:
-        return None
-    return when.replace(tzinfo=UTC) if when.tzinfo is None else when
 
 
 def go_round(d: int, m: int) -> int:

@@ -11,8 +11,8 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any, TextIO
 
-from cvo.clock import parse_rfc3339
-from cvo.payload.conditions import current_version, find_condition
+from cvo.objects import ClusterOperator, ClusterVersion, Condition, OperatorCondition
+from cvo.objects.times import to_ns
 
 _PADDING = 3
 _MIN_WIDTH = 6
@@ -54,41 +54,21 @@ def _two_units(big: int, big_unit: str, small: int, small_unit: str) -> str:
     return f"{big}{big_unit}{small}{small_unit}" if small else f"{big}{big_unit}"
 
 
-def _parse_time(text: str) -> datetime:
-    try:
-        return parse_rfc3339(text)
-    except ValueError:
-        return datetime.fromisoformat(text)
-
-
-def _since(obj: Mapping[str, Any], condition_type: str, now: datetime) -> str:
+def _since(condition: Condition | None, now: datetime) -> str:
     """The age of a condition's lastTransitionTime; empty when there is none."""
-    condition = find_condition(_conditions(obj), condition_type)
-    stamp = (condition or {}).get("lastTransitionTime")
-    if not stamp:
+    if condition is None or condition.last_transition_time is None:
         return ""
-    try:
-        return format_age(now - _parse_time(stamp))
-    except ValueError:
-        return "<invalid>"
+    return format_age(timedelta(microseconds=(to_ns(now) - condition.last_transition_time.ns) // 1000))
 
 
-def _conditions(obj: Mapping[str, Any]) -> list[dict[str, Any]]:
-    return (obj.get("status") or {}).get("conditions") or []
-
-
-def _condition_field(obj: Mapping[str, Any], condition_type: str, key: str) -> str:
-    condition = find_condition(_conditions(obj), condition_type)
-    return str((condition or {}).get(key, ""))
+def _field(condition: Condition | None, key: str) -> str:
+    """``status``, ``reason`` or ``message`` of ``condition``; "" without one."""
+    return "" if condition is None else str(getattr(condition, key))
 
 
 def _single_line(text: str) -> str:
     """A multi-line message on one line, so it does not break the table."""
     return " ".join(text.split())
-
-
-def _name(obj: Mapping[str, Any]) -> str:
-    return (obj.get("metadata") or {}).get("name", "")
 
 
 def format_table(rows: Sequence[Sequence[str]], *, headers: bool = True, width: int | None = None) -> str:
@@ -123,10 +103,10 @@ _MAX_WRAPPED = 3  # lines of one cell's text at most; the last one ends with an 
 _UNDER_INDENT = "    "
 
 
-def _wrapped(text: str, width: int) -> list[str]:
+def _wrapped(text: str, width: int, max_lines: int | None = _MAX_WRAPPED) -> list[str]:
     import textwrap
 
-    return textwrap.wrap(text, width=max(width, 1), max_lines=_MAX_WRAPPED, placeholder=" …",
+    return textwrap.wrap(text, width=max(width, 1), max_lines=max_lines, placeholder=" …",
                          break_long_words=True, break_on_hyphens=False) or [""]
 
 
@@ -177,77 +157,66 @@ def _expanded(rows: Sequence[Sequence[str]], width: int) -> tuple[list[str], int
         for i, (header, cell) in enumerate(zip(headers, row, strict=False)):
             if not cell and i:
                 continue  # an empty MESSAGE says nothing
-            first, *rest = _wrapped(cell, width - label) if cell else [""]
+            # only the last column's text may be cut short; the others are kept whole
+            first, *rest = _wrapped(cell, width - label, _MAX_WRAPPED if i == len(row) - 1 else None) if cell \
+                else [""]
             out.append(f"{header + ':':<{label}}{first}".rstrip())
             out += [" " * label + more for more in rest]
     return out, 0
 
 
-def clusterversion_table(cv: Mapping[str, Any], now: datetime, *, wide: bool = False, headers: bool = True,
+def clusterversion_table(cv: ClusterVersion, now: datetime, *, wide: bool = False, headers: bool = True,
                          width: int | None = None) -> str:
     """NAME, VERSION (the current version), AVAILABLE, PROGRESSING, SINCE and STATUS (the Progressing message);
     ``wide`` adds DESIRED (``status.desired.version``), FAILING and UPGRADEABLE before STATUS."""
-    status = cv.get("status") or {}
+    status = cv.status
+    progressing = status.condition("Progressing")
     header = ["NAME", "VERSION", "AVAILABLE", "PROGRESSING", "SINCE"]
-    row = [
-        _name(cv),
-        current_version(status.get("history") or []),
-        _condition_field(cv, "Available", "status"),
-        _condition_field(cv, "Progressing", "status"),
-        _since(cv, "Progressing", now),
-    ]
+    row = [cv.name, status.current_version, _field(status.condition("Available"), "status"),
+           _field(progressing, "status"), _since(progressing, now)]
     if wide:
-        desired = status.get("desired")
         header += ["DESIRED", "FAILING", "UPGRADEABLE"]
-        row += [str(desired.get("version") or "") if isinstance(desired, Mapping) else "",
-                _condition_field(cv, "Failing", "status"), _condition_field(cv, "Upgradeable", "status")]
+        row += [status.desired.version, _field(status.condition("Failing"), "status"),
+                _field(status.condition("Upgradeable"), "status")]
     header.append("STATUS")
-    row.append(_single_line(_condition_field(cv, "Progressing", "message")))
+    row.append(_single_line(_field(progressing, "message")))
     return format_table([header, row], headers=headers, width=width)
 
 
-def operator_version(co: Mapping[str, Any]) -> str:
-    """``versions[name=operator].version``."""
-    versions = (co.get("status") or {}).get("versions") or []
-    return next((v.get("version", "") for v in versions if v.get("name") == "operator"), "")
-
-
-def _unhealthy(co: Mapping[str, Any]) -> str:
-    """The type of the first unhealthy condition: Available=False, else Degraded=True, else Progressing=True."""
+def _unhealthy(co: ClusterOperator) -> Condition | None:
+    """The first unhealthy condition: Available=False, else Degraded=True, else Progressing=True."""
     for condition_type, bad in (("Available", "False"), ("Degraded", "True"), ("Progressing", "True")):
-        if _condition_field(co, condition_type, "status") == bad:
-            return condition_type
-    return ""
+        condition = co.status.condition(condition_type)
+        if condition is not None and condition.status == bad:
+            return condition
+    return None
 
 
-def operator_message(co: Mapping[str, Any]) -> str:
+def operator_message(co: ClusterOperator) -> str:
     """The message of the first unhealthy condition: Available=False, else Degraded=True, else Progressing=True."""
-    condition_type = _unhealthy(co)
-    return _single_line(_condition_field(co, condition_type, "message")) if condition_type else ""
+    return _single_line(_field(_unhealthy(co), "message"))
 
 
-def operator_reason(co: Mapping[str, Any]) -> str:
+def operator_reason(co: ClusterOperator) -> str:
     """The reason of the condition :func:`operator_message` shows."""
-    condition_type = _unhealthy(co)
-    return _condition_field(co, condition_type, "reason") if condition_type else ""
+    return _field(_unhealthy(co), "reason")
 
 
-def completed_version(cv: Mapping[str, Any]) -> str:
+def completed_version(cv: ClusterVersion) -> str:
     """The version of the ClusterVersion's latest history entry when that entry is Completed, else ""."""
-    history = (cv.get("status") or {}).get("history") or []
-    latest = history[0] if history and isinstance(history[0], Mapping) else {}
-    return str(latest.get("version") or "") if latest.get("state") == "Completed" else ""
+    history = cv.status.history
+    return history[0].version if history and history[0].state == "Completed" else ""
 
 
-def not_in_release(co: Mapping[str, Any], release: str) -> bool:
+def not_in_release(co: ClusterOperator, release: str) -> bool:
     """Whether ``co`` is left over from an earlier release: once an update to ``release`` has completed, every
     ClusterOperator of the release reports it as its operator version, so one that reports another is not
     part of it (an operator the new release dropped, whose ClusterOperator nobody deleted)."""
-    version = operator_version(co)
+    version = co.status.version()
     return bool(release and version and version != release)
 
 
-def clusteroperators_table(cos: Sequence[Mapping[str, Any]], now: datetime, release: str = "", *,
+def clusteroperators_table(cos: Sequence[ClusterOperator], now: datetime, release: str = "", *,
                            wide: bool = False, headers: bool = True, width: int | None = None) -> str:
     """One row per ClusterOperator, sorted by name; SINCE is the age of the Available condition.  With the
     cluster's completed ``release``, a ClusterOperator it does not hold says so in MESSAGE.  ``wide`` adds
@@ -255,54 +224,49 @@ def clusteroperators_table(cos: Sequence[Mapping[str, Any]], now: datetime, rele
     MESSAGE."""
     header = ["NAME", "VERSION", "AVAILABLE", "PROGRESSING", "DEGRADED", "SINCE"]
     rows = [header + (["UPGRADEABLE", "REASON"] if wide else []) + ["MESSAGE"]]
-    for co in sorted(cos, key=_name):
+    for co in sorted(cos, key=lambda o: o.name):
+        status = co.status
         message = operator_message(co)
         if not_in_release(co, release):
-            message = f"not in the current release {release} (left over from {operator_version(co)})" + (
+            message = f"not in the current release {release} (left over from {status.version()})" + (
                 f"; {message}" if message else "")
-        row = [
-            _name(co),
-            operator_version(co),
-            _condition_field(co, "Available", "status"),
-            _condition_field(co, "Progressing", "status"),
-            _condition_field(co, "Degraded", "status"),
-            _since(co, "Available", now),
-        ]
+        available = status.condition("Available")
+        row = [co.name, status.version(), _field(available, "status"),
+               _field(status.condition("Progressing"), "status"), _field(status.condition("Degraded"), "status"),
+               _since(available, now)]
         if wide:
-            row += [_condition_field(co, "Upgradeable", "status"), operator_reason(co)]
+            row += [_field(status.condition("Upgradeable"), "status"), operator_reason(co)]
         rows.append([*row, message])
     return format_table(rows, headers=headers, width=width)
 
 
-def upgradeable_text(cv: Mapping[str, Any], cos: Sequence[Mapping[str, Any]],
-                     ocs: Sequence[Mapping[str, Any]] = (), *, headers: bool = True, width: int | None = None) -> str:
+def upgradeable_text(cv: ClusterVersion, cos: Sequence[ClusterOperator], ocs: Sequence[OperatorCondition] = (),
+                     *, headers: bool = True, width: int | None = None) -> str:
     """The cluster's Upgradeable condition, then every operator's: ClusterOperators and OperatorConditions
     (a table; without ``headers``, without its header line).  With ``width``, every line fits it (the prose
     wrapped at word boundaries)."""
     from cvo.gates.olm import unsupported_conditions, upgradeable_verdict
 
-    cond = next((c for c in _conditions(cv) if c.get("type") == "Upgradeable"), None)
+    cond = cv.status.condition("Upgradeable")
     if cond is None:
         lines = ["Upgradeable: True (ClusterVersion, as of its last sweep: nothing blocks minor or major updates)"]
     else:
-        message = str(cond.get("message", "")).replace("\n", "\n    ")
-        lines = [f"Upgradeable: {cond.get('status')} ({cond.get('reason', '')}; ClusterVersion, as of its last sweep)",
-                 f"    {message}"]
+        message = cond.message.replace("\n", "\n    ")
+        lines = [f"Upgradeable: {cond.status} ({cond.reason}; ClusterVersion, as of its last sweep)", f"    {message}"]
     rows = [["SOURCE", "NAME", "UPGRADEABLE", "REASON", "MESSAGE"]]
-    for co in sorted(cos, key=_name):
-        up = next((c for c in _conditions(co) if c.get("type") == "Upgradeable"), None)
+    for co in sorted(cos, key=lambda o: o.name):
+        up = co.status.condition("Upgradeable")
         if up is not None:
-            rows.append(["clusteroperator", _name(co), str(up.get("status", "")), str(up.get("reason", "")),
-                         _single_line(str(up.get("message", "")))])
-    for oc in sorted(ocs, key=lambda o: (o["metadata"].get("namespace", ""), _name(o))):
-        verdict = upgradeable_verdict(dict(oc))
+            rows.append(["clusteroperator", co.name, up.status, up.reason, _single_line(up.message)])
+    for oc in sorted(ocs, key=lambda o: (o.namespace, o.name)):
+        verdict = upgradeable_verdict(oc)
         source = f"operatorcondition ({verdict.source})" if verdict.source else "operatorcondition"
-        name = f"{oc['metadata'].get('namespace', '')}/{_name(oc)}"
+        name = f"{oc.namespace}/{oc.name}"
         if verdict.source or not verdict.upgradeable:
             rows.append([source, name, str(verdict.upgradeable), verdict.reason, _single_line(verdict.message)])
-        for extra in unsupported_conditions(dict(oc)):
-            rows.append(["operatorcondition (not acted on)", name, f"{extra.get('type')}={extra.get('status')}",
-                         str(extra.get("reason", "")), _single_line(str(extra.get("message", "")))])
+        for extra in unsupported_conditions(oc):
+            rows.append(["operatorcondition (not acted on)", name, f"{extra.type}={extra.status}", extra.reason,
+                         _single_line(extra.message)])
     if width is not None:
         lines = [part for text in lines for line in text.split("\n") for part in _fit_line(line, width)]
     if len(rows) > 1:
@@ -320,15 +284,20 @@ def _fit_line(line: str, width: int) -> list[str]:
     return textwrap.wrap(line, width=width, subsequent_indent=indent or "    ", break_on_hyphens=False) or [line]
 
 
-def write_status_text(cv: Mapping[str, Any], cos: Sequence[Mapping[str, Any]], now: datetime, out: TextIO,
-                      ocs: Sequence[Mapping[str, Any]] | None = None, *, wide: bool = False,
-                      headers: bool = True, width: int | None = None) -> None:
+def write_status_text(cv: ClusterVersion | Mapping[str, Any], cos: Sequence[ClusterOperator | Mapping[str, Any]],
+                      now: datetime, out: TextIO, ocs: Sequence[OperatorCondition | Mapping[str, Any]] | None = None,
+                      *, wide: bool = False, headers: bool = True, width: int | None = None) -> None:
     """Both tables, separated by a blank line; with ``ocs``, the Upgradeable section too.  ``wide``: the tables'
     extra columns (``-o wide``); without ``headers``, no header lines (``--no-headers``).  ``width``: a
-    terminal's, which every line fits (:func:`format_table`); ``None`` (piped): lines as long as their cells."""
-    out.write(clusterversion_table(cv, now, wide=wide, headers=headers, width=width))
+    terminal's, which every line fits (:func:`format_table`); ``None`` (piped): lines as long as their cells.
+    Objects not read into views yet are read here (:meth:`cvo.objects.Object.of`)."""
+    cv_view = ClusterVersion.of(cv)
+    co_views = [ClusterOperator.of(co) for co in cos]
+    out.write(clusterversion_table(cv_view, now, wide=wide, headers=headers, width=width))
     out.write("\n")
-    out.write(clusteroperators_table(cos, now, completed_version(cv), wide=wide, headers=headers, width=width))
+    out.write(clusteroperators_table(co_views, now, completed_version(cv_view), wide=wide, headers=headers,
+                                     width=width))
     if ocs is not None:
         out.write("\n")
-        out.write(upgradeable_text(cv, cos, ocs, headers=headers, width=width))
+        out.write(upgradeable_text(cv_view, co_views, [OperatorCondition.of(oc) for oc in ocs], headers=headers,
+                                   width=width))

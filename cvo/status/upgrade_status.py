@@ -4,8 +4,8 @@ A port of the semantics of openshift/oc ``pkg/cli/admin/upgrade/status``: ``asse
 ``coInsights``, ``versionsFromHistory``, ``baselineDuration``, ``estimateCompletion`` and
 ``timewiseComplete`` (controlplane.go), ``assessUpdateInsights`` (health.go) and the checks of
 ``options.Run`` (status.go).  Nothing here reads a clock or a cluster: the ClusterVersion and the
-ClusterOperators (plain dicts) and ``now`` go in, an :class:`UpgradeStatus` comes out, rendered by
-:mod:`cvo.status.upgrade_text` or turned into the Update Status API's field names by :func:`to_data`.
+ClusterOperators (views, :mod:`cvo.objects`) and ``now`` go in, an :class:`UpgradeStatus` comes out,
+rendered by :mod:`cvo.status.upgrade_text` or turned into the Update Status API's field names by :func:`to_data`.
 
 Left out, as the CVO has no part in them: the node and worker-pool assessment (the machine-config
 operator's) and the alerts oc reads from Prometheus.  oc compares machine-config's ``operator-image``
@@ -20,7 +20,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from cvo.status.godur import MINUTE, SECOND, ZERO_TIME, go_round, go_truncate, parse_time
+from cvo.objects import ClusterOperator, ClusterVersion, Condition, Time
+from cvo.objects.clusterversion import UpdateHistory
+from cvo.objects.condition import find_last
+from cvo.status.godur import MINUTE, SECOND, ZERO_TIME, go_round, go_truncate
 
 MACHINE_CONFIG = "machine-config"
 CV_GROUP = "config.openshift.io"
@@ -58,24 +61,9 @@ class StatusUnavailable(ValueError):
     """The objects do not allow an assessment (oc's errors, word for word)."""
 
 
-@dataclass(frozen=True)
-class Cond:
-    """A ClusterOperator or ClusterVersion condition; ``since`` is ``None`` when it has no valid time."""
-
-    type: str
-    status: str
-    reason: str
-    message: str
-    since: int | None
-
-    @classmethod
-    def of(cls, raw: Mapping[str, Any]) -> Cond:
-        return cls(_text(raw.get("type")), _text(raw.get("status")), _text(raw.get("reason")),
-                   _text(raw.get("message")), parse_time(raw.get("lastTransitionTime")))
-
-    @property
-    def since_ns(self) -> int:
-        return ZERO_TIME if self.since is None else self.since
+def since_ns(condition: Condition) -> int:
+    """A condition's ``lastTransitionTime`` in nanoseconds; Go's zero time when it has none."""
+    return ZERO_TIME if condition.since is None else condition.since
 
 
 @dataclass(frozen=True)
@@ -107,7 +95,7 @@ class Insight:
 @dataclass(frozen=True)
 class UpdatingOperator:
     name: str
-    condition: Cond  # its Progressing=True condition
+    condition: Condition  # its Progressing=True condition
 
 
 @dataclass
@@ -184,88 +172,52 @@ class UpgradeStatus:
     operators: list[dict[str, Any]] = field(default_factory=list)  # per-operator status insights (API shape)
 
 
-def _text(value: object) -> str:
-    return value if isinstance(value, str) else ""
-
-
-def _status(obj: Mapping[str, Any] | None) -> Mapping[str, Any]:
-    status = (obj or {}).get("status")
-    return status if isinstance(status, Mapping) else {}
-
-
-def _list(value: object) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
-def _conditions(obj: Mapping[str, Any] | None) -> list[Cond]:
-    return [Cond.of(c) for c in _list(_status(obj).get("conditions")) if isinstance(c, Mapping)]
-
-
-def _find(conditions: Sequence[Cond], type_: str) -> Cond | None:
-    return next((c for c in conditions if c.type == type_), None)
-
-
-def _name(obj: Mapping[str, Any]) -> str:
-    meta = obj.get("metadata")
-    return _text(meta.get("name")) if isinstance(meta, Mapping) else ""
-
-
-def _history(cv: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    return [h for h in _list(_status(cv).get("history")) if isinstance(h, Mapping)]
-
-
-def is_platform_operator(co: Mapping[str, Any]) -> bool:
+def is_platform_operator(co: ClusterOperator) -> bool:
     """A ClusterOperator of the payload: annotated ``include.``/``exclude.release.openshift.io/…``."""
-    meta = co.get("metadata")
-    annotations = meta.get("annotations") if isinstance(meta, Mapping) else None
-    if not isinstance(annotations, Mapping):
-        return False
-    return any(isinstance(k, str) and k.startswith(("exclude.release.openshift.io/", "include.release.openshift.io/"))
-               for k in annotations)
+    return any(k.startswith(("exclude.release.openshift.io/", "include.release.openshift.io/"))
+               for k in co.metadata.annotations)
 
 
-def latest_transition(cv: Mapping[str, Any] | None, cos: Sequence[Mapping[str, Any]]) -> int | None:
+def latest_transition(cv: ClusterVersion | Mapping[str, Any] | None,
+                      cos: Sequence[ClusterOperator | Mapping[str, Any]]) -> int | None:
     """The moment saved objects describe: the latest ``lastTransitionTime`` of the ClusterVersion's and the
     ClusterOperators' conditions (oc's mocked "now", without the nanoseconds it adds)."""
-    times = [c.since for obj in [cv, *cos] for c in _conditions(obj) if c.since is not None]
+    conditions = [*(ClusterVersion.of(cv).status.conditions if cv is not None else ()),
+                  *(c for co in cos for c in ClusterOperator.of(co).status.conditions)]
+    times = [c.since for c in conditions if c.since is not None]
     return max(times) if times else None
 
 
 # --- ClusterOperators -----------------------------------------------------------------------------
 
 
-def _co_insights(name: str, available: Cond | None, degraded: Cond | None, now: int) -> list[Insight]:
+def _co_insights(name: str, available: Condition | None, degraded: Condition | None, now: int) -> list[Insight]:
     """``coInsights``: unavailable for 5 minutes (20: an error), degraded for 5 minutes (40: an error)."""
     scope = (Resource(CV_GROUP, "ClusterOperator", name),)
     found = []
-    if available is not None and available.status == "False" and now > available.since_ns + UNAVAILABLE_WARNING:
-        level = ERROR if now > available.since_ns + UNAVAILABLE_ERROR else WARNING
+    if available is not None and available.status == "False" and now > since_ns(available) + UNAVAILABLE_WARNING:
+        level = ERROR if now > since_ns(available) + UNAVAILABLE_ERROR else WARNING
         found.append(Insight(available.since, "ControlPlane", scope, level, IMPACT_API_AVAILABILITY,
                              f"Cluster Operator {name} is unavailable ({available.reason})",
                              available.message or "<no message>", RUNBOOK_DOWN))
-    if degraded is not None and degraded.status == "True" and now > degraded.since_ns + DEGRADED_WARNING:
-        level = ERROR if now > degraded.since_ns + DEGRADED_ERROR else WARNING
+    if degraded is not None and degraded.status == "True" and now > since_ns(degraded) + DEGRADED_WARNING:
+        level = ERROR if now > since_ns(degraded) + DEGRADED_ERROR else WARNING
         found.append(Insight(degraded.since, "ControlPlane", scope, level, IMPACT_API_AVAILABILITY,
                              f"Cluster Operator {name} is degraded ({degraded.reason})",
                              degraded.message or "<no message>", RUNBOOK_DEGRADED))
     return found
 
 
-def _versions(co: Mapping[str, Any]) -> list[tuple[str, str]]:
-    return [(_text(v.get("name")), _text(v.get("version"))) for v in _list(_status(co).get("versions"))
-            if isinstance(v, Mapping)]
-
-
-def _is_updated(co: Mapping[str, Any], name: str, target: str, mco_image: str | None) -> bool:
-    versions = _versions(co)
+def _is_updated(co: ClusterOperator, name: str, target: str, mco_image: str | None) -> bool:
+    versions = co.status.versions
     if name == MACHINE_CONFIG and mco_image is not None and any(
-            n == "operator-image" and v != mco_image for n, v in versions):
+            v.name == "operator-image" and v.version != mco_image for v in versions):
         return False  # its operator image is still changing: a multi-arch migration
-    return any(n == "operator" and v == target for n, v in versions)
+    return any(v.name == "operator" and v.version == target for v in versions)
 
 
-def _operator_insight(name: str, updated: bool, progressing: Cond | None, available: Cond | None,
-                      degraded: Cond | None) -> dict[str, Any]:
+def _operator_insight(name: str, updated: bool, progressing: Condition | None, available: Condition | None,
+                      degraded: Condition | None) -> dict[str, Any]:
     """The ClusterOperatorProgressInsight status of one operator (its Updating and Healthy conditions)."""
     if updated:
         updating = {"type": "Updating", "status": "False", "reason": "Updated"}
@@ -286,16 +238,14 @@ def _operator_insight(name: str, updated: bool, progressing: Cond | None, availa
 # --- the estimate ---------------------------------------------------------------------------------
 
 
-def baseline_duration(history: Sequence[Mapping[str, Any]]) -> int:
+def baseline_duration(history: Sequence[UpdateHistory]) -> int:
     """``baselineDuration``: the last completed update's duration (neither the current one nor the
     install), else an hour."""
     if len(history) < 3:
         return 60 * MINUTE
     for item in history[1:-1]:
-        if item.get("state") == COMPLETED:
-            completion = parse_time(item.get("completionTime"))
-            started = parse_time(item.get("startedTime"))
-            return (ZERO_TIME if completion is None else completion) - (ZERO_TIME if started is None else started)
+        if item.state == COMPLETED:
+            return _ns(item.completion_time) - _ns(item.started_time)
     return 60 * MINUTE
 
 
@@ -329,23 +279,28 @@ def estimate_completion(baseline: int, to_last_observed_progress: int, updating_
 # --- versions -------------------------------------------------------------------------------------
 
 
-def versions_from_history(history: Sequence[Mapping[str, Any]], cv_scope: Resource,
+def _ns(when: Time | None) -> int:
+    """A timestamp in nanoseconds; Go's zero time when there is none."""
+    return ZERO_TIME if when is None else when.ns
+
+
+def versions_from_history(history: Sequence[UpdateHistory], cv_scope: Resource,
                           control_plane_completed: bool) -> tuple[Versions, list[Insight]]:
     """``versionsFromHistory``: target and previous version, and the "never completed" insight."""
-    target = _text(history[0].get("version")) if history else "unknown"
+    target = history[0].version if history else "unknown"
     if len(history) == 1:
         return Versions(target=target, is_target_install=True), []
     if not history:
         return Versions(), []
-    previous = _text(history[1].get("version"))
-    partial = history[1].get("state") == "Partial"
-    multi_arch = (history[0].get("version") == history[1].get("version")
-                  and history[0].get("image") != history[1].get("image"))
+    previous = history[1].version
+    partial = history[1].state == "Partial"
+    multi_arch = history[0].version == history[1].version and history[0].image != history[1].image
     versions = Versions(target, previous, False, partial, multi_arch)
     if control_plane_completed or not partial:
         return versions, []
-    last_complete = next((_text(h.get("version")) for h in history[2:] if h.get("state") == COMPLETED), "unknown")
-    insight = Insight(parse_time(history[0].get("startedTime")), "ControlPlane", (cv_scope,), WARNING, IMPACT_NONE,
+    last_complete = next((h.version for h in history[2:] if h.state == COMPLETED), "unknown")
+    started = history[0].started_time
+    insight = Insight(None if started is None else started.ns, "ControlPlane", (cv_scope,), WARNING, IMPACT_NONE,
                       f"Previous update to {previous} never completed, last complete update was {last_complete}",
                       f"Current update to {target} was initiated while the previous update to version {previous} "
                       "was still in progress", DOCS_HISTORY)
@@ -355,9 +310,9 @@ def versions_from_history(history: Sequence[Mapping[str, Any]], cv_scope: Resour
 # --- the control plane ----------------------------------------------------------------------------
 
 
-def _cv_insights(cv: Mapping[str, Any], name: str, now: int) -> list[Insight]:
+def _cv_insights(cv: ClusterVersion, name: str, now: int) -> list[Insight]:
     scope = (Resource(CV_GROUP, "ClusterVersion", name),)
-    failing = _find(_conditions(cv), "Failing")
+    failing = cv.status.condition("Failing")
     if failing is None:
         return [Insight(now, "ControlPlane", scope, WARNING, IMPACT_UPDATE_STALLED,
                         f"Cluster Version {name} has no Failing condition", NO_FAILING_DESCRIPTION, RUNBOOK_DEGRADED)]
@@ -368,14 +323,13 @@ def _cv_insights(cv: Mapping[str, Any], name: str, now: int) -> list[Insight]:
     return []
 
 
-def assess_control_plane(cv: Mapping[str, Any], cos: Sequence[Mapping[str, Any]], now: int,
+def assess_control_plane(cv: ClusterVersion, cos: Sequence[ClusterOperator], now: int,
                          mco_image: str | None = None) -> tuple[ControlPlane, list[Insight], list[dict[str, Any]]]:
     """``assessControlPlaneStatus``: the control plane's display data, its insights, and each operator's
     status insight."""
     data = ControlPlane()
-    cv_name = _name(cv)
-    target = _text((_status(cv).get("desired") or {}).get("version")) if isinstance(_status(cv).get("desired"),
-                                                                                   Mapping) else ""
+    cv_name = cv.name
+    target = cv.status.desired.version
     insights = _cv_insights(cv, cv_name, now)
     operator_insights = []
     last_observed_progress: int | None = None
@@ -384,23 +338,23 @@ def assess_control_plane(cv: Mapping[str, Any], cos: Sequence[Mapping[str, Any]]
     for co in cos:
         if not is_platform_operator(co):
             continue
-        name = _name(co)
+        name = co.name
         updated = _is_updated(co, name, target, mco_image)
         if updated:
             ops.updated += 1
-        conditions = _conditions(co)
-        available, degraded = _find_last(conditions, "Available"), _find_last(conditions, "Degraded")
-        progressing = _find_last(conditions, "Progressing")
+        conditions = co.status.conditions
+        available, degraded = find_last(conditions, "Available"), find_last(conditions, "Degraded")
+        progressing = find_last(conditions, "Progressing")
         ops.total += 1
         if progressing is not None:
-            if last_observed_progress is None or progressing.since_ns > last_observed_progress:
-                last_observed_progress = progressing.since_ns
+            if last_observed_progress is None or since_ns(progressing) > last_observed_progress:
+                last_observed_progress = since_ns(progressing)
             if not updated and progressing.status == "True":
                 ops.updating.append(UpdatingOperator(name, progressing))
             if not updated and progressing.status == "False":
                 ops.waiting += 1
             if progressing.status == "True" and name == MACHINE_CONFIG and not updated:
-                mco_started_updating = progressing.since_ns
+                mco_started_updating = since_ns(progressing)
         if available is None or available.status != "True":
             ops.unavailable += 1
         elif degraded is not None and degraded.status == "True":
@@ -413,19 +367,18 @@ def assess_control_plane(cv: Mapping[str, Any], cos: Sequence[Mapping[str, Any]]
     if mco_started_updating is not None and ops.total - ops.updated == 1:
         last_observed_progress = mco_started_updating  # daemonsets flip Progressing while nodes reboot
 
-    history = _history(cv)
+    history = cv.status.history
     to_last_observed_progress = 0
     if history:
-        started = parse_time(history[0].get("startedTime"))
-        started_ns = ZERO_TIME if started is None else started
-        data.started_at = started
+        started = history[0].started_time
+        started_ns = _ns(started)
+        data.started_at = None if started is None else started.ns
         observed = last_observed_progress if last_observed_progress is not None else ZERO_TIME
         if not observed > started_ns:
             observed = now
         to_last_observed_progress = observed - started_ns
-        if history[0].get("state") == COMPLETED:
-            completion_time = parse_time(history[0].get("completionTime"))
-            data.completion_at = ZERO_TIME if completion_time is None else completion_time
+        if history[0].state == COMPLETED:
+            data.completion_at = _ns(history[0].completion_time)
         else:
             data.completion_at = now
         data.updating_for = data.completion_at - started_ns
@@ -448,15 +401,6 @@ def assess_control_plane(cv: Mapping[str, Any], cos: Sequence[Mapping[str, Any]]
     return data, insights, operator_insights
 
 
-def _find_last(conditions: Sequence[Cond], type_: str) -> Cond | None:
-    """oc's loop over the conditions keeps the last one of a type."""
-    found = None
-    for c in conditions:
-        if c.type == type_:
-            found = c
-    return found
-
-
 # --- health ---------------------------------------------------------------------------------------
 
 
@@ -471,23 +415,26 @@ def assess_insights(insights: Sequence[Insight], updating_for: int, now: int) ->
     return kept, True
 
 
-def assess(cv: Mapping[str, Any] | None, cos: Sequence[Mapping[str, Any]], now: int,
-           mco_image: str | None = None) -> UpgradeStatus:
-    """The whole view at ``now`` (nanoseconds), or :class:`StatusUnavailable` with oc's message."""
+def assess(cv: ClusterVersion | Mapping[str, Any] | None, cos: Sequence[ClusterOperator | Mapping[str, Any]],
+           now: int, mco_image: str | None = None) -> UpgradeStatus:
+    """The whole view at ``now`` (nanoseconds), or :class:`StatusUnavailable` with oc's message.  Objects not
+    read into views yet are read here (:meth:`cvo.objects.Object.of`)."""
     if cv is None:
         raise StatusUnavailable("no cluster version information available - you must be connected to an OpenShift "
                                 "version 4 server to fetch the current version")
     if not cos:
         raise StatusUnavailable("no cluster operator information available - you must be connected to an OpenShift "
                                 "version 4 server")
-    progressing = _find(_conditions(cv), "Progressing")
+    cv_view, co_views = ClusterVersion.of(cv), [ClusterOperator.of(co) for co in cos]
+    progressing = cv_view.status.condition("Progressing")
     if progressing is None:
         raise StatusUnavailable("no current Progressing info, see `oc describe clusterversion` for more details.")
     if progressing.status != "True":
         return UpgradeStatus(now=now, updating=False)
-    history = _history(cv)
-    started = parse_time(history[0].get("startedTime")) if history else progressing.since
+    history = cv_view.status.history
+    started_time = history[0].started_time if history else progressing.last_transition_time
+    started = None if started_time is None else started_time.ns
     updating_for = go_round(now - (ZERO_TIME if started is None else started), SECOND)
-    control_plane, insights, operator_insights = assess_control_plane(cv, cos, now, mco_image)
+    control_plane, insights, operator_insights = assess_control_plane(cv_view, co_views, now, mco_image)
     sorted_insights, detailed = assess_insights(insights, updating_for, now)
     return UpgradeStatus(now, True, control_plane, sorted_insights, detailed, operator_insights)

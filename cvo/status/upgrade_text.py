@@ -13,7 +13,7 @@ from typing import Any
 
 from cvo.status.forecast import Forecast
 from cvo.status.godur import SECOND, go_truncate, rfc3339, short_duration, tabwrite
-from cvo.status.upgrade_status import LEVEL_NAMES, ControlPlane, Insight, UpgradeStatus
+from cvo.status.upgrade_status import LEVEL_NAMES, ControlPlane, Insight, UpgradeStatus, since_ns
 
 DETAILS = ("none", "operators", "health", "all")
 NOT_UPDATING = "The cluster is not updating.\n"
@@ -57,7 +57,7 @@ def control_plane_text(cp: ControlPlane, detailed: bool, now: int, forecast: For
         for o in ops.updating:
             # a multi-line message: its further lines in the MESSAGE column, under the first (as oc writes them)
             first, *more = o.condition.message.split("\n")
-            rows += (f"{o.name}\t{short_duration(now - o.condition.since_ns)}\t{o.condition.reason or '-'}\t"
+            rows += (f"{o.name}\t{short_duration(now - since_ns(o.condition))}\t{o.condition.reason or '-'}\t"
                      f"{first}\n")
             rows += "".join(f"\t\t\t{line}\n" for line in more)
         text += "\nUpdating Cluster Operators" + tabwrite(rows)

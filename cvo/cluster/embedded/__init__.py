@@ -18,7 +18,8 @@ rules the CVO depends on:
 * with ``--state``, every write is committed to an SQLite store (:mod:`cvo.cluster.embedded.store`)
   that several cvo processes share safely, with optimistic concurrency across them.
 
-May import: ``cvo.cluster`` (the interface) and ``cvo.payload`` (object shapes); never ``cvo.cluster.kube``.
+May import: ``cvo.cluster`` (the interface), ``cvo.objects`` (the metadata schema a stored object must
+satisfy) and ``cvo.payload`` (object shapes); never ``cvo.cluster.kube``.
 """
 
 from cvo.cluster.embedded.kinds import ServedKinds

@@ -56,6 +56,8 @@ from cvo.cluster.embedded.semantics import (
     uid_for,
 )
 from cvo.cluster.embedded.store import DB_ERRORS, Row, StateError, Store
+from cvo.objects.meta import OBJECT_META_SCHEMA
+from cvo.objects.schema import check
 from cvo.payload.schema import secret_string_data
 
 DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease", "openshift-config",
@@ -839,6 +841,10 @@ def _check_row(path: Path, row: Row) -> None:
           and isinstance(meta.get("name"), str) and isinstance(meta.get("namespace", ""), str))
     if not ok or Ref.of(obj) != row.ref:
         raise StateError(f"{path}: corrupt state database: {row.ref} is not a JSON object of that kind and name")
+    # the server reads its objects' metadata (generation, owners, finalizers…) as the API server validated it
+    problems = check(OBJECT_META_SCHEMA, meta)[1]
+    if problems:
+        raise StateError(f"{path}: corrupt state database: {row.ref}: metadata.{problems[0]}")
 
 
 def _continue_timeline(clock: Clock, saved: datetime) -> None:

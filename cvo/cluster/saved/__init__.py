@@ -4,5 +4,6 @@
 limits (one ``error:`` line naming the file and document for anything it cannot use);
 :mod:`cvo.cluster.saved.cluster` serves them through the ``Cluster`` protocol, refusing every write.
 A third backend beside :mod:`cvo.cluster.embedded` and :mod:`cvo.cluster.kube`; it imports neither.
-May import: ``cvo.payload`` (input limits, the YAML/JSON decoder) and ``cvo.cluster`` (the interface).
+May import: ``cvo.payload`` (input limits, the YAML/JSON decoder), ``cvo.objects`` (the kinds it checks) and
+``cvo.cluster`` (the interface).
 """

@@ -6,7 +6,9 @@ A PATH is a YAML or JSON file (several documents, each an object or a ``kind: Li
 per file, its ``namespaces/*/core/*.yaml`` lists).  Everything goes through cvo's input limits
 (:mod:`cvo.payload.limits`: file size, documents per file, nesting depth, aliases) and the payload's
 YAML/JSON decoder; all files together are bounded by :data:`MAX_TOTAL_BYTES`.  Anything unusable is an
-:class:`~cvo.payload.limits.InputError`, one line naming the file and the document.
+:class:`~cvo.payload.limits.InputError`, one line naming the file and the document.  Objects of the kinds
+cvo reads (:data:`cvo.objects.KINDS`) are checked against their schemas as they are read: a field of the
+wrong shape is left out, with one warning naming the file, the document, the object and the field.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from cvo.objects import KINDS
+from cvo.objects.base import checked
 from cvo.payload import limits
 from cvo.payload.limits import InputError, display_name, read_input
 from cvo.payload.yamlorjson import load_documents
@@ -56,7 +60,7 @@ def _objects_of(document: Any, shown: str, number: int) -> Iterable[dict[str, An
             return []
         if not isinstance(items, list):
             raise InputError(shown, f"{kind}: items is not a list", number)
-        out = []
+        out: list[dict[str, Any]] = []
         for i, item in enumerate(items):
             if not isinstance(item, Mapping) or not item.get("kind"):
                 raise InputError(shown, f"{kind}: items[{i}] is not an object with a kind", number)
@@ -69,7 +73,11 @@ def _objects_of(document: Any, shown: str, number: int) -> Iterable[dict[str, An
         raise InputError(shown, f"{kind} without metadata.name", number)
     if not isinstance(meta.get("namespace", ""), str | type(None)):
         raise InputError(shown, f"{kind} {meta['name']}: metadata.namespace is not text", number)
-    return [dict(document)]
+    view = KINDS.get((str(document.get("apiVersion", "")).rpartition("/")[0], kind))
+    if view is None:
+        return [dict(document)]
+    # a kind cvo reads: checked against its schema here, where the warnings can name the file and document
+    return [checked(view.KIND, document, f"{shown} (document {number})")]
 
 
 def read_file(path: Path, shown: str, budget: list[int]) -> list[dict[str, Any]]:

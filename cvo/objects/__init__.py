@@ -1,0 +1,28 @@
+"""Typed views of the objects cvo reads from outside: a cluster, the embedded store, saved files.
+
+An object is read once, at the boundary (``ClusterVersion.read(obj)``), into frozen dataclasses that
+cannot hold a string where a list belongs: it is checked against its kind's schema (the CRDs of
+``manifests/``, or a schema declared in code), each field of the wrong shape is left out with one warning
+naming the object and the field, and the rest of cvo reads typed fields without guarding again.
+``schema.py`` is the check, ``view.py`` the dataclass builder, ``base.py`` kinds and reading, ``times.py``
+timestamps as nanoseconds (any time Go holds), ``crds.py`` finds ``manifests/``; one module per kind.
+A new kind is a module with its views and a ``KIND`` (:func:`~cvo.objects.base.crd` or
+:func:`~cvo.objects.base.declared`), listed in :data:`KINDS`.
+May import: ``cvo.payload`` (input limits, the YAML decoder, field helpers) only.
+"""
+
+from cvo.objects.base import Object, Refused
+from cvo.objects.clusteroperator import ClusterOperator
+from cvo.objects.clusterversion import ClusterVersion
+from cvo.objects.condition import Condition
+from cvo.objects.crds import SchemaMissing
+from cvo.objects.deployment import Deployment
+from cvo.objects.operatorcondition import OperatorCondition
+from cvo.objects.times import Time
+
+# (group, kind) -> its view: what the readers of saved objects check as they read them
+KINDS: dict[tuple[str, str], type[Object]] = {
+    (cls.KIND.group, cls.KIND.kind): cls for cls in (ClusterVersion, ClusterOperator, OperatorCondition, Deployment)}
+
+__all__ = ["KINDS", "ClusterOperator", "ClusterVersion", "Condition", "Deployment", "Object", "OperatorCondition", "Refused",
+           "SchemaMissing", "Time"]
