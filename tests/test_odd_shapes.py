@@ -187,3 +187,26 @@ def test_stored_metadata_of_the_wrong_shape_is_one_error_line(tmp_path: Path) ->
         assert (code, out) == (2, ""), err
         assert err.splitlines()[-1] == (f"error: {state}: corrupt state database: OperatorCondition.operators.coreos.com "
                                         "openshift-etcd-operator/etcd: metadata.generation must be an integer, not a list")
+
+
+# The sweeps read the stored ClusterVersion too: the status writer starts from what it reads.
+SWEEP_CASES = [case for case, (edits, _) in CASES.items() if edits[0][0] == CV]
+
+
+@pytest.mark.parametrize("case", SWEEP_CASES)
+def test_a_reconcile_on_a_stored_clusterversion_of_an_odd_shape(case: str, tmp_path: Path) -> None:
+    """``cvo reconcile`` writes the status back from the ClusterVersion it read: a field of the wrong shape is
+    read as absent (and so repaired by the write) or the command ends with one error line."""
+    state = t.store_with(tmp_path / "state.db", edited(case))
+    code, out, err = t.run_cli(["reconcile", "--state", str(state), "--release", str(t.PAYLOADS / "demo-4.16.0"),
+                                "--timeout", "1h", "-o", "json"])
+    t.check_read_command(code, out, err, json_output=True)
+    field = CASES[case][1]
+    if code == 0 and field in ("status.conditions", "status.desired", "status.history"):
+        conn = sqlite3.connect(state)
+        try:
+            (data,) = conn.execute("SELECT data FROM objects WHERE kind = 'ClusterVersion'").fetchone()
+        finally:
+            conn.close()
+        written = orjson.loads(data)["status"][field.split(".")[1]]
+        assert isinstance(written, list | dict), (field, written)  # written anew by the sweep, not the odd value

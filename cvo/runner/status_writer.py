@@ -33,7 +33,7 @@ from cvo.clock import Clock
 from cvo.cluster.api import ApiError, ApiErrorKind, Cluster, cv_ref, is_transient
 from cvo.cluster.persist import Budget, persist, reread_on_conflict, steady
 from cvo.log import get_logger
-from cvo.payload.fields import mapping
+from cvo.objects import ClusterVersion
 from cvo.runner.events import Event, Reporter
 from cvo.runner.report_filter import ReportFilter
 from cvo.status.clusterversion import cluster_version_object
@@ -202,7 +202,7 @@ class StatusWriter:
         cv = self._cv if self._cv_current and self._cv is not None else await self.current()
         if not cv:
             return  # no ClusterVersion to report on (until a sweep creates it: :meth:`ensure`)
-        old_status = mapping(cv.get("status"))
+        old_status = ClusterVersion.read(cv).section("status")  # a field of the wrong shape: absent, one warning
         new_status = merge(state, dict(old_status), cv, self.clock.now())
         if new_status == old_status:
             self._last_write = now_mono
