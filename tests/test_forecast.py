@@ -1,36 +1,32 @@
-"""The graph-aware forecast: records, expected durations, the critical path, the recorder on a cluster."""
+"""The graph-aware forecast: expected durations, the critical path, the recorder on a cluster."""
 
 from __future__ import annotations
 
 import asyncio
-import json
 from datetime import UTC, datetime, timedelta
-
-from hypothesis import given
-from hypothesis import strategies as st
 
 from cvo.clock import Clock, to_rfc3339
 from cvo.cluster.embedded.server import SimCluster
 from cvo.runner.durations import RECORDS_REF, DurationRecorder, LiveForecast, record_progress, save_record
 from cvo.runner.events import Event, Progress, Waiting
 from cvo.status.forecast import (
-    INSTALL,
-    MAX_ATTEMPTS_KEPT,
-    MAX_RECORDS,
-    MAX_RECORDS_BYTES,
-    AttemptTime,
     DurationModel,
     OperatorGraph,
-    OperatorTime,
-    UpdateRecord,
     co_state,
     duration_model,
     expected_durations,
     forecast,
+)
+from cvo.status.godur import MINUTE, SECOND, to_ns
+from cvo.status.update_records import (
+    INSTALL,
+    MAX_ATTEMPTS_KEPT,
+    AttemptTime,
+    OperatorTime,
+    UpdateRecord,
     parse_records,
     records_configmap,
 )
-from cvo.status.godur import MINUTE, SECOND, to_ns
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 NOW = to_ns(T0)
@@ -138,29 +134,6 @@ def test_a_forecast_is_a_function_of_its_inputs() -> None:
     assert first == again
 
 
-def test_records_round_trip_and_keep_the_most_recent() -> None:
-    records = [UpdateRecord(f"4.{i}.0", f"t{i}", {"a": OperatorTime(i, i + 1.5)}) for i in range(MAX_RECORDS + 3)]
-    running = UpdateRecord("5.0.0", "now", {"a": OperatorTime(0, 2)}, partial=True)
-    configmap = records_configmap([*records, running])
-    parsed = parse_records(configmap)
-    assert [r.version for r in parsed] == [*(f"4.{i}.0" for i in range(3, MAX_RECORDS + 3)), "5.0.0"]
-    assert parsed[-2].operators["a"].duration == 1.5 and not parsed[-2].partial
-    assert parsed[-1].partial and parsed[-1].took() == {"a": 2.0}
-    assert duration_model(parsed).records == MAX_RECORDS  # the partial record is not a recorded update
-
-
-json_values = st.recursive(st.none() | st.integers() | st.floats() | st.text(max_size=5),
-                           lambda x: st.lists(x, max_size=3) | st.dictionaries(
-                               st.sampled_from(["operators", "started", "done", "a"]), x, max_size=3), max_leaves=15)
-
-
-@given(st.text(max_size=200) | json_values.map(json.dumps))  # NaN, huge integers: json writes what orjson refuses
-def test_any_configmap_data_parses_or_is_ignored(raw: str) -> None:
-    for record in parse_records({"data": {"records.json": raw}}):
-        for times in record.operators.values():
-            assert isinstance(times.started, float)
-
-
 def test_co_state_reads_versions_and_progressing() -> None:
     cos = [{"metadata": {"name": "a"}, "status": {"versions": [{"name": "operator", "version": "2"}]}},
            {"metadata": {"name": "b"}, "status": {"versions": [{"name": "operator", "version": "1"}], "conditions": [
@@ -243,15 +216,6 @@ def test_the_recorder_keeps_waits_attempts_and_the_end() -> None:
     # an install's durations are not an update's: the forecast of an update does not learn from them
     assert expected_durations(back) == {} and expected_durations(back, INSTALL) == {"dns": 58 * 60.0}
     assert expected_durations(back, INSTALL).records == 1
-
-
-def test_records_stay_small() -> None:
-    big = [UpdateRecord(f"4.{i}.0", "t", {f"operator-{k}-{'x' * 200}": OperatorTime(k, k + 1) for k in range(200)})
-           for i in range(MAX_RECORDS)]
-    configmap = records_configmap(big)
-    assert len(configmap["data"]["records.json"]) <= MAX_RECORDS_BYTES
-    kept = parse_records(configmap)
-    assert 1 <= len(kept) < MAX_RECORDS and kept[-1].version == f"4.{MAX_RECORDS - 1}.0"
 
 
 def test_an_operator_without_records_is_expected_to_take_the_median() -> None:

@@ -497,7 +497,7 @@ def run_upgrade(args: argparse.Namespace) -> int:
     async def forecast_of(backend: Backend) -> Outlook | None:
         """The update's forecast from the records of earlier updates (none: no forecast line)."""
         from cvo.runner.durations import RECORDS_REF, LiveForecast, release_operator_graph
-        from cvo.status.forecast import of_mode, parse_records
+        from cvo.status.update_records import of_mode, parse_records
 
         records = of_mode(parse_records(await backend.steady.get(RECORDS_REF)))
         if not records:

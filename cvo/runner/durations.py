@@ -3,11 +3,11 @@
 :class:`DurationRecorder` is a reporter: it keeps, from an update's (or an install's) events, when the sweep
 first waited on each ClusterOperator and when it was done (``operator.done``; an operator waited on and never
 done has no ``done``), counted from the sweep's start, and its attempts (when each began and ended, why it
-failed: the first :data:`~cvo.status.forecast.FIRST_ATTEMPTS_KEPT` and the last ones, at most
-:data:`~cvo.status.forecast.MAX_ATTEMPTS_KEPT`) and how it ended.  :func:`save_record` appends that record to
-the ConfigMap ``openshift-cluster-version/cvo-update-durations`` (:mod:`cvo.status.forecast`: key
-``records.json``, the :data:`~cvo.status.forecast.MAX_RECORDS` most recent sweeps, at most
-:data:`~cvo.status.forecast.MAX_RECORDS_BYTES`), from which ``cvo upgrade status`` and the live display
+failed: the first :data:`~cvo.status.update_records.FIRST_ATTEMPTS_KEPT` and the last ones, at most
+:data:`~cvo.status.update_records.MAX_ATTEMPTS_KEPT`) and how it ended.  :func:`save_record` appends that record
+to the ConfigMap ``openshift-cluster-version/cvo-update-durations`` (:mod:`cvo.status.update_records`: key
+``records.json``, the :data:`~cvo.status.update_records.MAX_RECORDS` most recent sweeps, at most
+:data:`~cvo.status.update_records.MAX_RECORDS_BYTES`), from which ``cvo upgrade status`` and the live display
 forecast the next update's end, ``cvo plan -o html --recorded`` estimates a plan's critical path and
 ``cvo report`` draws the sweeps (``docs/report.md``).  The records are a hint: a write that fails is logged,
 never an error of the sweep.  While an update runs, :func:`record_progress` keeps a *partial* record of it
@@ -30,7 +30,9 @@ from cvo.payload.filters import LoadFilter
 from cvo.payload.graph import Mode, build_graph, make_tasks
 from cvo.payload.loader import LoadError, Release, load_release
 from cvo.runner.events import Event, Progress
-from cvo.status.forecast import (
+from cvo.status.forecast import Forecast, OperatorGraph, co_state, duration_model, forecast, operator_graph
+from cvo.status.godur import SECOND, to_ns
+from cvo.status.update_records import (
     FIRST_ATTEMPTS_KEPT,
     MAX_ATTEMPTS_KEPT,
     MAX_MESSAGE,
@@ -38,19 +40,12 @@ from cvo.status.forecast import (
     RECORDS_NAMESPACE,
     UPDATE,
     AttemptTime,
-    Forecast,
-    OperatorGraph,
     OperatorTime,
     UpdateRecord,
-    co_state,
-    duration_model,
-    forecast,
     of_mode,
-    operator_graph,
     parse_records,
     records_configmap,
 )
-from cvo.status.godur import SECOND, to_ns
 
 FILE_SCHEME = "file://"
 
@@ -144,10 +139,9 @@ async def save_record(cluster: Cluster, record: UpdateRecord) -> None:
 
 
 def _merged_metadata(live: object, wanted: Mapping[str, object]) -> dict[str, object]:
-    meta = dict(live) if isinstance(live, Mapping) else {}
-    annotations = dict(meta.get("annotations") or {})  # type: ignore[call-overload]
-    annotations.update(wanted.get("annotations") or {})  # type: ignore[call-overload]
-    meta["annotations"] = annotations
+    meta: dict[str, object] = dict(live) if isinstance(live, Mapping) else {}
+    old, new = meta.get("annotations"), wanted.get("annotations")
+    meta["annotations"] = {**(old if isinstance(old, Mapping) else {}), **(new if isinstance(new, Mapping) else {})}
     return meta
 
 

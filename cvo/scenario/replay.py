@@ -19,12 +19,12 @@ from cvo.operators.simulated import OperatorSimulator
 from cvo.payload.filters import KNOWN_CAPABILITIES, ApplyFilter
 from cvo.payload.graph import Mode
 from cvo.payload.loader import LoadError, Release, load_release
+from cvo.runner.durations import RECORDS_REF
 from cvo.runner.events import Event, Recorder
 from cvo.runner.sweep import SweepOptions, SweepResult
 from cvo.runner.upgrade import UpgradeController
 from cvo.runner.worker import Worker
 from cvo.scenario.model import Action, Scenario, ScenarioError
-from cvo.status.forecast import RECORDS_NAME, RECORDS_NAMESPACE
 
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC)  # every replay starts here: timestamps are reproducible
 
@@ -349,7 +349,7 @@ class Replay:
         into[at] = (self.clock.now(), await self.cluster.get(cv_ref()) or {},
                     sorted(await self.cluster.list("config.openshift.io", "ClusterOperator"),
                            key=lambda o: o["metadata"]["name"]),
-                    await self.cluster.get(Ref("", "ConfigMap", RECORDS_NAMESPACE, RECORDS_NAME)))
+                    await self.cluster.get(RECORDS_REF))
 
     async def _settle(self) -> None:
         """After the last action: wait for the running sweep, and for an upgrade deferred behind it."""
