@@ -8,7 +8,8 @@ from datetime import UTC, datetime, timedelta
 from cvo.clock import Clock, to_rfc3339
 from cvo.cluster.embedded.server import SimCluster
 from cvo.runner.durations import RECORDS_REF, DurationRecorder, LiveForecast, record_progress, save_record
-from cvo.runner.events import Event, Progress, Waiting
+from cvo.runner.events import Progress, Waiting
+from cvo.runner.sweep_events import decode
 from cvo.status.forecast import (
     DurationModel,
     OperatorGraph,
@@ -144,10 +145,10 @@ def test_co_state_reads_versions_and_progressing() -> None:
 
 def test_recorder_and_save_on_a_cluster() -> None:
     recorder = DurationRecorder("4.17.0", T0)
-    recorder.emit(Event(T0 + timedelta(minutes=3), "operator.done",
+    recorder.emit(decode(T0 + timedelta(minutes=3), "operator.done",
                         {"operator": "etcd", "started": to_rfc3339(T0 + timedelta(minutes=1))}))
-    recorder.emit(Event(T0 + timedelta(minutes=9), "operator.done", {"operator": "etcd", "started": "junk"}))
-    recorder.emit(Event(T0 + timedelta(minutes=4), "operator.ready", {"operator": "dns"}))
+    recorder.emit(decode(T0 + timedelta(minutes=9), "operator.done", {"operator": "etcd", "started": "junk"}))
+    recorder.emit(decode(T0 + timedelta(minutes=4), "operator.ready", {"operator": "dns"}))
     assert recorder.record.operators == {"etcd": OperatorTime(60.0, 180.0)}
 
     async def go() -> list[UpdateRecord]:
@@ -172,12 +173,12 @@ def test_the_running_update_keeps_a_partial_record() -> None:
         await save_record(cluster, UpdateRecord("4.16.0", "before", {"etcd": OperatorTime(0, 200)}))
         recorder = DurationRecorder("4.17.0", T0)
         progress = asyncio.create_task(record_progress(cluster, recorder))
-        recorder.emit(Event(T0 + timedelta(minutes=3), "operator.done",
+        recorder.emit(decode(T0 + timedelta(minutes=3), "operator.done",
                             {"operator": "etcd", "started": to_rfc3339(T0 + timedelta(minutes=1))}))
         for _ in range(20):  # let the task write (no time passes)
             await asyncio.sleep(0)
         running = parse_records(await cluster.get(RECORDS_REF))
-        recorder.emit(Event(T0 + timedelta(minutes=5), "operator.done",
+        recorder.emit(decode(T0 + timedelta(minutes=5), "operator.done",
                             {"operator": "dns", "started": to_rfc3339(T0 + timedelta(minutes=4))}))
         progress.cancel()
         await asyncio.gather(progress, return_exceptions=True)
@@ -195,15 +196,15 @@ def test_the_recorder_keeps_waits_attempts_and_the_end() -> None:
     recorder = DurationRecorder("4.16.0", T0, INSTALL)
     at = lambda minutes: T0 + timedelta(minutes=minutes)  # noqa: E731
     for n in range(30):  # 30 attempts of 2 minutes each
-        recorder.emit(Event(at(2 * n), "attempt.started", {"attempt": n}))
+        recorder.emit(decode(at(2 * n), "attempt.started", {"attempt": n}))
         if n < 29:
-            recorder.emit(Event(at(2 * n + 1), "attempt.failed", {"reason": "ClusterOperatorNotAvailable",
+            recorder.emit(decode(at(2 * n + 1), "attempt.failed", {"reason": "ClusterOperatorNotAvailable",
                                                                   "message": "dns " + "x" * 500}))
-    recorder.emit(Event(at(1), "task.waiting", {"operator": "dns"}))
-    recorder.emit(Event(at(2), "task.waiting", {"operator": "dns"}))  # the first wait counts
-    recorder.emit(Event(at(3), "task.waiting", {"operator": "etcd"}))  # never done
-    recorder.emit(Event(at(59), "operator.done", {"operator": "dns", "started": to_rfc3339(at(1))}))
-    recorder.emit(Event(at(59), "sweep.completed", {}))
+    recorder.emit(decode(at(1), "task.waiting", {"operator": "dns"}))
+    recorder.emit(decode(at(2), "task.waiting", {"operator": "dns"}))  # the first wait counts
+    recorder.emit(decode(at(3), "task.waiting", {"operator": "etcd"}))  # never done
+    recorder.emit(decode(at(59), "operator.done", {"operator": "dns", "started": to_rfc3339(at(1))}))
+    recorder.emit(decode(at(59), "sweep.completed", {}))
     record = recorder.record
     assert record.operators == {"dns": OperatorTime(60.0, 59 * 60.0), "etcd": OperatorTime(180.0)}
     assert record.attempt_count == 30 and len(record.attempts) == MAX_ATTEMPTS_KEPT
@@ -229,8 +230,8 @@ def test_live_forecast_follows_the_sweep() -> None:
     now = T0 + timedelta(minutes=2)
     live = LiveForecast(GRAPH, [UpdateRecord("1", "x", {k: OperatorTime(0, v) for k, v in MEANS.items()})],
                         lambda: progress, lambda: now)
-    live.emit(Event(now, "operator.done", {"operator": "a"}))
-    live.emit(Event(now, "operator.done", {"operator": "c"}))
+    live.emit(decode(now, "operator.done", {"operator": "a"}))
+    live.emit(decode(now, "operator.done", {"operator": "c"}))
     progress.waiting["b"] = Waiting("task", "b", now - timedelta(minutes=1), error=None)  # type: ignore[arg-type]
     result = live()
     assert result is not None and result.remaining == (9 + 2) * MINUTE

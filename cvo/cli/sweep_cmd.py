@@ -51,8 +51,9 @@ from cvo.payload.graph import Mode
 from cvo.payload.loader import LoadError, Release, load_release
 from cvo.report.events_io import EventsError, EventsWriter
 from cvo.runner import start
-from cvo.runner.events import Event, Fanout, Progress, Reporter
+from cvo.runner.events import Fanout, Progress, Reporter
 from cvo.runner.sweep import SweepOptions, SweepResult
+from cvo.runner.sweep_events import ClusterRequests
 from cvo.runner.upgrade import UpgradeController
 from cvo.runner.worker import Worker
 
@@ -357,7 +358,7 @@ def _record_requests(events: EventsWriter, backend: Backend, clock: Clock) -> No
     """The requests the command sent, per verb, when the backend counts them (both do): ``cluster.requests``."""
     verbs = getattr(getattr(backend.cluster, "stats", None), "verbs", None)
     if verbs:
-        events.emit(Event(clock.now(), "cluster.requests", {"verbs": {str(k): int(v) for k, v in verbs.items()}}))
+        events.emit(ClusterRequests(clock.now(), verbs={str(k): int(v) for k, v in verbs.items()}))
 
 
 def _say(text: str) -> None:
