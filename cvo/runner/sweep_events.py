@@ -24,10 +24,11 @@ P = ParamSpec("P")
 E = TypeVar("E", bound="SweepEvent")
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class SweepEvent:
     """An event of the catalogue: its name, and when it happened on the sweep's clock (simulated time on the
-    embedded cluster)."""
+    embedded cluster).  Events are records of what happened, compared by their fields (``eq=False``); the
+    events share this class's ``repr`` (a dataclass's own costs each class an ``exec`` at import)."""
 
     name: ClassVar[str]
     time: datetime
@@ -36,6 +37,10 @@ class SweepEvent:
     def fields(self) -> dict[str, object]:
         """The fields as the wire writes them: name to value, in declared order."""
         return {key: getattr(self, key) for key in _FIELDS[type(self)]}
+
+    def __repr__(self) -> str:
+        values = ", ".join(f"{key}={getattr(self, key)!r}" for key in ("time", *_FIELDS[type(self)]))
+        return f"{type(self).__name__}({values})"
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -62,8 +67,10 @@ class Emit(Protocol):
 # --- a sweep (cvo.runner.worker, cvo.runner.upgrade, cvo.scenario.replay) ---------------------------------
 
 
-@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
 class SweepStarted(SweepEvent):
+    """A sweep of a release begins (cvo.runner.worker)."""
+
     name: ClassVar[str] = "sweep.started"
     version: str  # the release swept
     image: str  # its pull spec (file://DIR for a release directory)
@@ -71,29 +78,35 @@ class SweepStarted(SweepEvent):
     total: int | None  # the release's manifests (None: the events do not say)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
 class SweepCompleted(SweepEvent):
+    """Every task of the release applied and done."""
+
     name: ClassVar[str] = "sweep.completed"
     version: str
     attempts: int  # how many attempts it took
     elapsed: float  # seconds on the sweep's clock
 
 
-@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
 class SweepTimeout(SweepEvent):
+    """The sweep ran out of time (its options' timeout) before it completed."""
+
     name: ClassVar[str] = "sweep.timeout"
     attempts: int
     message: str  # the last failure's message ("" when there was none)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
 class SweepCancelled(SweepEvent):
+    """A scenario's sweep stopped: cancelled, or replaced by new work."""
+
     name: ClassVar[str] = "sweep.cancelled"
     version: str
     reason: str  # "cancelled by the scenario", "new work: upgrade 4.17.0", ...
 
 
-@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
 class SweepDeferred(SweepEvent):
     """An upgrade asked for while the install runs: it starts when the install is done (the CVO's
     "Ignoring detected version change during payload initialization")."""
@@ -104,7 +117,7 @@ class SweepDeferred(SweepEvent):
     reason: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
 class SweepBlocked(SweepEvent):
     """An upgrade still blocked by its preconditions when its time ran out."""
 
@@ -113,7 +126,7 @@ class SweepBlocked(SweepEvent):
     message: str  # the preconditions' summary
 
 
-@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
 class StatusUnwritten(SweepEvent):
     """The sweep's last ClusterVersion status could not be written."""
 
@@ -121,7 +134,7 @@ class StatusUnwritten(SweepEvent):
     error: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
 class ConditionChanged(SweepEvent):
     """A ClusterVersion condition the status writer changed (cvo.runner.status_writer)."""
 
@@ -135,16 +148,20 @@ class ConditionChanged(SweepEvent):
 # --- attempts ----------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
 class AttemptStarted(SweepEvent):
+    """An attempt walks the task graph once (the CVO's apply of one payload sync)."""
+
     name: ClassVar[str] = "attempt.started"
     attempt: int | None  # from 0 (None: the events do not say)
     nodes: int  # nodes of the task graph
     workers: int  # nodes run at once
 
 
-@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
 class AttemptFailed(SweepEvent):
+    """An attempt ended with errors: the back-off before the next begins."""
+
     name: ClassVar[str] = "attempt.failed"
     attempt: int
     reason: str  # the failure's reason (the CVO's UpdateError reason)
@@ -152,7 +169,7 @@ class AttemptFailed(SweepEvent):
     retry_in: float | None  # seconds of back-off before the next attempt (None: the events do not say)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
 class AttemptWoken(SweepEvent):
     """The back-off after a failed attempt ended early."""
 
@@ -163,8 +180,10 @@ class AttemptWoken(SweepEvent):
 # --- nodes of the task graph -------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
 class NodeStarted(SweepEvent):
+    """A node of the task graph begins: its tasks run one after the other."""
+
     name: ClassVar[str] = "node.started"
     node: int | None  # the node's id in the attempt's graph (None: the events do not say)
     tasks: int  # tasks in the node
@@ -173,14 +192,18 @@ class NodeStarted(SweepEvent):
     after: list[int] | None  # the nodes it ran after (None: the events do not say)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
 class NodeDone(SweepEvent):
+    """Every task of the node done."""
+
     name: ClassVar[str] = "node.done"
     node: int | None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
 class NodeFailed(SweepEvent):
+    """A task of the node failed: the node's remaining tasks do not run in this attempt."""
+
     name: ClassVar[str] = "node.failed"
     node: int | None
     reason: str
@@ -188,7 +211,7 @@ class NodeFailed(SweepEvent):
     nested: str  # the detailed message (the CVO's wrapped error)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
 class NodeBlocked(SweepEvent):
     """A failed node's dependents will not run in this attempt."""
 
@@ -197,7 +220,7 @@ class NodeBlocked(SweepEvent):
     dependents: int  # nodes with tasks that will not run
 
 
-@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
 class NodeError(SweepEvent):
     """A node ended by something that is not an API error: a bug or an unexpected condition."""
 
@@ -210,15 +233,19 @@ class NodeError(SweepEvent):
 # --- tasks -------------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
 class TaskStarted(SweepEvent):
+    """A task's first apply."""
+
     name: ClassVar[str] = "task.started"
     task: str  # 'deployment "ns/name" (i of n)'
     node: int | None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
 class TaskApplied(SweepEvent):
+    """A task's manifest applied: what the apply did."""
+
     name: ClassVar[str] = "task.applied"
     task: str
     action: str  # created, updated, unchanged, deleted, delete-verified, skipped
@@ -226,23 +253,29 @@ class TaskApplied(SweepEvent):
     node: int | None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
 class TaskDone(SweepEvent):
+    """A task applied and, where it has one, its wait or health check passed."""
+
     name: ClassVar[str] = "task.done"
     task: str
     node: int | None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
 class TaskSkipped(SweepEvent):
+    """A task not applied (disabled capability, overridden unmanaged, ...)."""
+
     name: ClassVar[str] = "task.skipped"
     task: str
     reason: str  # "disabled capabilities: Console", "overridden", ...
     node: int | None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
 class TaskRetry(SweepEvent):
+    """An apply failed with an API error and is tried again (the task's back-off)."""
+
     name: ClassVar[str] = "task.retry"
     task: str
     error: str  # the API error's kind
@@ -251,8 +284,10 @@ class TaskRetry(SweepEvent):
     node: int | None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
 class TaskFailed(SweepEvent):
+    """A task failed: its UpdateError ends its node."""
+
     name: ClassVar[str] = "task.failed"
     task: str
     reason: str
@@ -261,7 +296,7 @@ class TaskFailed(SweepEvent):
     node: int | None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
 class TaskDependency(SweepEvent):
     """An install task waits for a Namespace or CRD that another node applies (cvo.runner.waits)."""
 
@@ -281,7 +316,7 @@ class TaskDependency(SweepEvent):
         return out
 
 
-@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
 class TaskWaiting(SweepEvent):
     """A ClusterOperator task waits for its operator: when the wait starts and when its reason changes."""
 
@@ -297,7 +332,7 @@ class TaskWaiting(SweepEvent):
 # --- ClusterOperators --------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
 class OperatorReady(SweepEvent):
     """A waited-on ClusterOperator is at the release (only after a wait)."""
 
@@ -308,7 +343,7 @@ class OperatorReady(SweepEvent):
     node: int | None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
 class OperatorDegraded(SweepEvent):
     """Degraded at install: reported, not blocking."""
 
@@ -320,7 +355,7 @@ class OperatorDegraded(SweepEvent):
     node: int | None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
 class OperatorDone(SweepEvent):
     """A ClusterOperator's task is done: what the update-duration records keep (cvo.runner.durations)."""
 
@@ -332,15 +367,17 @@ class OperatorDone(SweepEvent):
 # --- an upgrade's preconditions (cvo.runner.upgrade) -------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
 class PreconditionPassed(SweepEvent):
+    """An upgrade's preconditions pass: its sweep starts."""
+
     name: ClassVar[str] = "precondition.passed"
     version: str  # the target
     warnings: str  # failures that do not block ("" when none)
     forced: bool  # --force
 
 
-@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
 class PreconditionBlocked(SweepEvent):
     """An upgrade refused, and again whenever the preconditions' summary changes."""
 
@@ -353,19 +390,23 @@ class PreconditionBlocked(SweepEvent):
 # --- the controller (cvo.controller.loop) ------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
 class ControllerStarted(SweepEvent):
+    """cvo run's controller loop begins."""
+
     name: ClassVar[str] = "controller.started"
     interval: float  # seconds between reconciles
 
 
-@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
 class ControllerIdle(SweepEvent):
+    """No release to sweep: the controller waits for a ClusterVersion spec."""
+
     name: ClassVar[str] = "controller.idle"
     message: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
 class ControllerRetrieveFailed(SweepEvent):
     """The desired release could not be retrieved (the CVO's RetrievePayload failure)."""
 
@@ -374,22 +415,28 @@ class ControllerRetrieveFailed(SweepEvent):
     message: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
 class ControllerError(SweepEvent):
+    """The controller's loop failed an iteration (an API error): it tries again after a back-off."""
+
     name: ClassVar[str] = "controller.error"
     error: str
     retry_in: float  # seconds
 
 
-@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
 class ControllerNext(SweepEvent):
+    """A sweep ended: when the controller sweeps again."""
+
     name: ClassVar[str] = "controller.next"
     after: float  # seconds until the next sweep
     completed: bool  # whether the last one completed
 
 
-@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
 class ControllerSweep(SweepEvent):
+    """The controller starts a sweep (what it decided)."""
+
     name: ClassVar[str] = "controller.sweep"
     state: str  # Initializing, Updating, Reconciling (the CVO's payload states)
     version: str
@@ -397,7 +444,7 @@ class ControllerSweep(SweepEvent):
     what: str  # "updating 4.16.0 -> 4.17.0", "reconciling 4.16.0", ...
 
 
-@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
 class ControllerRetarget(SweepEvent):
     """The ClusterVersion's spec changed under a sweep: it stops, and the controller decides again."""
 
@@ -408,20 +455,24 @@ class ControllerRetarget(SweepEvent):
 # --- a scenario replay (cvo.scenario.replay) and a command's end -------------------------------------------
 
 
-@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
 class ScenarioStarted(SweepEvent):
+    """A scenario replay begins."""
+
     name: ClassVar[str] = "scenario.started"
     scenario: str  # its name
 
 
-@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
 class ScenarioAction(SweepEvent):
+    """A scenario's timed action happens."""
+
     name: ClassVar[str] = "scenario.action"
     action: str  # install, upgrade, override, ...
     value: object  # the action's value as the scenario file gives it
 
 
-@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
 class ScenarioOverrun(SweepEvent):
     """The replay's watchdog stopped a sweep that ran past the scenario's limit."""
 
@@ -431,12 +482,14 @@ class ScenarioOverrun(SweepEvent):
     kind: str  # install, upgrade, reconcile ("" when none ran)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
 class ScenarioFinished(SweepEvent):
+    """A scenario replay ends."""
+
     name: ClassVar[str] = "scenario.finished"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
 class ClusterRequests(SweepEvent):
     """What a command or replay asked of the cluster, per verb: written at its end."""
 
