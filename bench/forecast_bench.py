@@ -30,17 +30,9 @@ if str(REPO) not in sys.path:
 from cvo.objects import ClusterVersion  # noqa: E402
 from cvo.payload.graph import Mode, build_graph, make_tasks, max_workers, wait_for  # noqa: E402
 from cvo.payload.loader import load_release  # noqa: E402
-from cvo.status.forecast import (  # noqa: E402
-    MAX_RECORDS,
-    DurationModel,
-    OperatorGraph,
-    OperatorTime,
-    UpdateRecord,
-    duration_model,
-    forecast,
-    operator_graph,
-)
+from cvo.status.forecast import DurationModel, OperatorGraph, duration_model, forecast, operator_graph  # noqa: E402
 from cvo.status.godur import SECOND  # noqa: E402
+from cvo.status.update_records import MAX_RECORDS, OperatorTime, UpdateRecord  # noqa: E402
 from cvo.status.upgrade_status import MACHINE_CONFIG, baseline_duration, estimate_completion  # noqa: E402
 
 APPLY_SECONDS = 0.5

@@ -339,7 +339,8 @@ def state_target(data: bytes) -> None:
 
 def upgrade_status_target(cv: Any, cos: list[Any]) -> None:
     """The upgrade status assessment of objects of any shape: a view, or oc's one-line error."""
-    from cvo.status.forecast import co_state, parse_records
+    from cvo.status.forecast import co_state
+    from cvo.status.update_records import parse_records
     from cvo.status.upgrade_status import StatusUnavailable, assess, latest_transition
     from cvo.status.upgrade_text import render, to_data
 
@@ -460,7 +461,7 @@ def records_target(cv: Any, cos: list[Any], records: Any) -> None:
     from cvo.report.html import render_html
     from cvo.report.records import ClusterRecords, records_timeline
     from cvo.report.text import render_text
-    from cvo.status.forecast import parse_records
+    from cvo.status.update_records import parse_records
 
     raw = records if isinstance(records, str) else json.dumps(records, allow_nan=True)
     parsed = parse_records({"data": {"records.json": raw}})

@@ -305,23 +305,23 @@ def test_a_reconcile_that_finds_everything_in_place_again_is_detail(monkeypatch:
 
     from cvo.cli.progress import LogReporter
     from cvo.log import configure
-    from cvo.runner.events import Event
+    from cvo.runner.sweep_events import Event, decode
 
     t0 = datetime(2024, 5, 1, tzinfo=UTC)
 
     def reconcile(n: int, *, drift: bool = False) -> list[Event]:
         t = t0 + timedelta(minutes=3 * n)
-        middle = [Event(t, "task.failed", {"task": "configmap a/b", "message": "drifted"})] if drift else []
-        return [Event(t, "sweep.started", {"version": "4.16.3", "mode": "reconcile"}),
-                Event(t, "attempt.started", {"attempt": 0}), *middle,
-                Event(t, "sweep.completed", {"version": "4.16.3", "attempts": 1})]
+        middle = [decode(t, "task.failed", {"task": "configmap a/b", "message": "drifted"})] if drift else []
+        return [decode(t, "sweep.started", {"version": "4.16.3", "mode": "reconcile"}),
+                decode(t, "attempt.started", {"attempt": 0}), *middle,
+                decode(t, "sweep.completed", {"version": "4.16.3", "attempts": 1})]
 
     def levels(verbose: bool) -> list[tuple[str, str]]:
         stream = io.StringIO()
         monkeypatch.setattr(sys, "stderr", stream)
         configure("json", 2)
         reporter = LogReporter(verbose=verbose)
-        for event in [Event(t0, "precondition.blocked", {"message": "etcd"}), *reconcile(0), *reconcile(1),
+        for event in [decode(t0, "precondition.blocked", {"message": "etcd"}), *reconcile(0), *reconcile(1),
                       *reconcile(2, drift=True), *reconcile(3)]:
             reporter.emit(event)
         configure("text", 0)

@@ -1,36 +1,33 @@
-"""The graph-aware forecast: records, expected durations, the critical path, the recorder on a cluster."""
+"""The graph-aware forecast: expected durations, the critical path, the recorder on a cluster."""
 
 from __future__ import annotations
 
 import asyncio
-import json
 from datetime import UTC, datetime, timedelta
-
-from hypothesis import given
-from hypothesis import strategies as st
 
 from cvo.clock import Clock, to_rfc3339
 from cvo.cluster.embedded.server import SimCluster
 from cvo.runner.durations import RECORDS_REF, DurationRecorder, LiveForecast, record_progress, save_record
-from cvo.runner.events import Event, Progress, Waiting
+from cvo.runner.events import Progress, Waiting
+from cvo.runner.sweep_events import decode
 from cvo.status.forecast import (
-    INSTALL,
-    MAX_ATTEMPTS_KEPT,
-    MAX_RECORDS,
-    MAX_RECORDS_BYTES,
-    AttemptTime,
     DurationModel,
     OperatorGraph,
-    OperatorTime,
-    UpdateRecord,
     co_state,
     duration_model,
     expected_durations,
     forecast,
+)
+from cvo.status.godur import MINUTE, SECOND, to_ns
+from cvo.status.update_records import (
+    INSTALL,
+    MAX_ATTEMPTS_KEPT,
+    AttemptTime,
+    OperatorTime,
+    UpdateRecord,
     parse_records,
     records_configmap,
 )
-from cvo.status.godur import MINUTE, SECOND, to_ns
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 NOW = to_ns(T0)
@@ -138,29 +135,6 @@ def test_a_forecast_is_a_function_of_its_inputs() -> None:
     assert first == again
 
 
-def test_records_round_trip_and_keep_the_most_recent() -> None:
-    records = [UpdateRecord(f"4.{i}.0", f"t{i}", {"a": OperatorTime(i, i + 1.5)}) for i in range(MAX_RECORDS + 3)]
-    running = UpdateRecord("5.0.0", "now", {"a": OperatorTime(0, 2)}, partial=True)
-    configmap = records_configmap([*records, running])
-    parsed = parse_records(configmap)
-    assert [r.version for r in parsed] == [*(f"4.{i}.0" for i in range(3, MAX_RECORDS + 3)), "5.0.0"]
-    assert parsed[-2].operators["a"].duration == 1.5 and not parsed[-2].partial
-    assert parsed[-1].partial and parsed[-1].took() == {"a": 2.0}
-    assert duration_model(parsed).records == MAX_RECORDS  # the partial record is not a recorded update
-
-
-json_values = st.recursive(st.none() | st.integers() | st.floats() | st.text(max_size=5),
-                           lambda x: st.lists(x, max_size=3) | st.dictionaries(
-                               st.sampled_from(["operators", "started", "done", "a"]), x, max_size=3), max_leaves=15)
-
-
-@given(st.text(max_size=200) | json_values.map(json.dumps))  # NaN, huge integers: json writes what orjson refuses
-def test_any_configmap_data_parses_or_is_ignored(raw: str) -> None:
-    for record in parse_records({"data": {"records.json": raw}}):
-        for times in record.operators.values():
-            assert isinstance(times.started, float)
-
-
 def test_co_state_reads_versions_and_progressing() -> None:
     cos = [{"metadata": {"name": "a"}, "status": {"versions": [{"name": "operator", "version": "2"}]}},
            {"metadata": {"name": "b"}, "status": {"versions": [{"name": "operator", "version": "1"}], "conditions": [
@@ -171,10 +145,10 @@ def test_co_state_reads_versions_and_progressing() -> None:
 
 def test_recorder_and_save_on_a_cluster() -> None:
     recorder = DurationRecorder("4.17.0", T0)
-    recorder.emit(Event(T0 + timedelta(minutes=3), "operator.done",
+    recorder.emit(decode(T0 + timedelta(minutes=3), "operator.done",
                         {"operator": "etcd", "started": to_rfc3339(T0 + timedelta(minutes=1))}))
-    recorder.emit(Event(T0 + timedelta(minutes=9), "operator.done", {"operator": "etcd", "started": "junk"}))
-    recorder.emit(Event(T0 + timedelta(minutes=4), "operator.ready", {"operator": "dns"}))
+    recorder.emit(decode(T0 + timedelta(minutes=9), "operator.done", {"operator": "etcd", "started": "junk"}))
+    recorder.emit(decode(T0 + timedelta(minutes=4), "operator.ready", {"operator": "dns"}))
     assert recorder.record.operators == {"etcd": OperatorTime(60.0, 180.0)}
 
     async def go() -> list[UpdateRecord]:
@@ -199,12 +173,12 @@ def test_the_running_update_keeps_a_partial_record() -> None:
         await save_record(cluster, UpdateRecord("4.16.0", "before", {"etcd": OperatorTime(0, 200)}))
         recorder = DurationRecorder("4.17.0", T0)
         progress = asyncio.create_task(record_progress(cluster, recorder))
-        recorder.emit(Event(T0 + timedelta(minutes=3), "operator.done",
+        recorder.emit(decode(T0 + timedelta(minutes=3), "operator.done",
                             {"operator": "etcd", "started": to_rfc3339(T0 + timedelta(minutes=1))}))
         for _ in range(20):  # let the task write (no time passes)
             await asyncio.sleep(0)
         running = parse_records(await cluster.get(RECORDS_REF))
-        recorder.emit(Event(T0 + timedelta(minutes=5), "operator.done",
+        recorder.emit(decode(T0 + timedelta(minutes=5), "operator.done",
                             {"operator": "dns", "started": to_rfc3339(T0 + timedelta(minutes=4))}))
         progress.cancel()
         await asyncio.gather(progress, return_exceptions=True)
@@ -222,15 +196,15 @@ def test_the_recorder_keeps_waits_attempts_and_the_end() -> None:
     recorder = DurationRecorder("4.16.0", T0, INSTALL)
     at = lambda minutes: T0 + timedelta(minutes=minutes)  # noqa: E731
     for n in range(30):  # 30 attempts of 2 minutes each
-        recorder.emit(Event(at(2 * n), "attempt.started", {"attempt": n}))
+        recorder.emit(decode(at(2 * n), "attempt.started", {"attempt": n}))
         if n < 29:
-            recorder.emit(Event(at(2 * n + 1), "attempt.failed", {"reason": "ClusterOperatorNotAvailable",
+            recorder.emit(decode(at(2 * n + 1), "attempt.failed", {"reason": "ClusterOperatorNotAvailable",
                                                                   "message": "dns " + "x" * 500}))
-    recorder.emit(Event(at(1), "task.waiting", {"operator": "dns"}))
-    recorder.emit(Event(at(2), "task.waiting", {"operator": "dns"}))  # the first wait counts
-    recorder.emit(Event(at(3), "task.waiting", {"operator": "etcd"}))  # never done
-    recorder.emit(Event(at(59), "operator.done", {"operator": "dns", "started": to_rfc3339(at(1))}))
-    recorder.emit(Event(at(59), "sweep.completed", {}))
+    recorder.emit(decode(at(1), "task.waiting", {"operator": "dns"}))
+    recorder.emit(decode(at(2), "task.waiting", {"operator": "dns"}))  # the first wait counts
+    recorder.emit(decode(at(3), "task.waiting", {"operator": "etcd"}))  # never done
+    recorder.emit(decode(at(59), "operator.done", {"operator": "dns", "started": to_rfc3339(at(1))}))
+    recorder.emit(decode(at(59), "sweep.completed", {}))
     record = recorder.record
     assert record.operators == {"dns": OperatorTime(60.0, 59 * 60.0), "etcd": OperatorTime(180.0)}
     assert record.attempt_count == 30 and len(record.attempts) == MAX_ATTEMPTS_KEPT
@@ -245,15 +219,6 @@ def test_the_recorder_keeps_waits_attempts_and_the_end() -> None:
     assert expected_durations(back, INSTALL).records == 1
 
 
-def test_records_stay_small() -> None:
-    big = [UpdateRecord(f"4.{i}.0", "t", {f"operator-{k}-{'x' * 200}": OperatorTime(k, k + 1) for k in range(200)})
-           for i in range(MAX_RECORDS)]
-    configmap = records_configmap(big)
-    assert len(configmap["data"]["records.json"]) <= MAX_RECORDS_BYTES
-    kept = parse_records(configmap)
-    assert 1 <= len(kept) < MAX_RECORDS and kept[-1].version == f"4.{MAX_RECORDS - 1}.0"
-
-
 def test_an_operator_without_records_is_expected_to_take_the_median() -> None:
     expected = expected_durations([UpdateRecord("1", "x", {"a": OperatorTime(0, 60), "b": OperatorTime(0, 600),
                                                            "c": OperatorTime(0, 120)})])
@@ -265,8 +230,8 @@ def test_live_forecast_follows_the_sweep() -> None:
     now = T0 + timedelta(minutes=2)
     live = LiveForecast(GRAPH, [UpdateRecord("1", "x", {k: OperatorTime(0, v) for k, v in MEANS.items()})],
                         lambda: progress, lambda: now)
-    live.emit(Event(now, "operator.done", {"operator": "a"}))
-    live.emit(Event(now, "operator.done", {"operator": "c"}))
+    live.emit(decode(now, "operator.done", {"operator": "a"}))
+    live.emit(decode(now, "operator.done", {"operator": "c"}))
     progress.waiting["b"] = Waiting("task", "b", now - timedelta(minutes=1), error=None)  # type: ignore[arg-type]
     result = live()
     assert result is not None and result.remaining == (9 + 2) * MINUTE

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from cvo.report.critical import attempt_chain, causes, critical_path
 from cvo.report.model import build_timeline
 from cvo.report.summary import longest_waits, retries_by_reason, slowest_operators, summarize
-from cvo.runner.events import Event
+from cvo.runner.sweep_events import Event, decode
 from cvo.scenario.model import load_scenario
 from cvo.scenario.replay import replay
 
@@ -32,7 +32,7 @@ class Stream:
         self.events: list[Event] = []
 
     def at(self, seconds: float, name: str, **fields: Any) -> Stream:
-        self.events.append(Event(T0 + timedelta(seconds=seconds), name, fields))
+        self.events.append(decode(T0 + timedelta(seconds=seconds), name, fields))
         return self
 
     def node(self, start: float, end: float, node: int, *tasks: tuple[str, float, float, str | None],
@@ -150,13 +150,14 @@ def test_requests_by_verb_add_up_and_bad_counts_are_ignored() -> None:
 def test_events_out_of_order_and_fields_of_the_wrong_type() -> None:
     s = Stream().at(10, "node.done", node=0).at(0, "sweep.started", version=["x"], total="many")
     s.at(0, "attempt.started", attempt="zero").at(0, "node.started", node=0, after="1,2", runlevel=5)
-    s.at(1, "task.started", task={"a": 1}, node=True)
+    s.at(1, "task.started", task={"a": 1}, node=0).at(1, "task.started", task="t", node=True)
     timeline = build_timeline(s.events)
     sweep = timeline.sweeps[0]
-    assert (sweep.version, sweep.total_tasks, sweep.attempts[0].number) == ("['x']", None, 0)
+    assert (sweep.version, sweep.total_tasks, sweep.attempts[0].number) == ("", None, 0)  # each read as absent
     node = sweep.attempts[0].nodes[0]
     assert (node.end, node.after, node.runlevel, node.outcome) == (10, None, None, "done")
-    assert sweep.attempts[0].nodes[0].tasks == [] and sweep.attempts[0].loose[0].node is None
+    # a task without a name is no task; a node that is not a number leaves the task without one
+    assert node.tasks == [] and [(t.task, t.node) for t in sweep.attempts[0].loose] == [("t", None)]
 
 
 NAMES = ["sweep.started", "attempt.started", "node.started", "node.done", "node.failed", "task.started",
@@ -166,7 +167,7 @@ NAMES = ["sweep.started", "attempt.started", "node.started", "node.done", "node.
 values = st.none() | st.integers(-3, 5) | st.sampled_from(["a", "b", 'clusteroperator "x" (1 of 2)']) | st.lists(
     st.integers(-1, 5), max_size=3) | st.floats(allow_nan=True) | st.dictionaries(st.sampled_from(["get", "x"]),
                                                                                    st.integers(-5, 5))
-events = st.builds(lambda s, n, f: Event(T0 + timedelta(seconds=s), n, f), st.integers(0, 500), st.sampled_from(NAMES),
+events = st.builds(lambda s, n, f: decode(T0 + timedelta(seconds=s), n, f), st.integers(0, 500), st.sampled_from(NAMES),
                    st.dictionaries(st.sampled_from(["node", "task", "operator", "after", "attempt", "retry_in",
                                                     "verbs", "message", "reason", "runlevel"]), values, max_size=5))
 

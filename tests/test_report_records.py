@@ -28,17 +28,9 @@ from cvo.report.model import select_sweep
 from cvo.report.records import ClusterRecords, records_timeline
 from cvo.report.text import render_text
 from cvo.runner.durations import release_operator_graph
-from cvo.status.forecast import (
-    INSTALL,
-    AttemptTime,
-    OperatorGraph,
-    OperatorTime,
-    UpdateRecord,
-    duration_model,
-    expected_durations,
-    forecast,
-)
+from cvo.status.forecast import OperatorGraph, duration_model, expected_durations, forecast
 from cvo.status.godur import SECOND
+from cvo.status.update_records import INSTALL, AttemptTime, OperatorTime, UpdateRecord
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 SLOW = REPO / "scenarios" / "upgrade-slow-operator.yaml"

@@ -18,7 +18,7 @@ from cvo.report.events_io import event_line
 from cvo.report.html import render_html
 from cvo.report.model import build_timeline
 from cvo.report.text import render_text
-from cvo.runner.events import Event
+from cvo.runner.sweep_events import Event, decode
 from cvo.scenario.model import load_scenario
 from cvo.scenario.replay import replay
 
@@ -92,18 +92,18 @@ def hostile_stream(text: str) -> list[Event]:
     task = f'clusteroperator "{text}" (1 of 1)'
     fields: dict[str, Any] = {"task": task, "node": 0}
     return [
-        Event(T0, "sweep.started", {"version": text, "mode": text}),
-        Event(T0, "attempt.started", {"attempt": 0}),
-        Event(T0, "node.started", {"node": 0, "tasks": 1, "runlevel": text, "component": text, "after": []}),
-        Event(T0, "task.started", fields),
-        Event(T0, "task.applied", {**fields, "action": text, "file": text}),
-        Event(T0, "task.waiting", {**fields, "operator": text, "reason": text, "message": text}),
-        Event(T0 + timedelta(seconds=5), "task.retry", {**fields, "error": text, "message": text}),
-        Event(T0 + timedelta(seconds=9), "task.failed", {**fields, "reason": text, "message": text}),
-        Event(T0 + timedelta(seconds=9), "node.failed", {"node": 0, "message": text}),
-        Event(T0 + timedelta(seconds=9), "attempt.failed", {"attempt": 0, "reason": text, "message": text}),
-        Event(T0 + timedelta(seconds=20), "sweep.timeout", {"message": text}),
-        Event(T0 + timedelta(seconds=20), "cluster.requests", {"verbs": {text: 3}}),
+        decode(T0, "sweep.started", {"version": text, "mode": text}),
+        decode(T0, "attempt.started", {"attempt": 0}),
+        decode(T0, "node.started", {"node": 0, "tasks": 1, "runlevel": text, "component": text, "after": []}),
+        decode(T0, "task.started", fields),
+        decode(T0, "task.applied", {**fields, "action": text, "file": text}),
+        decode(T0, "task.waiting", {**fields, "operator": text, "reason": text, "message": text}),
+        decode(T0 + timedelta(seconds=5), "task.retry", {**fields, "error": text, "message": text}),
+        decode(T0 + timedelta(seconds=9), "task.failed", {**fields, "reason": text, "message": text}),
+        decode(T0 + timedelta(seconds=9), "node.failed", {"node": 0, "message": text}),
+        decode(T0 + timedelta(seconds=9), "attempt.failed", {"attempt": 0, "reason": text, "message": text}),
+        decode(T0 + timedelta(seconds=20), "sweep.timeout", {"message": text}),
+        decode(T0 + timedelta(seconds=20), "cluster.requests", {"verbs": {text: 3}}),
     ]
 
 
@@ -162,7 +162,7 @@ def test_cli_bad_events_is_one_error_line(tmp_path: Path, capsys: pytest.Capture
 
 def test_cli_unwritable_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     events = tmp_path / "e.jsonl"
-    events.write_bytes(event_line(Event(T0, "sweep.started", {})))
+    events.write_bytes(event_line(decode(T0, "sweep.started", {})))
     capsys.readouterr()
     assert main(["report", str(events), "--output", str(tmp_path)]) == 2
     assert capsys.readouterr().err.splitlines() == [f"error: {tmp_path}: cannot write the report: Is a directory"]

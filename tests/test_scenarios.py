@@ -189,6 +189,8 @@ def test_a_malformed_file_names_the_file_and_key(tmp_path: Path, text: str, key:
     ("order: [[operator:alpha]]", "expect.order"),
     ("events: [{operator: alpha}]", "expect.events"),
     ("events: [{name: sweep.completed, after: later}]", "expect.events.after"),
+    ("events: [{name: sweep.complete}]", "no event is named 'sweep.complete'"),  # a typo is no silent miss
+    ("events: [{name: operator.ready, operater-contains: alpha}]", "operator.ready has no field 'operater'"),
     ("objects: [{name: alpha-operator}]", "expect.objects"),
     ("conditions: [Failing]", "expect.conditions"),
     ("upgrade-status: [{when: 1m}]", "expect.upgrade-status"),

@@ -103,7 +103,8 @@ def recorded_durations(args: argparse.Namespace, mode: str) -> tuple[Expected, s
     from cvo.cli.backend import ClusterOptions, backend_clock, open_backend
     from cvo.cli.report_cmd import _optional
     from cvo.runner.durations import RECORDS_REF
-    from cvo.status.forecast import INSTALL, UPDATE, expected_durations, parse_records
+    from cvo.status.forecast import expected_durations
+    from cvo.status.update_records import INSTALL, UPDATE, parse_records
 
     backend_options = ClusterOptions.from_args(args)
     clock, run_loop = backend_clock(backend_options)

@@ -14,16 +14,44 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from cvo.log import debug_enabled, get_logger
-from cvo.runner.events import Event, Progress
+from cvo.runner.events import Progress
+from cvo.runner.sweep_events import (
+    AttemptFailed,
+    AttemptStarted,
+    AttemptWoken,
+    ConditionChanged,
+    ControllerError,
+    ControllerIdle,
+    ControllerNext,
+    ControllerRetarget,
+    ControllerRetrieveFailed,
+    ControllerStarted,
+    ControllerSweep,
+    Event,
+    NodeBlocked,
+    NodeError,
+    NodeFailed,
+    OperatorDegraded,
+    OperatorReady,
+    PreconditionBlocked,
+    PreconditionPassed,
+    SweepCompleted,
+    SweepStarted,
+    SweepTimeout,
+    TaskFailed,
+    TaskWaiting,
+)
 
 log = get_logger("cvo.sweep")
 
 # Events worth a line of their own in text logs (the rest are debug detail).
-_INFO = {"sweep.started", "attempt.started", "attempt.failed", "attempt.woken", "node.failed", "node.error", "task.failed",
-         "task.waiting", "operator.ready", "operator.degraded", "condition.changed", "sweep.completed",
-         "sweep.timeout", "precondition.blocked", "precondition.passed", "node.blocked",
-         "controller.started", "controller.idle", "controller.sweep", "controller.retarget", "controller.next",
-         "controller.error", "controller.retrieve_failed"}
+_INFO: frozenset[type[Event]] = frozenset({
+    SweepStarted, AttemptStarted, AttemptFailed, AttemptWoken, NodeFailed, NodeError, TaskFailed, TaskWaiting,
+    OperatorReady, OperatorDegraded, ConditionChanged, SweepCompleted, SweepTimeout, PreconditionBlocked,
+    PreconditionPassed, NodeBlocked, ControllerStarted, ControllerIdle, ControllerSweep, ControllerRetarget,
+    ControllerNext, ControllerError, ControllerRetrieveFailed})
+# Of those, the ones that do not count as the sweep having said something (a quiet reconcile says only these).
+_ROUTINE: frozenset[type[Event]] = frozenset({SweepStarted, AttemptStarted, SweepCompleted})
 
 
 def format_duration(delta: timedelta | float) -> str:
@@ -37,8 +65,6 @@ def format_duration(delta: timedelta | float) -> str:
     return f"{hours}h{minutes:02d}m"
 
 
-# Events that repeat what the reader already knows: shown in piped output only with -v.
-_NOISE = {"condition.changed"}
 
 
 class LogReporter:
@@ -57,34 +83,33 @@ class LogReporter:
         self._sweep: dict[str, Any] = {}  # the sweep under way: its mode and version, whether it said anything
 
     def _noise(self, event: Event) -> bool:
-        name, fields = event.name, event.fields
-        if name == "task.waiting":
-            key = str(fields.get("operator") or fields.get("node") or "")
-            message = str(fields.get("message") or "")
-            noise = self._last_wait.get(key) == message
-            self._last_wait[key] = message
-            return noise
-        if name == "operator.ready":
-            self._last_wait.pop(str(fields.get("operator") or ""), None)
-        if name == "sweep.started":
-            version = str(fields.get("version") or "")
-            again = fields.get("mode") == "reconcile" and version in self._in_place
-            self._sweep = {"version": version, "mode": fields.get("mode"), "again": again, "said": False}
-            return again
-        again = bool(self._sweep.get("again"))
-        if name == "attempt.started" and again and fields.get("attempt") == 0:
-            return True
-        if name == "sweep.completed":
-            quiet = not self._sweep.get("said")
-            if self._sweep.get("mode") == "reconcile" and quiet and fields.get("attempts") == 1:
-                self._in_place.add(str(self._sweep.get("version")))
-            return again and quiet
-        return name in _NOISE
+        match event:
+            case TaskWaiting(operator=operator, node=node, message=message):
+                key = str(operator or node or "")
+                noise = self._last_wait.get(key) == message
+                self._last_wait[key] = message
+                return noise
+            case OperatorReady(operator=operator):
+                self._last_wait.pop(operator, None)
+            case SweepStarted(version=version, mode=mode):
+                again = mode == "reconcile" and version in self._in_place
+                self._sweep = {"version": version, "mode": mode, "again": again, "said": False}
+                return again
+            case AttemptStarted(attempt=0) if self._sweep.get("again"):
+                return True
+            case SweepCompleted(attempts=attempts):
+                quiet = not self._sweep.get("said")
+                if self._sweep.get("mode") == "reconcile" and quiet and attempts == 1:
+                    self._in_place.add(str(self._sweep.get("version")))
+                return bool(self._sweep.get("again")) and quiet
+            case ConditionChanged():
+                return True  # repeats what the reader already knows: in piped output only with -v
+        return False
 
     def emit(self, event: Event) -> None:
         noise = self._noise(event)  # first: it follows the sweep whatever is written
-        if event.name in _INFO and (self.verbose or not noise):
-            if event.name not in ("sweep.started", "attempt.started", "sweep.completed"):
+        if type(event) in _INFO and (self.verbose or not noise):
+            if type(event) not in _ROUTINE:
                 self._sweep["said"] = True
             log.info(event.name, **{"sim_time": event.time.isoformat(), **event.fields})
         elif debug_enabled():  # most events are debug lines: not even formatted unless written
@@ -153,15 +178,12 @@ class LiveDisplay:
         self.live.__exit__(None, None, None)
 
     def emit(self, event: Event) -> None:
-        if event.name == "precondition.passed":
+        if isinstance(event, PreconditionPassed):
             self.last_events = [f"{event.time:%H:%M:%S} the preconditions pass: the upgrade starts"]
         elif self.blocked():
             pass  # the reconcile of the current release while blocked: the headline says what matters
-        elif event.name in ("task.waiting", "operator.ready", "node.failed", "attempt.failed", "sweep.completed",
-                            "sweep.timeout", "operator.degraded"):
-            detail = event.fields.get("operator") or event.fields.get("node") or ""
-            message = event.fields.get("message") or event.fields.get("reason") or ""
-            line = f"{event.time:%H:%M:%S} {event.name} {detail} {message}".strip()
+        elif (said := _said(event)) is not None:
+            line = f"{event.time:%H:%M:%S} {event.name} {said[0]} {said[1]}".strip()
             if not self.last_events or self.last_events[-1] != line:
                 self.last_events = [*self.last_events, line][-5:]
         self.live.update(self._render())
@@ -211,6 +233,26 @@ class LiveDisplay:
         styles = {"bar": "green", "dim": "dim", "bold": "bold", "": ""}
         return Group(*(Text(text, style=styles[style], no_wrap=True, overflow="ellipsis")
                        for text, style in self.lines(width, max(3, height - 1))))
+
+
+def _said(event: Event) -> tuple[object, str] | None:
+    """Who and why, for the live display's list of recent events (None: an event it does not list)."""
+    match event:
+        case TaskWaiting(operator=operator, node=node, message=message, reason=reason):
+            return operator or node or "", message or reason
+        case OperatorDegraded(operator=operator, node=node, message=message):
+            return operator or node or "", message
+        case OperatorReady(operator=operator, node=node):
+            return operator or node or "", ""
+        case NodeFailed(node=node, message=message, reason=reason):
+            return node or "", message or reason
+        case AttemptFailed(message=message, reason=reason):
+            return "", message or reason
+        case SweepTimeout(message=message):
+            return "", message
+        case SweepCompleted():
+            return "", ""
+    return None
 
 
 def wants_live_display(log_format: str) -> bool:

@@ -9,7 +9,24 @@ from typing import TYPE_CHECKING
 
 from cvo.cli.common import EXIT_FAILED, EXIT_OK, UsageError
 from cvo.cli.output import STRUCTURED, TEXT, add_output_flag, dump, is_structured
-from cvo.runner.events import Event
+from cvo.runner.sweep_events import (
+    AttemptFailed,
+    AttemptStarted,
+    ConditionChanged,
+    Event,
+    NodeFailed,
+    OperatorDegraded,
+    OperatorReady,
+    PreconditionBlocked,
+    PreconditionPassed,
+    ScenarioAction,
+    SweepCancelled,
+    SweepCompleted,
+    SweepStarted,
+    SweepTimeout,
+    TaskFailed,
+    TaskWaiting,
+)
 
 if TYPE_CHECKING:
     from cvo.scenario.expect import Check
@@ -34,9 +51,10 @@ Examples:
 """
 
 # Events shown on the timeline (everything else is in --all).
-TIMELINE = {"scenario.action", "sweep.started", "attempt.started", "attempt.failed", "task.waiting",
-            "operator.ready", "operator.degraded", "node.failed", "task.failed", "sweep.completed",
-            "sweep.timeout", "sweep.cancelled", "condition.changed", "precondition.blocked", "precondition.passed"}
+TIMELINE: frozenset[type[Event]] = frozenset({
+    ScenarioAction, SweepStarted, AttemptStarted, AttemptFailed, TaskWaiting, OperatorReady, OperatorDegraded,
+    NodeFailed, TaskFailed, SweepCompleted, SweepTimeout, SweepCancelled, ConditionChanged, PreconditionBlocked,
+    PreconditionPassed})
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -97,7 +115,7 @@ def _scenario_doc(args: argparse.Namespace, path: Path, outcome: ReplayOutcome,
         "expectations": [{"name": c.name, "ok": c.ok, "detail": c.detail} for c in checks],
     }
     if not args.quiet:
-        doc["events"] = [orjson.loads(event_line(e)) for e in outcome.events if args.all or e.name in TIMELINE]
+        doc["events"] = [orjson.loads(event_line(e)) for e in outcome.events if args.all or type(e) in TIMELINE]
     return doc
 
 
@@ -137,7 +155,7 @@ def run(args: argparse.Namespace) -> int:
         if not args.quiet:
             print(f"== {scenario.name} ({path})")
             for event in outcome.events:
-                if args.all or event.name in TIMELINE:
+                if args.all or type(event) in TIMELINE:
                     offset = event.time - outcome.started
                     hours, rest = divmod(int(offset.total_seconds()), 3600)
                     print(f"  {hours:02d}:{rest // 60:02d}:{rest % 60:02d} {event.name} {_fields(event.fields)}")

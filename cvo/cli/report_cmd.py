@@ -142,7 +142,7 @@ def _from_cluster(args: argparse.Namespace) -> tuple[Timeline, str]:
     from cvo.report.model import select_sweep
     from cvo.report.records import ClusterRecords, records_timeline
     from cvo.runner.durations import RECORDS_REF
-    from cvo.status.forecast import parse_records
+    from cvo.status.update_records import parse_records
 
     if args.now is not None and not uses_saved_objects(args):
         raise UsageError("--now is for saved objects (--from-file)")

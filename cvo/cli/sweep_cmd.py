@@ -55,8 +55,9 @@ from cvo.payload.loader import LoadError, Release, load_release
 from cvo.report.events_io import EventsError, EventsWriter
 from cvo.runner import start
 from cvo.runner.decide import Plan, Runner, for_install, for_reconcile, for_upgrade, runner_for
-from cvo.runner.events import Event, Fanout, Progress, Reporter
+from cvo.runner.events import Fanout, Progress, Reporter
 from cvo.runner.sweep import SweepOptions, SweepResult
+from cvo.runner.sweep_events import ClusterRequests
 
 _EXAMPLES = {"install": "cvo install DIR", "upgrade": "cvo upgrade --to DIR", "reconcile": "cvo reconcile"}
 
@@ -386,7 +387,7 @@ def _record_requests(events: EventsWriter, backend: Backend, clock: Clock) -> No
     counted = request_stats(backend.cluster)
     verbs = counted.stats.verbs if counted is not None else None
     if verbs:
-        events.emit(Event(clock.now(), "cluster.requests", {"verbs": {str(k): int(v) for k, v in verbs.items()}}))
+        events.emit(ClusterRequests(clock.now(), verbs={str(k): int(v) for k, v in verbs.items()}))
 
 
 def _say(text: str) -> None:
@@ -515,7 +516,7 @@ def run_upgrade(args: argparse.Namespace) -> int:
     async def forecast_of(backend: Backend) -> Outlook | None:
         """The update's forecast from the records of earlier updates (none: no forecast line)."""
         from cvo.runner.durations import RECORDS_REF, LiveForecast, release_operator_graph
-        from cvo.status.forecast import of_mode, parse_records
+        from cvo.status.update_records import of_mode, parse_records
 
         records = of_mode(parse_records(await backend.steady.get(RECORDS_REF)))
         if not records:

@@ -42,10 +42,21 @@ from cvo.payload.filters import ApplyFilter
 from cvo.payload.loader import Release
 from cvo.runner.backoff import attempt_backoff
 from cvo.runner.decide import Plan, Runner, decide, runner_for
-from cvo.runner.events import Event, Progress, Reporter
+from cvo.runner.events import Progress, Reporter
 from cvo.runner.releases import Releases, RetrieveFailed
 from cvo.runner.status_writer import StatusWriter
 from cvo.runner.sweep import SweepOptions, SweepResult, WrongRelease
+from cvo.runner.sweep_events import (
+    ControllerError,
+    ControllerIdle,
+    ControllerNext,
+    ControllerRetarget,
+    ControllerRetrieveFailed,
+    ControllerStarted,
+    ControllerSweep,
+    Kind,
+    P,
+)
 from cvo.status.parts import Accepted
 
 log = get_logger("cvo.controller")
@@ -102,8 +113,8 @@ class Controller:
         self._idle_logged = False
         self._mark = 0  # the spec watch's mark the current decision was taken at
 
-    def emit(self, name: str, **fields: object) -> None:
-        self.reporter.emit(Event(self.clock.now(), name, dict(fields)))
+    def emit(self, kind: Kind[P], /, *args: P.args, **fields: P.kwargs) -> None:
+        self.reporter.emit(kind(self.clock.now(), *args, **fields))
 
     def _backoff(self, consecutive: int) -> float:
         return attempt_backoff(self.options.interval, consecutive, self._rng)
@@ -132,7 +143,7 @@ class Controller:
         spec = Informer(cluster, *CLUSTER_VERSION, key=work_key)
         await spec.start()
         consecutive = 0
-        self.emit("controller.started", interval=self.options.interval)
+        self.emit(ControllerStarted, interval=self.options.interval)
         try:
             while True:
                 mark = self._mark = spec.mark()
@@ -142,7 +153,7 @@ class Controller:
                     plan = decide(cv, self.releases, self.options.own_image)
                     if plan is None:
                         if not self._idle_logged:
-                            self.emit("controller.idle", message="no release to install: waiting for a "
+                            self.emit(ControllerIdle, message="no release to install: waiting for a "
                                       "ClusterVersion spec.desiredUpdate (or start with --release DIR)")
                             self._idle_logged = True
                         await spec.wait_change(None, mark, self.options.interval)
@@ -150,7 +161,7 @@ class Controller:
                     result = await self._sweep(plan, spec, mark, key)
                 except RetrieveFailed as failure:
                     consecutive += 1
-                    self.emit("controller.retrieve_failed", reason=failure.reason, message=failure.message)
+                    self.emit(ControllerRetrieveFailed, reason=failure.reason, message=failure.message)
                     try:
                         await self.report_unaccepted(failure)
                     except ApiError as err:
@@ -161,7 +172,7 @@ class Controller:
                     consecutive += 1
                     delay = self._backoff(consecutive)
                     self._error(str(err))
-                    self.emit("controller.error", error=str(err), retry_in=round(delay, 1))
+                    self.emit(ControllerError, error=str(err), retry_in=round(delay, 1))
                     await spec.wait_change(None, mark, delay)
                     continue
                 if result is None:  # the spec changed: decide again at once
@@ -174,7 +185,7 @@ class Controller:
                 else:
                     consecutive += 1
                     delay = self._backoff(consecutive)
-                self.emit("controller.next", after=round(delay, 1), completed=result.completed)
+                self.emit(ControllerNext, after=round(delay, 1), completed=result.completed)
                 await spec.wait_change(None, self._mark, delay)
         finally:
             self.state.runner = None
@@ -188,7 +199,7 @@ class Controller:
         runner = self._runner(plan)
         self.state.plan, self.state.runner = plan, runner
         self.state.sweeps += 1
-        self.emit("controller.sweep", state=plan.state, version=plan.release.version, image=plan.release.image,
+        self.emit(ControllerSweep, state=plan.state, version=plan.release.version, image=plan.release.image,
                   what=plan.describe())
         task = asyncio.create_task(runner.run(), name=f"sweep {plan.describe()}")
         changed: asyncio.Task[bool] | None = None
@@ -201,7 +212,7 @@ class Controller:
                 mark = self._mark = spec.mark()
                 cv = await steady(self.cluster, self.budget).get(cv_ref())
                 if work_key(cv or {}) != key:  # a restarted watch wakes us too: look at what changed
-                    self.emit("controller.retarget", what=plan.describe())
+                    self.emit(ControllerRetarget, what=plan.describe())
                     return None
         finally:
             for pending in (task, changed):

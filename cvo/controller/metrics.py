@@ -29,7 +29,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from cvo.payload.fields import dig
-from cvo.runner.events import Event
+from cvo.runner.sweep_events import Event, SweepStarted, TaskFailed
 
 
 def _time(text: Any) -> float:
@@ -193,8 +193,8 @@ class MetricsReporter:
         self.version = ""
 
     def emit(self, event: Event) -> None:
-        if event.name == "sweep.started":
-            self.version = str(event.fields.get("version", ""))
-        elif event.name == "task.failed":
+        if isinstance(event, SweepStarted):
+            self.version = event.version
+        elif isinstance(event, TaskFailed):
             with self.snapshot.lock:
                 self.snapshot.payload_errors[self.version] += 1

@@ -8,6 +8,6 @@ cluster (``records``: the ClusterVersion's history, the sweep records, ClusterOp
 critical path, the summary tables, the estimate for a plan before it runs, and the two renderings: one
 self-contained HTML page and text.
 May import: ``cvo.payload``, ``cvo.plan``, ``cvo.operators`` (behaviours, for estimates), ``cvo.status``
-(the sweep records and expected durations of ``cvo.status.forecast``) and ``cvo.runner.events`` (the events
-themselves); never a cluster backend: the objects are read by the CLI.
+(the sweep records of ``cvo.status.update_records``, the expected durations of ``cvo.status.forecast``) and
+``cvo.runner.sweep_events`` (the events themselves); never a cluster backend: the objects are read by the CLI.
 """

@@ -1,11 +1,13 @@
 """A sweep's events as JSON lines: written with ``--events FILE``, read back for ``cvo report``.
 
-One line per event, ``{"event": NAME, "time": ISO-8601, FIELD: VALUE, ...}`` with the fields of
-:class:`cvo.runner.events.Event`.  The reader also takes the output of ``--log-format json`` (stderr),
-where the sweep's clock is ``sim_time`` and ``level`` and ``timestamp`` are the logger's: lines that
-are not JSON objects (other output of the command) and JSON objects without a time (other loggers)
-are skipped.  Anything else that is wrong — a line that looks like JSON and is not, a time that is not
-a time, a name that is not text, a file too large — is an :class:`EventsError` naming the file and line.
+One line per event, ``{"event": NAME, "time": ISO-8601, FIELD: VALUE, ...}`` with the event's fields in
+the order :mod:`cvo.runner.sweep_events` declares them; a line read back is the catalogue's event (or an
+:class:`~cvo.runner.sweep_events.UnknownEvent` for a name it does not know, kept with its fields).  The
+reader also takes the output of ``--log-format json`` (stderr), where the sweep's clock is ``sim_time``
+and ``level`` and ``timestamp`` are the logger's: lines that are not JSON objects (other output of the
+command) and JSON objects without a time (other loggers) are skipped.  Anything else that is wrong — a
+line that looks like JSON and is not, a time that is not a time, a name that is not text, a file too
+large — is an :class:`EventsError` naming the file and line.
 """
 
 from __future__ import annotations
@@ -21,14 +23,13 @@ from typing import IO, Any
 import orjson
 
 from cvo.payload.limits import display_name, printable
-from cvo.runner.events import Event
+from cvo.runner.sweep_events import Event, SweepStarted, decode
 
 # Limits on what the reader takes in: a report of the corpus upgrade is about 10,000 events (3 MB).
 MAX_FILE_BYTES = 256 * 1024 * 1024
 MAX_LINE_BYTES = 1024 * 1024
 MAX_EVENTS = 1_000_000
 MAX_NAME = 200
-SWEEP_STARTED = "sweep.started"
 # Keys of a line that are not the event's fields: ours (``sweep``: the sweep's number in a controller's file),
 # and the logger's (cvo.log).
 RESERVED = ("event", "time", "sweep", "sim_time", "level", "timestamp", "logger")
@@ -77,7 +78,7 @@ class EventsWriter:
     def emit(self, event: Event) -> None:
         if self._file is None:
             return
-        if self.append and event.name == SWEEP_STARTED:
+        if self.append and isinstance(event, SweepStarted):
             self.sweeps += 1
         self._file.write(event_line(event, self.sweeps if self.append else None))
         self._file.flush()
@@ -97,7 +98,7 @@ class EventsWriter:
 def count_sweeps(path: Path) -> int:
     """How many sweeps an events file holds already (its ``sweep.started`` lines as this writer writes them);
     0 for a file that does not exist."""
-    marker = b'{"event":"' + SWEEP_STARTED.encode() + b'"'
+    marker = b'{"event":"' + SweepStarted.name.encode() + b'"'
     count = 0
     try:
         with open(path, "rb") as stream:
@@ -150,7 +151,7 @@ def parse_line(raw: bytes, where: str) -> Event | None:
     for key in list(fields):
         if key.startswith("field_") and key[6:] in RESERVED:
             fields[key[6:]] = fields.pop(key)
-    return Event(_time(stamp, where), name, fields)
+    return decode(_time(stamp, where), name, fields)
 
 
 def _lines(stream: IO[bytes], label: str) -> Iterator[tuple[int, bytes]]:
@@ -205,7 +206,7 @@ def read_stream(stream: IO[bytes], label: str, sweep: int | None = None) -> Read
         if event is None:
             skipped += raw.strip() != b""
             continue
-        if event.name == SWEEP_STARTED:
+        if isinstance(event, SweepStarted):
             sweeps += 1
             if sweep is not None and 0 < sweep < sweeps:
                 break  # past the sweep asked for

@@ -1,9 +1,10 @@
 """The timeline of a sweep, built from its events: sweeps, attempts, nodes, tasks, waits, back-offs, marks.
 
-Pure functions over :class:`cvo.runner.events.Event` lists.  Times are seconds from the first event
-(the sweep's clock: simulated time on the embedded cluster).  Events come from files anyone may have
-written, so every field is checked for its type and a field of the wrong type counts as absent; events
-out of order are taken in time order; whatever is still open when the events end is closed there.
+Pure functions over lists of the catalogue's events (:mod:`cvo.runner.sweep_events`).  Times are seconds
+from the first event (the sweep's clock: simulated time on the embedded cluster).  Events come from files
+anyone may have written: the reader has checked every field's type (a field of the wrong type reads as
+absent), texts are cut to :data:`TEXT_LIMIT`, events out of order are taken in time order, and whatever is
+still open when the events end is closed there.
 """
 
 from __future__ import annotations
@@ -13,30 +14,40 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
-from cvo.runner.events import Event
+from cvo.runner.sweep_events import (
+    AttemptFailed,
+    AttemptStarted,
+    AttemptWoken,
+    ClusterRequests,
+    Event,
+    NodeDone,
+    NodeError,
+    NodeFailed,
+    NodeStarted,
+    OperatorDegraded,
+    OperatorReady,
+    SweepBlocked,
+    SweepCancelled,
+    SweepCompleted,
+    SweepStarted,
+    SweepTimeout,
+    TaskApplied,
+    TaskDependency,
+    TaskDone,
+    TaskFailed,
+    TaskRetry,
+    TaskSkipped,
+    TaskStarted,
+    TaskWaiting,
+)
 
 _OPERATOR_TASK = re.compile(r'^clusteroperator "([^"]+)" \(\d+ of \d+\)$')
 TEXT_LIMIT = 2000  # characters of a message kept (a report shows them on hover)
 
 
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and abs(value) < 2**53 else None
-
-
-def _text(value: Any) -> str:
-    if value is None:
-        return ""
-    text = value if isinstance(value, str) else str(value)
-    return text[:TEXT_LIMIT]
-
-
-def _ints(value: Any) -> tuple[int, ...] | None:
-    if not isinstance(value, list):
-        return None
-    out = tuple(v for v in (_int(x) for x in value[:10_000]) if v is not None)
-    return out if len(out) == len(value) else None
+def _text(value: str) -> str:
+    return value[:TEXT_LIMIT]
 
 
 @dataclass
@@ -191,16 +202,15 @@ class _Builder:
 
     # --- opening --------------------------------------------------------------------------------
 
-    def open_sweep(self, t: float, f: dict[str, Any]) -> SweepSpan:
+    def open_sweep(self, t: float, version: str = "", mode: str = "", total: int | None = None) -> SweepSpan:
         if self.sweep is not None:
             self.close_sweep(t, "running")
-        self.sweep = SweepSpan(len(self.timeline.sweeps), _text(f.get("version")), _text(f.get("mode")), t, t,
-                               total_tasks=_int(f.get("total")))
+        self.sweep = SweepSpan(len(self.timeline.sweeps), _text(version), _text(mode), t, t, total_tasks=total)
         self.timeline.sweeps.append(self.sweep)
         return self.sweep
 
     def current_sweep(self, t: float) -> SweepSpan:
-        return self.sweep if self.sweep is not None else self.open_sweep(t, {})
+        return self.sweep if self.sweep is not None else self.open_sweep(t)
 
     def open_attempt(self, t: float, number: int | None) -> AttemptSpan:
         sweep = self.current_sweep(t)
@@ -218,14 +228,14 @@ class _Builder:
     def current_attempt(self, t: float) -> AttemptSpan:
         return self.attempt if self.attempt is not None else self.open_attempt(t, None)
 
-    def task(self, t: float, f: dict[str, Any], create: bool = False) -> TaskSpan | None:
-        name = _text(f.get("task"))
+    def task(self, t: float, task: str, node_id: int | None, create: bool = True) -> TaskSpan | None:
+        """The span of the task still open under this name; a new one (unless not ``create``)."""
+        name = _text(task)
         if not name:
             return None
         span = self.tasks.get(name)
         if span is None and create:
             attempt = self.current_attempt(t)
-            node_id = _int(f.get("node"))
             span = TaskSpan(name, node_id, t, t)
             node = self.nodes.get(node_id) if node_id is not None else None
             (node.tasks if node is not None else attempt.loose).append(span)
@@ -274,106 +284,97 @@ class _Builder:
         sweep.result = result
         self.sweep = None
 
-    def mark(self, t: float, kind: str, what: str, reason: Any, message: Any, node: int | None = None) -> None:
+    def mark(self, t: float, kind: str, what: str, reason: str, message: str, node: int | None = None) -> None:
         number = self.attempt.number if self.attempt is not None else None
         self.timeline.marks.append(Mark(t, kind, what, _text(reason), _text(message), number, node))
 
     # --- events ---------------------------------------------------------------------------------
 
     def take(self, event: Event) -> None:
-        t, f, name = self.at(event), event.fields, event.name
+        t = self.at(event)
         self.timeline.end = max(self.timeline.end, t)
-        if name == "sweep.started":
-            self.open_sweep(t, f)
-        elif name == "attempt.started":
-            self.open_attempt(t, _int(f.get("attempt")))
-        elif name == "node.started":
-            node_id = _int(f.get("node"))
-            if node_id is None:
-                return
-            attempt = self.current_attempt(t)
-            runlevel, component = f.get("runlevel"), f.get("component")
-            span = NodeSpan(node_id, attempt.number, t, t, runlevel=runlevel if isinstance(runlevel, str) else None,
-                            component=component if isinstance(component, str) else None,
-                            after=_ints(f.get("after")), size=_int(f.get("tasks")) or 0)
-            attempt.nodes.append(span)
-            self.nodes[node_id] = span
-        elif name in ("node.done", "node.failed"):
-            node_id = _int(f.get("node"))
-            span = self.nodes.pop(node_id, None) if node_id is not None else None
-            if span is not None:
-                span.end = max(span.start, t)
-                span.outcome = "done" if name == "node.done" else "failed"
-                span.message = _text(f.get("message"))
-        elif name == "node.error":
-            self.mark(t, "error", _text(f.get("task")) or f"node {f.get('node')}", "", f.get("error"), _int(f.get("node")))
-        elif name == "task.started":
-            self.task(t, f, create=True)
-        elif name == "task.skipped":
-            span = self.task(t, f, create=True)
-            if span is not None:
-                self.close_task(span, t, "skipped")
-        elif name == "task.applied":
-            span = self.task(t, f, create=True)
-            if span is not None:
-                span.applied, span.action, span.file = t, _text(f.get("action")), _text(f.get("file"))
-        elif name == "task.waiting":
-            span = self.task(t, f, create=True)
-            operator = _text(f.get("operator"))
-            if span is not None and operator:
-                if span.wait is None:
-                    number = self.attempt.number if self.attempt is not None else None
-                    span.wait = Wait(operator, t, t, attempt=number)
-                span.wait.reason, span.wait.message = _text(f.get("reason")), _text(f.get("message"))
-        elif name in ("operator.ready", "operator.degraded"):
-            span = self.task(t, f) or next((s for s in self.tasks.values() if s.wait is not None
-                                            and s.wait.operator == _text(f.get("operator"))), None)
-            if name == "operator.degraded":
-                self.mark(t, "degraded", _text(f.get("operator")), "Degraded", f.get("message"), _int(f.get("node")))
-            if span is not None and span.wait is not None:
-                span.wait.end, span.wait.ready = max(span.wait.start, t), name == "operator.ready"
-        elif name in ("task.retry", "task.dependency"):
-            span = self.task(t, f, create=True)
-            kind = "retry" if name == "task.retry" else "dependency"
-            reason = f.get("error")
-            message = f.get("message") if kind == "retry" else f"waits for {_text(f.get('kind'))} {_text(f.get('dependency'))}"
-            self.mark(t, kind, span.task if span else "", reason, message, span.node if span else None)
-        elif name == "task.done":
-            span = self.task(t, f, create=True)
-            if span is not None:
-                self.close_task(span, t, "done")
-        elif name == "task.failed":
-            span = self.task(t, f, create=True)
-            if span is not None:
-                self.mark(t, "failed", span.task, f.get("reason"), f.get("message"), span.node)
-                self.close_task(span, t, "failed")
-        elif name == "attempt.failed":
-            attempt = self.current_attempt(t)
-            attempt.reason, attempt.message = _text(f.get("reason")), _text(f.get("message"))
-            self.mark(t, "attempt", f"attempt {attempt.number}", f.get("reason"), f.get("message"))
-            retry_in = f.get("retry_in")
-            planned = float(retry_in) if isinstance(retry_in, int | float) and not isinstance(retry_in, bool) \
-                and 0 <= retry_in < 1e9 else None
-            self.close_attempt(t, "failed")
-            attempt.backoff = Backoff(t, t + (planned or 0.0), planned)
-        elif name == "attempt.woken":
-            sweep = self.sweep
-            if sweep is not None and sweep.attempts and sweep.attempts[-1].backoff is not None:
-                backoff = sweep.attempts[-1].backoff
-                backoff.end, backoff.woken = max(backoff.start, t), True
-        elif name in ("sweep.completed", "sweep.timeout", "sweep.cancelled", "sweep.blocked"):
-            result = name.split(".", 1)[1]
-            if self.sweep is None and result in ("blocked", "cancelled"):
-                return  # an upgrade blocked before its sweep started, a cancel with nothing running
-            sweep = self.current_sweep(t)
-            sweep.message = _text(f.get("message") or f.get("reason"))
-            self.close_sweep(t, result)
-        elif name == "cluster.requests":
-            verbs = f.get("verbs")
-            if isinstance(verbs, dict):
+        match event:
+            case SweepStarted(version=version, mode=mode, total=total):
+                self.open_sweep(t, version, mode, total)
+            case AttemptStarted(attempt=number):
+                self.open_attempt(t, number)
+            case NodeStarted(node=node_id) if node_id is not None:
+                attempt = self.current_attempt(t)
+                node = NodeSpan(node_id, attempt.number, t, t, runlevel=event.runlevel, component=event.component,
+                                after=tuple(event.after) if event.after is not None else None, size=event.tasks)
+                attempt.nodes.append(node)
+                self.nodes[node_id] = node
+            case NodeDone(node=node_id) | NodeFailed(node=node_id) if node_id is not None:
+                if (node_span := self.nodes.pop(node_id, None)) is not None:
+                    node_span.end = max(node_span.start, t)
+                    node_span.outcome = "done" if isinstance(event, NodeDone) else "failed"
+                    node_span.message = _text(event.message) if isinstance(event, NodeFailed) else ""
+            case NodeError(node=node_id, task=task, error=error):
+                self.mark(t, "error", _text(task) or f"node {node_id}", "", error, node_id)
+            case TaskStarted(task=task, node=node_id):
+                self.task(t, task, node_id)
+            case TaskSkipped(task=task, node=node_id):
+                if (span := self.task(t, task, node_id)) is not None:
+                    self.close_task(span, t, "skipped")
+            case TaskApplied(task=task, node=node_id, action=action, file=file):
+                if (span := self.task(t, task, node_id)) is not None:
+                    span.applied, span.action, span.file = t, _text(action), _text(file)
+            case TaskWaiting(task=task, node=node_id, operator=operator):
+                span = self.task(t, task, node_id)
+                if span is not None and operator:
+                    if span.wait is None:
+                        number = self.attempt.number if self.attempt is not None else None
+                        span.wait = Wait(_text(operator), t, t, attempt=number)
+                    span.wait.reason, span.wait.message = _text(event.reason), _text(event.message)
+            case OperatorReady(task=task, node=node_id, operator=operator) | OperatorDegraded(
+                    task=task, node=node_id, operator=operator):
+                span = self.task(t, task, node_id, create=False) or next(
+                    (s for s in self.tasks.values() if s.wait is not None and s.wait.operator == _text(operator)), None)
+                if isinstance(event, OperatorDegraded):
+                    self.mark(t, "degraded", _text(operator), "Degraded", event.message, node_id)
+                if span is not None and span.wait is not None:
+                    span.wait.end, span.wait.ready = max(span.wait.start, t), isinstance(event, OperatorReady)
+            case TaskRetry(task=task, node=node_id, error=error, message=message):
+                span = self.task(t, task, node_id)
+                self.mark(t, "retry", span.task if span else "", error, message, span.node if span else None)
+            case TaskDependency(task=task, node=node_id, error=error, kind=kind, dependency=dependency):
+                span = self.task(t, task, node_id)
+                self.mark(t, "dependency", span.task if span else "", error,
+                          f"waits for {_text(kind)} {_text(dependency)}", span.node if span else None)
+            case TaskDone(task=task, node=node_id):
+                if (span := self.task(t, task, node_id)) is not None:
+                    self.close_task(span, t, "done")
+            case TaskFailed(task=task, node=node_id, reason=reason, message=message):
+                if (span := self.task(t, task, node_id)) is not None:
+                    self.mark(t, "failed", span.task, reason, message, span.node)
+                    self.close_task(span, t, "failed")
+            case AttemptFailed(reason=reason, message=message, retry_in=retry_in):
+                attempt = self.current_attempt(t)
+                attempt.reason, attempt.message = _text(reason), _text(message)
+                self.mark(t, "attempt", f"attempt {attempt.number}", reason, message)
+                planned = float(retry_in) if retry_in is not None and 0 <= retry_in < 1e9 else None
+                self.close_attempt(t, "failed")
+                attempt.backoff = Backoff(t, t + (planned or 0.0), planned)
+            case AttemptWoken():
+                sweep = self.sweep
+                if sweep is not None and sweep.attempts and sweep.attempts[-1].backoff is not None:
+                    backoff = sweep.attempts[-1].backoff
+                    backoff.end, backoff.woken = max(backoff.start, t), True
+            case SweepCompleted() | SweepTimeout():
+                self.end_sweep(t, "completed" if isinstance(event, SweepCompleted) else "timeout",
+                               event.message if isinstance(event, SweepTimeout) else "")
+            case SweepCancelled(reason=message) | SweepBlocked(message=message) if self.sweep is not None:
+                # (one before its sweep started: an upgrade blocked at once, a cancel with nothing running)
+                self.end_sweep(t, "cancelled" if isinstance(event, SweepCancelled) else "blocked", message)
+            case ClusterRequests(verbs=verbs):
                 for verb, count in verbs.items():
-                    if isinstance(verb, str) and (n := _int(count)) is not None and n >= 0:
-                        self.requests[verb[:40]] += n
+                    if count >= 0:
+                        self.requests[verb[:40]] += count
+
+    def end_sweep(self, t: float, result: str, message: str) -> None:
+        sweep = self.current_sweep(t)
+        sweep.message = _text(message)
+        self.close_sweep(t, result)
 
     def finish(self) -> Timeline:
         end = self.timeline.end

@@ -32,8 +32,9 @@ from typing import Any
 from cvo.objects import ClusterOperator, ClusterVersion, Time
 from cvo.objects.times import to_ns
 from cvo.report.model import TEXT_LIMIT, AttemptSpan, Mark, NodeSpan, SweepSpan, TaskSpan, Timeline, Wait
-from cvo.status.forecast import INSTALL, UPDATE, OperatorGraph, UpdateRecord
+from cvo.status.forecast import OperatorGraph
 from cvo.status.godur import parse_datetime
+from cvo.status.update_records import INSTALL, UPDATE, UpdateRecord
 
 # (image, mode) -> the release's task graph reduced to its ClusterOperator waits; None when it cannot be read
 GraphOf = Callable[[str, str], OperatorGraph | None]

@@ -3,11 +3,11 @@
 :class:`DurationRecorder` is a reporter: it keeps, from an update's (or an install's) events, when the sweep
 first waited on each ClusterOperator and when it was done (``operator.done``; an operator waited on and never
 done has no ``done``), counted from the sweep's start, and its attempts (when each began and ended, why it
-failed: the first :data:`~cvo.status.forecast.FIRST_ATTEMPTS_KEPT` and the last ones, at most
-:data:`~cvo.status.forecast.MAX_ATTEMPTS_KEPT`) and how it ended.  :func:`save_record` appends that record to
-the ConfigMap ``openshift-cluster-version/cvo-update-durations`` (:mod:`cvo.status.forecast`: key
-``records.json``, the :data:`~cvo.status.forecast.MAX_RECORDS` most recent sweeps, at most
-:data:`~cvo.status.forecast.MAX_RECORDS_BYTES`), from which ``cvo upgrade status`` and the live display
+failed: the first :data:`~cvo.status.update_records.FIRST_ATTEMPTS_KEPT` and the last ones, at most
+:data:`~cvo.status.update_records.MAX_ATTEMPTS_KEPT`) and how it ended.  :func:`save_record` appends that record
+to the ConfigMap ``openshift-cluster-version/cvo-update-durations`` (:mod:`cvo.status.update_records`: key
+``records.json``, the :data:`~cvo.status.update_records.MAX_RECORDS` most recent sweeps, at most
+:data:`~cvo.status.update_records.MAX_RECORDS_BYTES`), from which ``cvo upgrade status`` and the live display
 forecast the next update's end, ``cvo plan -o html --recorded`` estimates a plan's critical path and
 ``cvo report`` draws the sweeps (``docs/report.md``).  The records are a hint: a write that fails is logged,
 never an error of the sweep.  While an update runs, :func:`record_progress` keeps a *partial* record of it
@@ -29,8 +29,19 @@ from cvo.log import get_logger
 from cvo.payload.filters import LoadFilter
 from cvo.payload.graph import Mode, build_graph, make_tasks
 from cvo.payload.loader import LoadError, Release, load_release
-from cvo.runner.events import Event, Progress
-from cvo.status.forecast import (
+from cvo.runner.events import Progress
+from cvo.runner.sweep_events import (
+    AttemptFailed,
+    AttemptStarted,
+    Event,
+    OperatorDone,
+    SweepCompleted,
+    SweepTimeout,
+    TaskWaiting,
+)
+from cvo.status.forecast import Forecast, OperatorGraph, co_state, duration_model, forecast, operator_graph
+from cvo.status.godur import SECOND, to_ns
+from cvo.status.update_records import (
     FIRST_ATTEMPTS_KEPT,
     MAX_ATTEMPTS_KEPT,
     MAX_MESSAGE,
@@ -38,19 +49,12 @@ from cvo.status.forecast import (
     RECORDS_NAMESPACE,
     UPDATE,
     AttemptTime,
-    Forecast,
-    OperatorGraph,
     OperatorTime,
     UpdateRecord,
-    co_state,
-    duration_model,
-    forecast,
     of_mode,
-    operator_graph,
     parse_records,
     records_configmap,
 )
-from cvo.status.godur import SECOND, to_ns
 
 FILE_SCHEME = "file://"
 
@@ -70,36 +74,29 @@ class DurationRecorder:
         return max(0.0, (when - self.started).total_seconds())
 
     def emit(self, event: Event) -> None:
-        name, fields, record = event.name, event.fields, self.record
-        if name == "operator.done":
-            operator = fields.get("operator")
-            if not isinstance(operator, str) or (operator in record.operators
-                                                 and record.operators[operator].done is not None):
-                return
-            try:
-                began = parse_rfc3339(str(fields.get("started")))
-            except ValueError:
-                began = event.time
-            record.operators[operator] = OperatorTime(self._at(began), self._at(event.time))
-            self.changed.set()
-        elif name == "task.waiting":
-            operator = fields.get("operator")
-            if isinstance(operator, str) and operator and operator not in record.operators:
-                record.operators[operator] = OperatorTime(self._at(event.time))  # done when operator.done says
-        elif name == "attempt.started":
-            number = fields.get("attempt")
-            self._close_attempt(event)
-            record.attempt_count += 1
-            record.attempts.append(AttemptTime(number if isinstance(number, int) else record.attempt_count - 1,
-                                               self._at(event.time)))
-            if len(record.attempts) > MAX_ATTEMPTS_KEPT:  # keep the first ones and the last ones
-                del record.attempts[FIRST_ATTEMPTS_KEPT]
-        elif name == "attempt.failed":
-            reason, message = fields.get("reason"), fields.get("message")
-            self._close_attempt(event, str(reason or "") or "Failed", str(message or ""))
-        elif name in ("sweep.completed", "sweep.timeout"):
-            self._close_attempt(event)
-            record.ended_at, record.result = to_rfc3339(event.time), name.split(".", 1)[1]
+        record = self.record
+        match event:
+            case OperatorDone(operator=operator):
+                if operator in record.operators and record.operators[operator].done is not None:
+                    return
+                record.operators[operator] = OperatorTime(self._at(_began(event)), self._at(event.time))
+                self.changed.set()
+            case TaskWaiting(operator=operator):
+                if operator and operator not in record.operators:
+                    record.operators[operator] = OperatorTime(self._at(event.time))  # done when operator.done says
+            case AttemptStarted(attempt=number):
+                self._close_attempt(event)
+                record.attempt_count += 1
+                record.attempts.append(AttemptTime(number if number is not None else record.attempt_count - 1,
+                                                   self._at(event.time)))
+                if len(record.attempts) > MAX_ATTEMPTS_KEPT:  # keep the first ones and the last ones
+                    del record.attempts[FIRST_ATTEMPTS_KEPT]
+            case AttemptFailed(reason=reason, message=message):
+                self._close_attempt(event, reason or "Failed", message)
+            case SweepCompleted() | SweepTimeout():
+                self._close_attempt(event)
+                record.ended_at = to_rfc3339(event.time)
+                record.result = "completed" if isinstance(event, SweepCompleted) else "timeout"
 
     def _close_attempt(self, event: Event, reason: str = "", message: str = "") -> None:
         attempts = self.record.attempts
@@ -107,6 +104,14 @@ class DurationRecorder:
             last = attempts[-1]
             attempts[-1] = AttemptTime(last.number, last.started, self._at(event.time), reason[:MAX_MESSAGE],
                                        message[:MAX_MESSAGE])
+
+
+def _began(event: OperatorDone) -> datetime:
+    """When the sweep first waited on the operator (when it was done, if the event does not say)."""
+    try:
+        return parse_rfc3339(event.started)
+    except ValueError:
+        return event.time
 
 
 async def record_progress(cluster: Cluster, recorder: DurationRecorder) -> None:
@@ -144,10 +149,9 @@ async def save_record(cluster: Cluster, record: UpdateRecord) -> None:
 
 
 def _merged_metadata(live: object, wanted: Mapping[str, object]) -> dict[str, object]:
-    meta = dict(live) if isinstance(live, Mapping) else {}
-    annotations = dict(meta.get("annotations") or {})  # type: ignore[call-overload]
-    annotations.update(wanted.get("annotations") or {})  # type: ignore[call-overload]
-    meta["annotations"] = annotations
+    meta: dict[str, object] = dict(live) if isinstance(live, Mapping) else {}
+    old, new = meta.get("annotations"), wanted.get("annotations")
+    meta["annotations"] = {**(old if isinstance(old, Mapping) else {}), **(new if isinstance(new, Mapping) else {})}
     return meta
 
 
@@ -203,14 +207,8 @@ class LiveForecast:
         self.last: tuple[object, int, Forecast | None] | None = None
 
     def emit(self, event: Event) -> None:
-        name = event.fields.get("operator")
-        if event.name != "operator.done" or not isinstance(name, str):
-            return
-        try:
-            began = parse_rfc3339(str(event.fields.get("started")))
-        except ValueError:
-            began = event.time
-        self.took.setdefault(name, max(0.0, (event.time - began).total_seconds()))
+        if isinstance(event, OperatorDone):
+            self.took.setdefault(event.operator, max(0.0, (event.time - _began(event)).total_seconds()))
 
     def __call__(self) -> Forecast | None:
         if not self.model.usual:

@@ -1,22 +1,20 @@
-"""What a sweep reports while it runs: events for logs, the progress display and scenario replay."""
+"""What a sweep reports while it runs: its events (:mod:`cvo.runner.sweep_events`, the catalogue) go to
+reporters (logs, the live display, the events file, scenario replay); :class:`Progress` is its live view."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Protocol, TypeVar, runtime_checkable
 
 from cvo.payload.errors import UpdateError
+from cvo.runner.sweep_events import Event, SweepEvent
+
+E = TypeVar("E", bound=SweepEvent)
 
 
-@dataclass(frozen=True)
-class Event:
-    time: datetime  # on the sweep's clock (simulated time on the embedded cluster)
-    name: str  # e.g. "task.applied", "task.waiting", "node.failed", "sweep.completed"
-    fields: dict[str, Any] = field(default_factory=dict)
-
-
+@runtime_checkable
 class Reporter(Protocol):
     def emit(self, event: Event) -> None: ...
 
@@ -51,14 +49,11 @@ class Fanout:
     """Send each event to several reporters."""
 
     def __init__(self, *reporters: Reporter | Callable[[Event], None]) -> None:
-        self.reporters = list(reporters)
+        self.sinks = [reporter.emit if isinstance(reporter, Reporter) else reporter for reporter in reporters]
 
     def emit(self, event: Event) -> None:
-        for reporter in self.reporters:
-            if callable(reporter) and not hasattr(reporter, "emit"):
-                reporter(event)
-            else:
-                reporter.emit(event)  # type: ignore[union-attr]
+        for sink in self.sinks:
+            sink(event)
 
 
 class Recorder:
@@ -70,5 +65,6 @@ class Recorder:
     def emit(self, event: Event) -> None:
         self.events.append(event)
 
-    def named(self, name: str) -> list[Event]:
-        return [e for e in self.events if e.name == name]
+    def of(self, kind: type[E]) -> list[E]:
+        """The events of one kind, in order."""
+        return [e for e in self.events if isinstance(e, kind)]

@@ -34,8 +34,9 @@ from cvo.cluster.api import ApiError, ApiErrorKind, Cluster, cv_ref, is_transien
 from cvo.cluster.persist import Budget, persist, reread_on_conflict, steady
 from cvo.log import get_logger
 from cvo.objects import ClusterVersion
-from cvo.runner.events import Event, Reporter
+from cvo.runner.events import Reporter
 from cvo.runner.report_filter import ReportFilter
+from cvo.runner.sweep_events import ConditionChanged
 from cvo.status.clusterversion import cluster_version_object
 from cvo.status.parts import StatusPart, merge
 
@@ -217,6 +218,5 @@ class StatusWriter:
             before, after = _condition_key(old_status), _condition_key(new_status)
             for type_, value in after.items():
                 if before.get(type_) != value:
-                    self.reporter.emit(Event(self.clock.now(), "condition.changed",
-                                             {"type": type_, "status": value[0], "reason": value[1],
-                                              "message": value[2]}))
+                    self.reporter.emit(ConditionChanged(self.clock.now(), type=type_, status=value[0],
+                                                        reason=value[1], message=value[2]))

@@ -10,7 +10,6 @@ up a retry.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 from typing import Any
 
 from cvo.cluster.api import ApiError, ApiErrorKind, Cluster
@@ -23,9 +22,16 @@ from cvo.runner.attempt import Attempt
 from cvo.runner.backoff import task_backoff
 from cvo.runner.operator_conditions import OperatorConditionManager
 from cvo.runner.reasons import wrap_apply_error
+from cvo.runner.sweep_events import (
+    Emit,
+    TaskApplied,
+    TaskDependency,
+    TaskDone,
+    TaskFailed,
+    TaskRetry,
+    TaskStarted,
+)
 from cvo.runner.waits import DEPENDENCY_WAITS, Waits
-
-Emit = Callable[..., None]
 
 
 class TaskRunner:
@@ -48,7 +54,7 @@ class TaskRunner:
         calls, delays = task_backoff(self.mode).schedule()
         last: Exception | None = None
         index = waits = 0
-        self.emit("task.started", task=str(task), node=node)
+        self.emit(TaskStarted, task=str(task), node=node)
         namespace = self.waits.missing_namespace(task, attempt)
         while index < calls:
             try:
@@ -56,17 +62,17 @@ class TaskRunner:
                     # The namespace watch says the payload's namespace is not there yet: wait for it
                     # instead of sending a create that can only fail (NotFound) and then waiting.
                     waits += 1
-                    self.emit("task.dependency", task=str(task), kind=namespace.kind, dependency=namespace.name,
+                    self.emit(TaskDependency, task=str(task), kind=namespace.kind, dependency=namespace.name,
                               error=ApiErrorKind.NOT_FOUND.value, seen="watch", node=node)
                     await self.waits.dependency_ready(namespace, attempt, task)
                     namespace = None
                 outcome = await self._outcome(task, attempt)
-                self.emit("task.applied", task=str(task), action=outcome.action, file=task.manifest.path, node=node)
+                self.emit(TaskApplied, task=str(task), action=outcome.action, file=task.manifest.path, node=node)
                 await self.waits.healthy(task, outcome.live, attempt, node)
-                self.emit("task.done", task=str(task), node=node)
+                self.emit(TaskDone, task=str(task), node=node)
                 return
             except UpdateError as err:
-                self.emit("task.failed", task=str(task), reason=err.reason, message=err.message, nested=err.nested,
+                self.emit(TaskFailed, task=str(task), reason=err.reason, message=err.message, nested=err.nested,
                           node=node)
                 raise
             except ApiError as err:
@@ -74,17 +80,17 @@ class TaskRunner:
                 dependency = self.waits.dependency(task, err) if waits < DEPENDENCY_WAITS else None
                 if dependency is not None:
                     waits += 1
-                    self.emit("task.dependency", task=str(task), kind=dependency.kind, dependency=dependency.name,
+                    self.emit(TaskDependency, task=str(task), kind=dependency.kind, dependency=dependency.name,
                               error=err.kind.value, node=node)
                     if await self.waits.dependency_ready(dependency, attempt, task):
                         continue  # it is there now: apply again, without using up a retry
                 index += 1
-                self.emit("task.retry", task=str(task), error=err.kind.value, message=str(err), call=index, node=node)
+                self.emit(TaskRetry, task=str(task), error=err.kind.value, message=str(err), call=index, node=node)
                 if index - 1 < len(delays):
                     await asyncio.sleep(delays[index - 1])
         assert last is not None
         error = wrap_apply_error(last, str(task), task.manifest.path)
-        self.emit("task.failed", task=str(task), reason=error.reason, message=error.message, nested=error.nested,
+        self.emit(TaskFailed, task=str(task), reason=error.reason, message=error.message, nested=error.nested,
                   node=node)
         raise error
 

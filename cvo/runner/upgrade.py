@@ -42,10 +42,11 @@ from cvo.payload.fields import dig, entries
 from cvo.payload.filters import ApplyFilter, Override
 from cvo.payload.graph import Mode
 from cvo.payload.loader import Release
-from cvo.runner.events import Event, Progress, Reporter
+from cvo.runner.events import Progress, Reporter
 from cvo.runner.operator_conditions import OperatorConditionManager
 from cvo.runner.status_writer import StatusWriter
 from cvo.runner.sweep import SweepOptions, SweepResult
+from cvo.runner.sweep_events import Kind, P, PreconditionBlocked, PreconditionPassed, SweepBlocked
 from cvo.runner.worker import Worker
 from cvo.status.parts import Accepted, Upgradeable
 
@@ -104,8 +105,8 @@ class UpgradeController:
         """Why the update waits for its preconditions; "" once it runs (cvo.runner.decide.Runner)."""
         return "" if self.worker is not None and self.worker.release is self.target else self.blocked_message
 
-    def emit(self, name: str, **fields: object) -> None:
-        self.reporter.emit(Event(self.clock.now(), name, dict(fields)))
+    def emit(self, kind: Kind[P], /, *args: P.args, **fields: P.kwargs) -> None:
+        self.reporter.emit(kind(self.clock.now(), *args, **fields))
 
     def _accepted_message(self) -> str:
         return (f'Preconditions failed for payload loaded version="{self.target.version}" '
@@ -133,12 +134,12 @@ class UpgradeController:
                 marks = [w.mark() for w in watchers]
                 check = await preflight(self.steady, self.target, self.force, self.clock.now())
                 if not check.verdict.blocked:
-                    self.emit("precondition.passed", version=self.target.version,
+                    self.emit(PreconditionPassed, version=self.target.version,
                               warnings=check.verdict.message, forced=check.verdict.forced)
                     return await self._update(check, deadline)
                 if check.verdict.message != self.blocked_message:
                     self.blocked_message = check.verdict.message
-                    self.emit("precondition.blocked", version=self.target.version, message=check.verdict.message,
+                    self.emit(PreconditionBlocked, version=self.target.version, message=check.verdict.message,
                               blockers=[b.type for b in check.blockers])
                 await self._write_blocked(check)
                 now = loop.time()
@@ -204,7 +205,7 @@ class UpgradeController:
     async def _blocked_result(self) -> SweepResult:
         now = self.clock.now()
         cv = await self.steady.get(cv_ref()) or {}
-        self.emit("sweep.blocked", version=self.target.version, message=self.blocked_message)
+        self.emit(SweepBlocked, version=self.target.version, message=self.blocked_message)
         return SweepResult(ok=False, completed=False, attempts=0, failure=None,
                            message=f"upgrade to {self.target.version} is blocked: {self.blocked_message}",
                            started=now, finished=now, cluster_version=cv, blocked=True)

@@ -30,6 +30,7 @@ from cvo.runner.attempt import Attempt
 from cvo.runner.early_crds import CRD, CrdIndex, payload_crds
 from cvo.runner.events import Progress, Waiting
 from cvo.runner.health import HealthCheck, check_for, check_operator_health, no_versions_error
+from cvo.runner.sweep_events import Emit, OperatorDegraded, OperatorDone, OperatorReady, TaskWaiting
 
 # How long an install task waits for a CRD or Namespace of the same payload that the attempt has not
 # applied yet (it runs in parallel, in another node), before the error counts as a normal failure.
@@ -38,7 +39,6 @@ DEPENDENCY_WAITS = 5  # per task and attempt: a dependency that "appears" and st
 CRD_RECHECK = 2.0  # seconds between looks at discovery while a custom resource waits for its CRD
 NAMESPACE = ("", "Namespace")
 
-Emit = Callable[..., None]  # the worker's emit(name, **fields)
 Report = Callable[[], Awaitable[None]]  # a forced status report (a wait started or changed)
 
 
@@ -264,7 +264,7 @@ class Waits:
                     return
                 if error.effect is Effect.REPORT:
                     attempt.report_errors.append(error)
-                    self.emit("operator.degraded", operator=name, message=error.message, nested=error.nested,
+                    self.emit(OperatorDegraded, operator=name, message=error.message, nested=error.nested,
                               task=str(task), node=node)
                     return
                 await self._waiting(name, task, node, error)
@@ -279,9 +279,9 @@ class Waits:
     def _operator_done(self, name: str, task: Task, node: int | None) -> None:
         if name in self.progress.waiting:
             waited = self.clock.now() - self.progress.waiting[name].since
-            self.emit("operator.ready", operator=name, waited=waited.total_seconds(), task=str(task), node=node)
+            self.emit(OperatorReady, operator=name, waited=waited.total_seconds(), task=str(task), node=node)
         started = self.co_start_times.pop(name, None)
-        self.emit("operator.done", operator=name,  # for the update-duration records
+        self.emit(OperatorDone, operator=name,  # for the update-duration records
                   started=to_rfc3339(started or self.clock.now()))
 
     async def _waiting(self, name: str, task: Task, node: int | None, error: UpdateError) -> None:
@@ -291,6 +291,6 @@ class Waits:
             return
         since = previous.since if previous else self.clock.now()
         self.progress.waiting[name] = Waiting(str(task), name, since, error)
-        self.emit("task.waiting", task=str(task), operator=name, reason=error.reason,
+        self.emit(TaskWaiting, task=str(task), operator=name, reason=error.reason,
                   message=error.message, nested=error.nested, node=node)
         await self.report()

@@ -39,13 +39,30 @@ from cvo.runner.backoff import attempt_backoff
 from cvo.runner.blockers import UpgradeBlockers
 from cvo.runner.durations import DurationRecorder, record_progress, save_record
 from cvo.runner.early_crds import start_early_applies
-from cvo.runner.events import Event, Fanout, Progress, Reporter
+from cvo.runner.events import Fanout, Progress, Reporter
 from cvo.runner.graph_runner import run_graph
 from cvo.runner.operator_conditions import OperatorConditionManager
 from cvo.runner.reasons import wrap_apply_error
 from cvo.runner.report_filter import Report
 from cvo.runner.status_writer import StatusWriter
 from cvo.runner.sweep import SweepOptions, SweepResult, WrongRelease
+from cvo.runner.sweep_events import (
+    AttemptFailed,
+    AttemptStarted,
+    AttemptWoken,
+    Kind,
+    NodeBlocked,
+    NodeDone,
+    NodeError,
+    NodeFailed,
+    NodeStarted,
+    P,
+    StatusUnwritten,
+    SweepCompleted,
+    SweepStarted,
+    SweepTimeout,
+    TaskSkipped,
+)
 from cvo.runner.tasks import TaskRunner
 from cvo.runner.waits import Waits
 from cvo.status.clusterversion import SyncStatus
@@ -90,8 +107,8 @@ class Worker:
         self._failure_errors: list[UpdateError] = []  # what ``_failure`` summarises
         self._completed = 0
 
-    def emit(self, name: str, **fields: object) -> None:
-        self.reporter.emit(Event(self.clock.now(), name, dict(fields)))
+    def emit(self, kind: Kind[P], /, *args: P.args, **fields: P.kwargs) -> None:
+        self.reporter.emit(kind(self.clock.now(), *args, **fields))
 
     # --- reporting --------------------------------------------------------------------------
 
@@ -175,7 +192,7 @@ class Worker:
         attempt_no = self.options.attempt
         attempts = 0
         consecutive_errors = 0
-        self.emit("sweep.started", version=self.release.version, image=self.release.image, mode=str(self.mode),
+        self.emit(SweepStarted, version=self.release.version, image=self.release.image, mode=str(self.mode),
                   total=len(self.release.manifests))
         try:
             while True:
@@ -196,11 +213,11 @@ class Worker:
                 delay = attempt_backoff(self.options.interval, consecutive_errors, self._rng)
                 if deadline is not None:
                     delay = min(delay, max(0.0, deadline - loop.time()))
-                self.emit("attempt.failed", attempt=attempt.number, reason=self._failure.reason if self._failure else "",
+                self.emit(AttemptFailed, attempt=attempt.number, reason=self._failure.reason if self._failure else "",
                           message=self._failure.message if self._failure else "", retry_in=round(delay, 1))
                 mark = self.waits.operators.mark()
                 if await self.waits.operators.wait_change(None, mark, delay):
-                    self.emit("attempt.woken", reason="ClusterOperator changed")
+                    self.emit(AttemptWoken, reason="ClusterOperator changed")
                 if deadline is not None and loop.time() >= deadline:
                     return await self._timed_out(attempts, started)
         finally:
@@ -222,12 +239,12 @@ class Worker:
             # As in the CVO, success moves the worker to Reconciling: "Cluster version is V".
             self.mode = Mode.RECONCILE
             await self._report(force=True, must_land=True)
-        self.emit("sweep.completed", version=self.release.version, attempts=attempts,
+        self.emit(SweepCompleted, version=self.release.version, attempts=attempts,
                   elapsed=(self.clock.now() - started).total_seconds())
         return await self._result(True, attempts, started, attempt.report_errors)
 
     async def _timed_out(self, attempts: int, started: datetime) -> SweepResult:
-        self.emit("sweep.timeout", attempts=attempts, message=self._failure.message if self._failure else "")
+        self.emit(SweepTimeout, attempts=attempts, message=self._failure.message if self._failure else "")
         return await self._result(False, attempts, started, [])
 
     async def _capabilities(self) -> Capabilities:
@@ -264,7 +281,7 @@ class Worker:
             if ok or not is_transient(err):
                 raise
             recorded = False
-            self.emit("status.unwritten", error=str(err))
+            self.emit(StatusUnwritten, error=str(err))
         cv = await self.status.current()
         failing = find_condition(entries(dig(cv, "status", "conditions")), "Failing") or {}
         failure = self._failure
@@ -301,7 +318,7 @@ class Worker:
         self.progress.done = 0
         self.progress.total = len(tasks)
         self.progress.waiting.clear()
-        self.emit("attempt.started", attempt=number, nodes=graph.number_of_nodes(), workers=workers)
+        self.emit(AttemptStarted, attempt=number, nodes=graph.number_of_nodes(), workers=workers)
         await self._report(force=True)
         timeout = self.options.interval * (1 if self.mode is Mode.INSTALL else 2)
         attempt_deadline = loop.time() + timeout
@@ -326,7 +343,7 @@ class Worker:
                 attempt.errors[node] = wrap_apply_error(error if isinstance(error, Exception) else Exception(str(error)),
                                                         task)
                 # Not an API error: a bug or an unexpected condition.  Say what it was.
-                self.emit("node.error", node=node, task=task, error=f"{type(error).__name__}: {error}")
+                self.emit(NodeError, node=node, task=task, error=f"{type(error).__name__}: {error}")
         if result.cancelled or result.incomplete:
             for i, err in enumerate(attempt.interrupted_waits.values()):
                 attempt.errors[-1 - i] = err
@@ -341,12 +358,12 @@ class Worker:
         for node in errors:
             blocked = [n for n in nx.descendants(graph, node) if graph.nodes[n]["tasks"]]
             if blocked:
-                self.emit("node.blocked", node=node, dependents=len(blocked))
+                self.emit(NodeBlocked, node=node, dependents=len(blocked))
 
     async def _run_node(self, node: int, tasks: list[Task], attempt: Attempt, after: list[int]) -> None:
         # runlevel, component and the nodes it ran after: what a timeline report needs (cvo report)
         first = tasks[0] if tasks else None
-        self.emit("node.started", node=node, tasks=len(tasks), runlevel=first.runlevel if first else None,
+        self.emit(NodeStarted, node=node, tasks=len(tasks), runlevel=first.runlevel if first else None,
                   component=first.component if first else None, after=after)
         await self._precreate_cluster_operators(tasks, attempt)
         position = 0
@@ -355,18 +372,18 @@ class Worker:
                 position = index
                 self.progress.running[node] = str(task)
                 if task.skip is not None:
-                    self.emit("task.skipped", task=str(task), reason=task.skip, node=node)
+                    self.emit(TaskSkipped, task=str(task), reason=task.skip, node=node)
                     continue
                 await self.tasks.run(task, attempt, node)
                 self.progress.done += 1
                 await self._report()
         except UpdateError as err:
-            self.emit("node.failed", node=node, reason=err.reason, message=err.message, nested=err.nested)
+            self.emit(NodeFailed, node=node, reason=err.reason, message=err.message, nested=err.nested)
             self.waits.unapplied(tasks[position:], attempt)
             raise
         finally:
             self.progress.running.pop(node, None)
-        self.emit("node.done", node=node)
+        self.emit(NodeDone, node=node)
 
     async def _precreate_cluster_operators(self, tasks: list[Task], attempt: Attempt) -> None:
         """The node's ClusterOperators, created before its tasks run (``precreateClusterOperators``); errors

@@ -13,7 +13,7 @@ from cvo.gates.olm import OC_GROUP, OC_KIND
 from cvo.operators.behaviour import parse_duration
 from cvo.payload.conditions import find_condition
 from cvo.runner.durations import RECORDS_REF, cluster_forecast
-from cvo.runner.events import Event
+from cvo.runner.sweep_events import BY_NAME, Event, SweepEvent, TaskApplied, TaskDone, field_names
 from cvo.scenario.model import EXPECTATIONS, ScenarioError
 from cvo.scenario.replay import ReplayOutcome
 from cvo.status.godur import to_ns
@@ -131,8 +131,21 @@ def _offset(out: ReplayOutcome, event: Event) -> float:
     return (event.time - out.started).total_seconds()
 
 
-def _event_matches(event: Event, spec: Mapping[str, Any]) -> bool:
-    if event.name != spec.get("name"):
+def _event_kind(spec: Mapping[str, Any]) -> type[SweepEvent]:
+    """The event a spec names; a name or a field the catalogue does not have is an error, not a silent miss."""
+    kind = BY_NAME.get(str(spec["name"]))
+    if kind is None:
+        raise ScenarioError(f"expect.events: no event is named {spec['name']!r} (docs/scenarios.md lists them)")
+    for key in spec:
+        base = str(key).removesuffix("-contains").removesuffix("-matches")
+        if key not in _EVENT_KEYS and base not in field_names(kind):
+            raise ScenarioError(f"expect.events: {kind.name} has no field {base!r} (its fields: "
+                                f"{', '.join(field_names(kind)) or 'none'})")
+    return kind
+
+
+def _event_matches(event: Event, kind: type[SweepEvent], spec: Mapping[str, Any]) -> bool:
+    if type(event) is not kind:
         return False
     for key, expected in spec.items():
         if key in _EVENT_KEYS:
@@ -153,7 +166,8 @@ def _check_events(out: ReplayOutcome, value: Any) -> list[Check]:
             raise ScenarioError(f"expect.events: each entry needs a name (the event name); got {spec!r}")
         start = parse_duration(spec["from"], "expect.events.from") if "from" in spec else None
         end = parse_duration(spec["until"], "expect.events.until") if "until" in spec else None
-        matching = [e for e in out.events if _event_matches(e, spec)
+        kind = _event_kind(spec)
+        matching = [e for e in out.events if _event_matches(e, kind, spec)
                     and (start is None or _offset(out, e) >= start) and (end is None or _offset(out, e) <= end)]
         label = "event " + " ".join(f"{k}={v!r}" for k, v in spec.items())
         if spec.get("absent"):
@@ -232,10 +246,10 @@ def _first_index(out: ReplayOutcome, item: str) -> int | None:
     """Where an order item first happened: ``operator:NAME`` (ready), ``KIND "ns/name"`` (applied)."""
     if item.startswith("operator:"):
         name = item.split(":", 1)[1]
-        return next((i for i, e in enumerate(out.events) if e.name == "task.done"
-                     and _TASK_SUFFIX.sub("", str(e.fields.get("task"))) == f'clusteroperator "{name}"'), None)
-    return next((i for i, e in enumerate(out.events) if e.name == "task.applied"
-                 and _TASK_SUFFIX.sub("", str(e.fields.get("task"))) == item), None)
+        return next((i for i, e in enumerate(out.events) if isinstance(e, TaskDone)
+                     and _TASK_SUFFIX.sub("", e.task) == f'clusteroperator "{name}"'), None)
+    return next((i for i, e in enumerate(out.events) if isinstance(e, TaskApplied)
+                 and _TASK_SUFFIX.sub("", e.task) == item), None)
 
 
 def _check_order(out: ReplayOutcome, value: Any) -> list[Check]:

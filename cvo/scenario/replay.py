@@ -19,12 +19,24 @@ from cvo.operators.simulated import OperatorSimulator
 from cvo.payload.filters import KNOWN_CAPABILITIES, ApplyFilter
 from cvo.payload.graph import Mode
 from cvo.payload.loader import LoadError, Release, load_release
-from cvo.runner.events import Event, Recorder
+from cvo.runner.durations import RECORDS_REF
+from cvo.runner.events import Recorder
 from cvo.runner.sweep import SweepOptions, SweepResult
+from cvo.runner.sweep_events import (
+    ClusterRequests,
+    Event,
+    Kind,
+    P,
+    ScenarioAction,
+    ScenarioFinished,
+    ScenarioOverrun,
+    ScenarioStarted,
+    SweepCancelled,
+    SweepDeferred,
+)
 from cvo.runner.upgrade import UpgradeController
 from cvo.runner.worker import Worker
 from cvo.scenario.model import Action, Scenario, ScenarioError
-from cvo.status.forecast import RECORDS_NAME, RECORDS_NAMESPACE
 
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC)  # every replay starts here: timestamps are reproducible
 
@@ -73,8 +85,8 @@ class Replay:
         self._deferred: asyncio.Task[None] | None = None  # an upgrade waiting for the install to finish
         self.overrun = False  # the last sweep ran past the replay's limit and was stopped
 
-    def emit(self, event: str, **fields: Any) -> None:
-        self.recorder.emit(Event(self.clock.now(), event, fields))
+    def emit(self, kind: Kind[P], /, *args: P.args, **fields: P.kwargs) -> None:
+        self.recorder.emit(kind(self.clock.now(), *args, **fields))
 
     def release(self, value: Any, where: str) -> Release:
         if not isinstance(value, str):
@@ -103,7 +115,7 @@ class Replay:
         run.task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await run.task
-        self.emit("sweep.cancelled", version=run.release.version, reason=reason)
+        self.emit(SweepCancelled, version=run.release.version, reason=reason)
 
     def _drop_deferred(self) -> None:
         if self._deferred is not None and not self._deferred.done():
@@ -121,7 +133,7 @@ class Replay:
         install = self.current
         assert install is not None
         self._drop_deferred()
-        self.emit("sweep.deferred", version=release.version, running=install.release.version,
+        self.emit(SweepDeferred, version=release.version, running=install.release.version,
                   reason="Ignoring detected version change during payload initialization")
 
         async def after_install() -> None:
@@ -173,7 +185,7 @@ class Replay:
     async def do(self, action: Action) -> None:
         where = f"actions[{action.index}] ({action.kind})"
         value = action.value
-        self.emit("scenario.action", action=action.kind, value=value if not isinstance(value, dict) else dict(value))
+        self.emit(ScenarioAction, action=action.kind, value=value if not isinstance(value, dict) else dict(value))
         if action.kind == "install":
             release = self.release(value, where)
             self._register(release)
@@ -317,7 +329,7 @@ class Replay:
         await self.simulator.start()
         started = self.clock.now()
         origin = loop.time()
-        self.emit("scenario.started", scenario=self.scenario.name)
+        self.emit(ScenarioStarted, scenario=self.scenario.name)
         snapshots: dict[float, tuple[datetime, dict[str, Any], list[dict[str, Any]], dict[str, Any] | None]] = {}
         takers = [asyncio.create_task(self._snapshot_at(origin + at, at, snapshots), name=f"snapshot {at}")
                   for at in snapshot_times(self.scenario)]
@@ -333,8 +345,8 @@ class Replay:
             await self.simulator.stop()
         finished = self.clock.now()
         # what the replay asked of the cluster, per verb (the simulated operators' requests included): cvo report
-        self.emit("cluster.requests", verbs=dict(sorted(self.cluster.stats.verbs.items())))
-        self.emit("scenario.finished")
+        self.emit(ClusterRequests, verbs=dict(sorted(self.cluster.stats.verbs.items())))
+        self.emit(ScenarioFinished)
         return ReplayOutcome(
             scenario=self.scenario, events=self.recorder.events, result=self._result(), last=self._last_result(),
             cluster_version=await self.cluster.get(cv_ref()) or {},
@@ -349,7 +361,7 @@ class Replay:
         into[at] = (self.clock.now(), await self.cluster.get(cv_ref()) or {},
                     sorted(await self.cluster.list("config.openshift.io", "ClusterOperator"),
                            key=lambda o: o["metadata"]["name"]),
-                    await self.cluster.get(Ref("", "ConfigMap", RECORDS_NAMESPACE, RECORDS_NAME)))
+                    await self.cluster.get(RECORDS_REF))
 
     async def _settle(self) -> None:
         """After the last action: wait for the running sweep, and for an upgrade deferred behind it."""
@@ -379,7 +391,7 @@ class Replay:
             return
         self.overrun = True
         run = self.current
-        self.emit("scenario.overrun", limit=self.settle_limit(),
+        self.emit(ScenarioOverrun, limit=self.settle_limit(),
                   version=run.release.version if run is not None else "", kind=run.kind if run is not None else "")
         self._drop_deferred()
         if run is not None and not run.task.done():

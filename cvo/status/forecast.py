@@ -2,8 +2,8 @@
 
 oc estimates the remaining time from the previous update's total duration and the share of
 ClusterOperators already updated.  cvo records, on the cluster, how long each ClusterOperator took to
-reach the new version in each update (:data:`RECORDS_NAMESPACE`/:data:`RECORDS_NAME`, a ConfigMap the
-sweeps write, ``docs/upgrade-status.md``; installs are recorded too, and kept apart), and walks the
+reach the new version in each update (:mod:`cvo.status.update_records`, a ConfigMap the sweeps write,
+``docs/upgrade-status.md``; installs are recorded too, and kept apart), and walks the
 release's task graph: every node runs its ClusterOperator waits in order, after its predecessors, so the
 update ends when the longest remaining path does.  The same records give ``cvo plan -o html --recorded``
 its durations (:func:`expected_durations`) and ``cvo report`` its timeline.
@@ -45,20 +45,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import networkx as nx
-import orjson
 
 from cvo.payload.graph import Mode, wait_for
 from cvo.status.godur import SECOND, parse_time, rfc3339, short_duration
+from cvo.status.update_records import UPDATE, UpdateRecord
 
-RECORDS_NAMESPACE = "openshift-cluster-version"
-RECORDS_NAME = "cvo-update-durations"
-RECORDS_KEY = "records.json"
-MAX_RECORDS = 20  # the most recent completed sweeps kept (and the current update's partial record) ...
-MAX_RECORDS_BYTES = 256 * 1024  # ... and fewer when they would not fit (a ConfigMap holds at most 1 MiB)
-MAX_ATTEMPTS_KEPT = 16  # per record: the first 4 and the last 12 attempts (attemptCount says how many)
-FIRST_ATTEMPTS_KEPT = 4
-MAX_MESSAGE = 200  # characters of an attempt's failure message kept
-UPDATE, INSTALL = "update", "install"  # a record's mode (records without one are updates: cvo before 0.3)
 MIN_SHARE_LEFT = 0.25  # an operator waited on past every plausible duration still needs this share of its usual one
 SAMPLES = 500  # simulated ends of the update per forecast
 SEED = 20260101  # the simulation's seed: a forecast is a function of its inputs
@@ -67,144 +58,6 @@ OVERRUN_FLOOR = 1.25  # ... and at least this many times it ...
 OVERRUN_MIN_SECONDS = 60.0  # ... and at least this much longer
 MIN_RATIOS = 10  # durations of operators with 3 or more records needed to tell overruns from variation
 _NORMAL = statistics.NormalDist()
-
-
-@dataclass(frozen=True)
-class OperatorTime:
-    """When, counted from the update's start, a ClusterOperator was first waited on and when it was done."""
-
-    started: float  # seconds
-    done: float | None = None
-
-    @property
-    def duration(self) -> float | None:
-        return None if self.done is None else max(0.0, self.done - self.started)
-
-
-@dataclass(frozen=True)
-class AttemptTime:
-    """One attempt of a recorded sweep, counted from its start: when it began and ended, and why it failed."""
-
-    number: int
-    started: float  # seconds
-    ended: float | None = None
-    reason: str = ""  # empty: it did not fail (the last attempt of a completed sweep)
-    message: str = ""
-
-
-@dataclass
-class UpdateRecord:
-    """One sweep (an update, or an install): its target version, when it started, each operator's times,
-    and (cvo 0.3 on) its mode, its attempts and how it ended.  ``partial``: the update is still running (the
-    runner rewrites this record as operators finish, and replaces it at the end)."""
-
-    version: str
-    started_at: str
-    operators: dict[str, OperatorTime] = field(default_factory=dict)
-    partial: bool = False
-    mode: str = UPDATE
-    attempts: list[AttemptTime] = field(default_factory=list)  # at most MAX_ATTEMPTS_KEPT of them
-    attempt_count: int = 0  # how many attempts there were (0: not recorded)
-    ended_at: str = ""
-    result: str = ""  # completed, timeout; empty: not recorded
-
-    def to_json(self) -> dict[str, Any]:
-        doc: dict[str, Any] = {
-            "version": self.version, "startedAt": self.started_at, "mode": self.mode,
-            **({"partial": True} if self.partial else {}),
-            "operators": {name: {"started": _round(t.started), **({"done": _round(t.done)} if t.done is not None else {})}
-                          for name, t in sorted(self.operators.items())}}
-        if self.attempt_count:
-            doc["attemptCount"] = self.attempt_count
-            doc["attempts"] = [{"attempt": a.number, "started": _round(a.started),
-                                **({"ended": _round(a.ended)} if a.ended is not None else {}),
-                                **({"reason": a.reason, "message": a.message} if a.reason else {})}
-                               for a in self.attempts]
-        if self.ended_at:
-            doc["endedAt"], doc["result"] = self.ended_at, self.result
-        return doc
-
-    def took(self) -> dict[str, float]:
-        """How long each operator that is done took, in seconds."""
-        return {name: d for name, t in self.operators.items() if (d := t.duration) is not None}
-
-
-def _round(seconds: float) -> float:
-    return round(seconds, 3)  # milliseconds: the clock's resolution that matters, and shorter records
-
-
-def _text(value: object, limit: int = MAX_MESSAGE) -> str:
-    return value[:limit] if isinstance(value, str) else ""
-
-
-def _attempts(value: object) -> list[AttemptTime]:
-    out = []
-    for item in value[:MAX_ATTEMPTS_KEPT] if isinstance(value, list) else []:
-        if isinstance(item, Mapping) and _number(item.get("started")):
-            number = item.get("attempt")
-            ended = item.get("ended")
-            out.append(AttemptTime(int(number) if _number(number) and float(number).is_integer() else len(out),
-                                   float(item["started"]), float(ended) if _number(ended) else None,
-                                   _text(item.get("reason")), _text(item.get("message"))))
-    return out
-
-    def took(self) -> dict[str, float]:
-        """How long each operator that is done took, in seconds."""
-        return {name: d for name, t in self.operators.items() if (d := t.duration) is not None}
-
-
-def parse_records(configmap: Mapping[str, Any] | None) -> list[UpdateRecord]:
-    """The records of a ConfigMap; whatever does not parse is left out (a forecast is a hint, never an error)."""
-    data = (configmap or {}).get("data")
-    raw = data.get(RECORDS_KEY) if isinstance(data, Mapping) else None
-    if not isinstance(raw, str):
-        return []
-    try:
-        items = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        return []
-    records = []
-    for item in items if isinstance(items, list) else []:
-        if not isinstance(item, Mapping) or not isinstance(item.get("operators"), Mapping):
-            continue
-        operators = {}
-        for name, times in item["operators"].items():
-            if isinstance(name, str) and isinstance(times, Mapping) and _number(times.get("started")):
-                done = times.get("done")
-                operators[name] = OperatorTime(float(times["started"]), float(done) if _number(done) else None)
-        count = item.get("attemptCount")
-        records.append(UpdateRecord(
-            str(item.get("version", "")), str(item.get("startedAt", "")), operators, item.get("partial") is True,
-            mode=INSTALL if item.get("mode") == INSTALL else UPDATE, attempts=_attempts(item.get("attempts")),
-            attempt_count=int(count) if _number(count) and float(count).is_integer() and count > 0 else 0,
-            ended_at=_text(item.get("endedAt"), 64), result=_text(item.get("result"), 32)))
-    return records
-
-
-def _number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and value == value and abs(value) < 1e12
-
-
-def records_configmap(records: Sequence[UpdateRecord]) -> dict[str, Any]:
-    """The ConfigMap holding the most recent :data:`MAX_RECORDS` completed records and the last partial one
-    (fewer completed ones when they would take more than :data:`MAX_RECORDS_BYTES`; the newest always)."""
-    complete = [r for r in records if not r.partial][-MAX_RECORDS:]
-    partial = [r for r in records if r.partial][-1:]
-    raw = orjson.dumps([r.to_json() for r in [*complete, *partial]])
-    while len(raw) > MAX_RECORDS_BYTES and len(complete) > 1:
-        complete = complete[1:]
-        raw = orjson.dumps([r.to_json() for r in [*complete, *partial]])
-    return {"apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": RECORDS_NAME, "namespace": RECORDS_NAMESPACE,
-                         "annotations": {"cvo.openshift.io/what": "how long each ClusterOperator took to reach "
-                                                                  "the new version in each update and install "
-                                                                  "(cvo upgrade status, cvo report, cvo plan)"}},
-            "data": {RECORDS_KEY: raw.decode()}}
-
-
-def of_mode(records: Iterable[UpdateRecord], mode: str = UPDATE) -> list[UpdateRecord]:
-    """The records of updates (or of installs): what a forecast of that kind of sweep learns from."""
-    return [r for r in records if r.mode == mode]
 
 
 def _samples(records: Iterable[UpdateRecord]) -> dict[str, list[float]]:
@@ -302,7 +155,7 @@ class OperatorGraph:
     places: dict[int, tuple[str | None, str | None]] = field(default_factory=dict)  # run level, component
 
 
-def operator_graph(graph: nx.DiGraph, mode: Mode = Mode.UPDATE) -> OperatorGraph:
+def operator_graph(graph: nx.DiGraph[int], mode: Mode = Mode.UPDATE) -> OperatorGraph:
     operators, places = {}, {}
     for node, attrs in graph.nodes(data=True):
         names = []
@@ -415,10 +268,10 @@ def _usual_path(og: OperatorGraph, model: DurationModel, done: set[str], updatin
         return [], None
     last = max(og.order, key=lambda n: (finish[n], -n))
     path: list[Step] = []
-    node: int | None = last
-    while node is not None:
-        path[:0] = steps[node]
-        node = via[node]
+    step: int | None = last
+    while step is not None:
+        path[:0] = steps[step]
+        step = via[step]
     return path, finish[last]
 
 
@@ -504,18 +357,20 @@ def _quantile(weighted: list[tuple[float, float]], q: float) -> float:
 
 def co_state(cos: Sequence[Mapping[str, Any]], target: str) -> tuple[set[str], dict[str, int]]:
     """From ClusterOperators: which are at ``target``, and which are updating (Progressing=True) since when."""
-    done, updating = set(), {}
+    done: set[str] = set()
+    updating: dict[str, int] = {}
     for co in cos:
         meta = co.get("metadata") or {}
         name = meta.get("name") if isinstance(meta, Mapping) else None
         status = co.get("status") or {}
         if not isinstance(name, str) or not isinstance(status, Mapping):
             continue
-        versions = status.get("versions") if isinstance(status.get("versions"), list) else []
-        if any(isinstance(v, Mapping) and v.get("name") == "operator" and v.get("version") == target for v in versions):
+        versions = status.get("versions")
+        if isinstance(versions, list) and any(isinstance(v, Mapping) and v.get("name") == "operator" and v.get("version") == target for v in versions):
             done.add(name)
             continue
-        for c in status.get("conditions") if isinstance(status.get("conditions"), list) else []:
+        conditions = status.get("conditions")
+        for c in conditions if isinstance(conditions, list) else []:
             if isinstance(c, Mapping) and c.get("type") == "Progressing" and c.get("status") == "True":
                 since = parse_time(c.get("lastTransitionTime"))
                 if since is not None:
