@@ -50,7 +50,7 @@ def cv_ref(name: str = "version") -> Ref:
 
 
 class ApiErrorKind(enum.Enum):
-    """The API error classes the CVO's reason table distinguishes (reference §2.4)."""
+    """The API error classes the CVO's reason table distinguishes (pkg/payload/task.go `reasonForPayloadSyncError`)."""
 
     NOT_FOUND = "NotFound"
     ALREADY_EXISTS = "AlreadyExists"

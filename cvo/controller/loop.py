@@ -1,6 +1,6 @@
 """The controller: level-triggered, continuously reconciling, never giving up.
 
-States, as the CVO's sync worker has them (``pkg/cvo/sync_worker.go``; reference §2.6), decided
+States, as the CVO's sync worker has them (pkg/cvo/sync_worker.go `SyncWorker.Update`, `calculateNextFrom`), decided
 afresh from the ClusterVersion at every turn — nothing is remembered that the cluster does not say:
 
     no Completed history ──────────────► Initializing (install: the release being installed, else
@@ -129,7 +129,7 @@ class Controller:
         self.reporter.emit(Event(self.clock.now(), name, dict(fields)))
 
     def _backoff(self, consecutive: int) -> float:
-        """The sync worker's back-off after ``consecutive`` failures (reference §2.6)."""
+        """The sync worker's back-off after ``consecutive`` failures (pkg/cvo/sync_worker.go `SyncWorker.Start`)."""
         interval = self.options.interval
         base = interval / 16 * 2**consecutive if consecutive <= 3 else interval
         return base * (1 + 0.2 * self._rng.random())

@@ -87,7 +87,7 @@ def operator_versions(m: Manifest) -> tuple[tuple[str, str], ...]:
 
 
 def wait_for(m: Manifest, mode: Mode) -> Wait | None:
-    """What the CVO waits for before it counts the task as done (reference §3)."""
+    """What the CVO waits for before it counts the task as done (pkg/cvo/internal/operatorstatus.go `checkOperatorHealth`)."""
     if m.kind == "ClusterOperator" and m.group == "config.openshift.io":
         if mode is Mode.INSTALL:
             return Wait("ClusterOperator", m.name, conditions=(("Available", "True"),),

@@ -1,4 +1,4 @@
-"""When a task is done: the CVO's health checks on live objects (reference §3).
+"""When a task is done: the CVO's health checks on live objects (pkg/cvo/internal/operatorstatus.go `checkOperatorHealth`, lib/resourcebuilder).
 
 Live objects are read through :mod:`cvo.payload.fields`: a field of the wrong type counts as absent, and a
 ClusterOperator whose status is not an object is reported as such (the CVO's typed client would
@@ -48,7 +48,7 @@ def check_operator_health(name: str, expected_versions: tuple[tuple[str, str], .
                           mode: Mode) -> UpdateError | None:
     """``checkOperatorHealth``, in its order; ``None`` when the ClusterOperator is done.
 
-    cvo adds one rule from the OperatorCondition enhancement (seed 000): an operator that reports
+    cvo adds one rule from the OperatorCondition enhancement (operator-framework/enhancements enhancements/operator-conditions.md): an operator that reports
     ``Upgrading=True`` is not done, whatever its versions say.
     """
     status = live.get("status")

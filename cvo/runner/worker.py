@@ -50,7 +50,7 @@ from cvo.runner.status_writer import StatusWriter
 
 @dataclass(frozen=True)
 class Backoff:
-    """``wait.Backoff`` as the vendored apimachinery steps it (reference §2.4 ⚠)."""
+    """``wait.Backoff`` as the vendored apimachinery steps it (vendor/k8s.io/apimachinery/pkg/util/wait/backoff.go `Backoff.Step`)."""
 
     duration: float
     factor: float
@@ -740,7 +740,7 @@ class Worker:
         return mutate
 
     def _trap_hint(self, task: Task) -> str:
-        """The seed's trap: the operator that must report this ClusterOperator is applied after it."""
+        """The trap openshift/enhancements dev-guide/cluster-version-operator/dev/clusteroperator.md warns of: the operator that must report this ClusterOperator is applied after it."""
         later = [d for d in self._operator_deployments.get(task.manifest.name, [])
                  if self._index.get(id(d), 0) > task.index]
         if not later:

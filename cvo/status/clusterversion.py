@@ -1,4 +1,4 @@
-"""ClusterVersion status, computed the way the CVO computes it (reference §3 and §5).
+"""ClusterVersion status, computed the way the CVO computes it.
 
 A pure port of ``pkg/cvo/status.go`` (``updateClusterVersionStatus``, ``mergeOperatorHistory``,
 ``convertErrorToProgressing``, ``filterErrorForFailingCondition``), ``status_history.go`` (``prune``)
