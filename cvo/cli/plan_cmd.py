@@ -164,7 +164,7 @@ def output_options(args: argparse.Namespace, options: PayloadOptions) -> list[st
         "exclude", "" if lf.exclude_id is None else "=" + lf.exclude_id,
         "major", "" if lf.major_version is None else str(lf.major_version),
         "capabilities", ",".join(sorted(af.enabled_capabilities)),
-        "apply-gates", ",".join(sorted(af.feature_gates)),
+        "apply-gates", "(not filtered)" if af.feature_gates is None else ",".join(sorted(af.feature_gates)),
         "mode", args.mode, "attempt", str(args.attempt), "output", args.output,
         "show-excluded", str(bool(args.show_excluded)),
         # In the release as read too; here so that each image gets an entry of its own.

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from cvo.cli.common import EXIT_OK, CommandFailed, UsageError, add_saved_flags, uses_saved_objects
 
 if TYPE_CHECKING:
+    from cvo.cluster.api import Cluster, Object, Ref
     from cvo.report.model import Timeline
 
 HELP = "show a sweep's events (or the cluster's records of its sweeps) as a timeline with its critical path"
@@ -115,7 +116,7 @@ def _from_events(args: argparse.Namespace) -> tuple[Timeline, str]:
     return build_timeline(read.events), "<stdin>" if str(args.events) == "-" else display_name(str(args.events))
 
 
-async def _optional(cluster: Any, ref: Any) -> dict[str, Any] | None:
+async def _optional(cluster: Cluster, ref: Ref) -> Object | None:
     from cvo.cluster.api import ApiError, ApiErrorKind
 
     try:

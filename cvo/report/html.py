@@ -107,7 +107,7 @@ def _level_key(level: str | None) -> tuple[int, str]:
     return (1, "") if level is None else (0, level)
 
 
-def _node_html(node: NodeSpan, scale: _Scale, crit: dict[tuple[int, int], Link], estimated: bool) -> Iterator[str]:
+def _node_html(node: NodeSpan, scale: _Scale, crit: dict[tuple[int | None, int], Link], estimated: bool) -> Iterator[str]:
     link = crit.get((node.attempt, node.node))
     classes = f"bar {node.outcome}" + (" crit" if link else "") + (" endish" if scale.pct(node.end) > 92 else "")
     title = (f"attempt {node.attempt}, node {node.node}: {len(node.tasks)} tasks, {duration(node.duration)} "

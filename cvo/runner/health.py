@@ -124,7 +124,7 @@ def check_job(live: dict[str, Any]) -> UpdateError | None:
     status = mapping(live.get("status"))
     name = _name(live)
 
-    def count(key: str) -> int:
+    def count(key: str) -> float:
         value = status.get(key, 0)
         return value if isinstance(value, int | float) and not isinstance(value, bool) else 0
 

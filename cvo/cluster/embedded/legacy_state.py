@@ -67,6 +67,8 @@ def migrate(path: Path, initial_clock: float) -> None:
 
 def _object_rv(obj: dict[str, Any], default: int) -> int:
     value = (obj.get("metadata") or {}).get("resourceVersion")
+    if not isinstance(value, str | int | float):
+        return default
     try:
         return max(0, int(value))
     except (TypeError, ValueError):
