@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint bench fuzz clean browser
+.PHONY: demo test test-fast lint typecheck bench fuzz clean browser
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -25,13 +25,23 @@ demo: $(STAMP)
 browser:
 	sh hack/install-chromium.sh
 
-## make test: lint the code and run the whole test suite
-test: $(STAMP) browser
-	$(BIN)/ruff check cvo tests bench hack
+## make test: lint the code (ruff, mypy) and run the whole test suite
+test: $(STAMP) browser lint
 	$(BIN)/pytest -q
 
+## make test-fast: lint, then every test but the real API server's (tests/e2e and the others marked e2e) and
+## the browser's (tests/test_report_browser.py), over 4 worker processes (see pytest-xdist in pyproject.toml)
+test-fast: $(STAMP) lint
+	$(BIN)/pytest -q -n 4 -m "not e2e" --ignore=tests/e2e --ignore=tests/test_report_browser.py
+
+## make lint: ruff, and mypy strict on cvo/ (configured in pyproject.toml)
 lint: $(STAMP)
 	$(BIN)/ruff check cvo tests bench hack
+	$(BIN)/mypy
+
+## make typecheck: mypy alone
+typecheck: $(STAMP)
+	$(BIN)/mypy
 
 ## make fuzz: the fuzz targets of tests/test_fuzz.py and a mutation fuzzer over the corpus for
 ## FUZZ_SECONDS; a minimal reproducer of every crash goes to FUZZ_OUT; exit 1 if anything was found

@@ -92,35 +92,11 @@ class _LazyLogger:
     def __getattr__(self, attr: str) -> Any:
         if self._logger is None:
             with _lock:  # watch threads log too: configure exactly once, before anyone writes
-                structlog = _import_structlog()
+                import structlog
                 if not _settings["configured"]:
                     _apply(structlog)
             self._logger = structlog.get_logger(self._name)
         return getattr(self._logger, attr)
-
-
-def importing_rich() -> threading.RLock:
-    """Hold while importing rich: :func:`_import_structlog` hides it from structlog for a moment."""
-    return _lock
-
-
-def _import_structlog() -> Any:
-    """``import structlog``, without the rich and pygments it imports for its tracebacks when they are installed.
-
-    cvo renders no exception through structlog (:func:`_apply` names the plain formatter), and importing
-    rich, pygments and attrs with it took about 40 ms of the first log line, inside every sweep; the live
-    display imports rich itself when a terminal is attached.  Called with ``_lock`` held.
-    """
-    if "structlog" in sys.modules or "rich" in sys.modules:
-        import structlog
-
-        return structlog
-    sys.modules["rich"] = None  # type: ignore[assignment]  # "import rich" raises ImportError meanwhile
-    try:
-        import structlog
-    finally:
-        del sys.modules["rich"]
-    return structlog
 
 
 def get_logger(name: str) -> Any:
@@ -150,6 +126,9 @@ def _apply(structlog: Any) -> None:
     log_format, verbosity = _settings["format"], _settings["verbosity"]
     level = logging.WARNING - 10 * verbosity
     as_json = log_format == "json"
+    # No exception is rendered through rich: plain_traceback is named, whether or not rich is installed
+    # (``import structlog`` still imports rich when it is: structlog/dev.py and structlog/tracebacks.py
+    # try it at module level, and structlog/__init__.py imports both; about 30 ms of the first log line).
     processors: list[Any] = [
         structlog.contextvars.merge_contextvars,
         structlog.processors.add_log_level,

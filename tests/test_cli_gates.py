@@ -208,7 +208,7 @@ def test_override_false_blocks_even_a_willing_operator(cluster: tuple[str, str],
 def test_override_last_transition_time_moves_only_when_its_status_changes(
         cluster: tuple[str, str], capsys: pytest.CaptureFixture[str]) -> None:
     """An override is a metav1.Condition: lastTransitionTime is "the last time the condition transitioned
-    from one status to another" (seed 000), so restating it with a new message keeps the time."""
+    from one status to another" (operator-framework/enhancements enhancements/operator-conditions.md), so restating it with a new message keeps the time."""
     state, operators = cluster
 
     def override() -> dict[str, Any]:

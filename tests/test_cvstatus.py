@@ -1,4 +1,4 @@
-"""ClusterVersion status: history, conditions and every Progressing/Failing message form (reference §3, §5)."""
+"""ClusterVersion status: history, conditions and every Progressing/Failing message form (pkg/cvo/status.go)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""OperatorConditions the way OLM treats them (reference olm-and-peers.md A1–A4, seeds 000–002).
+"""OperatorConditions the way OLM treats them (operator-lifecycle-manager pkg/controller/operators/, operator-framework/enhancements enhancements/operator-conditions.md).
 
 ``upgradeable_verdict`` is OLM's ``isOperatorUpgradeable`` in its exact order; ``synced_status``
 is the operatorcondition controller's status copy; ``operator_condition``, ``rbac_objects`` and

@@ -1,9 +1,9 @@
 """The libraries an operator uses, and cvo's OLM part, against the embedded simulated cluster.
 
 * :class:`cvo.operators.library.conditions.OperatorConditions` — operator-lib's ``conditions`` package
-  (reference A5): the name from ``OPERATOR_CONDITION_NAME``, ``spec.conditions`` read and written,
+  (operator-lib conditions/conditions.go): the name from ``OPERATOR_CONDITION_NAME``, ``spec.conditions`` read and written,
   ``lastTransitionTime`` moving only on a status change, a no-op where the API is not served.
-* :func:`cvo.operators.library.clusteroperator.report_status` — atomic ClusterOperator status (seed 004).
+* :func:`cvo.operators.library.clusteroperator.report_status` — atomic ClusterOperator status (openshift/enhancements dev-guide/cluster-version-operator/dev/clusteroperator.md).
 * :class:`cvo.runner.operator_conditions.OperatorConditionManager` — the generator (A4) and the
   status sync (A2).
 

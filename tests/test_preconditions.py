@@ -1,4 +1,4 @@
-"""Upgrade preconditions (reference §4.1) and minor vs patch (§4.2): every check, every message, the summary.
+"""Upgrade preconditions (pkg/payload/precondition/clusterversion/*.go) and minor vs patch: every check, every message, the summary.
 
 The checks read the ClusterVersion: ``status.desired.version`` is "current", ``status.history``
 (newest first) gives the previous version, the ``Upgradeable`` condition gates minor and major

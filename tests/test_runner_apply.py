@@ -1,4 +1,4 @@
-"""``apply_task`` on the simulated cluster: create, update, merge, create-only and delete (reference §6)."""
+"""``apply_task`` on the simulated cluster: create, update, merge, create-only and delete (lib/resourcemerge, lib/resourcedelete)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``run_graph`` (the CVO's ``RunGraph``, reference §2.4): ordering, parallelism, failures and deadlines.
+"""``run_graph`` (the CVO's pkg/payload/task_graph.go ``RunGraph``): ordering, parallelism, failures and deadlines.
 
 Every test runs on the virtual clock: node functions sleep simulated seconds, and the tests compare
 the simulated times at which nodes start and finish.

@@ -1,4 +1,4 @@
-"""When a task is done: ``checkOperatorHealth`` and the workload checks (reference §3)."""
+"""When a task is done: ``checkOperatorHealth`` and the workload checks (pkg/cvo/internal/operatorstatus.go, lib/resourcebuilder)."""
 
 from __future__ import annotations
 

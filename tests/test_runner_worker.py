@@ -1,4 +1,4 @@
-"""The sync worker end to end on the simulated cluster (reference §2.3–§3, §5): retries, back-off,
+"""The sync worker end to end on the simulated cluster (pkg/cvo/sync_worker.go, pkg/payload/task.go): retries, back-off,
 timeouts, ClusterOperator waits, progress and ClusterVersion status, cancellation and modes.
 
 Everything runs on the virtual clock; event timestamps are simulated seconds since ``EPOCH``.

@@ -229,7 +229,7 @@ def test_the_model_and_the_checks_agree() -> None:
 
 
 def test_an_upgrade_during_an_install_waits_for_the_install(tmp_path: Path) -> None:
-    """The CVO ignores a version change while initializing (reference §2.6)."""
+    """The CVO ignores a version change while initializing (pkg/cvo/sync_worker.go `SyncWorker.Update`)."""
     payloads = REPO / "scenarios" / "payloads"
     text = GOOD.replace("  - install: SMALL", f"  - install: {payloads / 'failed-branch-1.0.0'}\n"
                                              f"  - {{at: 30s, upgrade: {payloads / 'failed-branch-1.1.0'}}}")

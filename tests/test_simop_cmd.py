@@ -403,6 +403,7 @@ def _service_account_kubeconfig(cp: Any, target: Path) -> None:
 
 
 @pytest.mark.e2e
+@pytest.mark.timeout(1800)  # as tests/e2e/conftest.py's E2E_TIMEOUT: real_cluster may build the control plane
 def test_on_a_real_api_server_bootstrap_then_sim_operators_under_their_own_service_account(
         real_cluster: Any, make_release: ReleaseFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from cvo.cluster.api import ApiError, ApiErrorKind

@@ -1,4 +1,4 @@
-"""The ClusterVersion ``Upgradeable`` condition (reference §4.3, classic aggregation).
+"""The ClusterVersion ``Upgradeable`` condition (classic aggregation: pkg/cvo/upgradeable.go `setUpgradeableConditions`, release-4.22).
 
 ``blockers()`` finds every source that blocks minor and major updates, in the CVO's order
 (ClusterVersion overrides, ClusterOperators, deletions in progress, then cvo's OperatorConditions);

@@ -41,7 +41,7 @@ from cvo.cli.common import CommandFailed, UsageError, terminal_width
 from cvo.cli.common import add_saved_flags as add_saved_flags  # the commands' import of it
 from cvo.cli.common import uses_saved_objects as uses_saved_objects
 from cvo.clock import Clock, parse_rfc3339, run_real, run_virtual
-from cvo.cluster.api import ApiError, ApiErrorKind, Cluster
+from cvo.cluster.api import ApiError, ApiErrorKind, Cluster, ReadOnlyCluster
 from cvo.cluster.persist import Budget, GaveUp, persist, steady
 from cvo.operators.behaviour import Behaviours, read_behaviours
 from cvo.payload.loader import Release
@@ -213,13 +213,27 @@ def load_behaviours(options: ClusterOptions) -> Behaviours:
 
 
 @dataclass
-class Backend:
-    cluster: Cluster
+class Reader:
+    """A cluster a command only reads: any backend, or saved objects (``--from-file``)."""
+
+    cluster: ReadOnlyCluster
     clock: Clock
     description: str
-    simulator: object | None = None
     budget: Budget | None = None
     where: str = ""  # which cluster, for the ``cluster:`` line (:func:`announce`): short, no credentials
+
+    @property
+    def steady(self) -> ReadOnlyCluster:
+        """The cluster retrying transient errors until the command's budget runs out."""
+        return steady(self.cluster, self.budget)
+
+
+@dataclass
+class Backend(Reader):
+    """A cluster a command may write to (never saved objects)."""
+
+    cluster: Cluster
+    simulator: object | None = None
 
     @property
     def steady(self) -> Cluster:
@@ -286,6 +300,24 @@ _KUBECONFIG_HINT = [True]
 
 
 @asynccontextmanager
+async def open_reader(options: ClusterOptions, clock: Clock, *, budget: Budget | None = None,
+                      say_where: bool = False) -> AsyncIterator[Reader]:
+    """The cluster a command only reads: the saved objects of ``--from-file``, or :func:`open_backend`'s
+    (without creating an embedded cluster or starting simulated operators)."""
+    if not options.saved:
+        async with open_backend(options, clock, simulate_operators=False, create=False, budget=budget,
+                                say_where=say_where) as backend:
+            yield backend
+        return
+    saved = saved_cluster(options)
+    where = "saved objects from " + ", ".join(display_path(Path(p)) for p in options.from_file)
+    if say_where:
+        announce(options, where)
+    yield Reader(saved, clock, saved.description, budget=budget if budget is not None else Budget.of(DEFAULT_BUDGET),
+                 where=where)
+
+
+@asynccontextmanager
 async def open_backend(options: ClusterOptions, clock: Clock, behaviours: Behaviours | None = None,
                        simulate_operators: bool = True, *, create: bool = True,
                        sweep: str | None = None, budget: Budget | None = None,
@@ -303,16 +335,9 @@ async def open_backend(options: ClusterOptions, clock: Clock, behaviours: Behavi
     """
     if budget is None:
         budget = Budget.of(DEFAULT_BUDGET)
-    if options.saved:
-        if sweep is not None:
-            raise UsageError("--from-file: saved objects are read-only; only commands that read a cluster "
-                             "(status, upgrade status, upgrade --dry-run) can use them")
-        saved = saved_cluster(options)
-        where = "saved objects from " + ", ".join(display_path(Path(p)) for p in options.from_file)
-        if say_where:
-            announce(options, where)
-        yield Backend(saved, clock, saved.description, budget=budget, where=where)
-        return
+    if options.saved:  # read-only: open_reader
+        raise UsageError("--from-file: saved objects are read-only; only commands that read a cluster "
+                         "(status, upgrade status, upgrade --dry-run, report, plan --recorded) can use them")
     if options.real:
         async with _open_kube(options, clock, simulate_operators, budget, say_where) as backend:
             yield backend
@@ -357,7 +382,7 @@ async def open_backend(options: ClusterOptions, clock: Clock, behaviours: Behavi
             raise UsageError(str(err)) from None
         description = f"embedded simulated cluster (state: {path})" if path else "embedded simulated cluster (in memory)"
         simulator = OperatorSimulator(cluster, clock, behaviours) if simulate_operators else None
-        backend = Backend(cluster, clock, description, simulator, budget, where)
+        backend = Backend(cluster, clock, description, budget=budget, where=where, simulator=simulator)
         try:
             yield backend
         finally:

@@ -37,7 +37,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def run(args: argparse.Namespace) -> int:
-    import argcomplete
+    # from its own module: argcomplete's __init__ re-exports it without __all__ (mypy: not exported)
+    from argcomplete.shell_integration import shellcode
 
-    sys.stdout.write(argcomplete.shellcode(["cvo"], shell=args.shell))
+    sys.stdout.write(shellcode(["cvo"], shell=args.shell))
     return EXIT_OK

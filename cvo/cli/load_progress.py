@@ -38,11 +38,8 @@ class LoadProgress:
         self._progress.update(self._task, completed=done, total=total)
 
     def _start(self) -> None:
-        from cvo.log import importing_rich
-
-        with importing_rich():
-            from rich.console import Console
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
         console = self._console or Console(stderr=True)
         self._progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),

@@ -100,7 +100,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 def recorded_durations(args: argparse.Namespace, mode: str) -> tuple[Expected, str]:
     """The expected durations the cluster's sweep records give for a plan of ``mode`` (read-only), and the
     cluster's name."""
-    from cvo.cli.backend import ClusterOptions, backend_clock, open_backend
+    from cvo.cli.backend import ClusterOptions, backend_clock, open_reader
     from cvo.cli.report_cmd import _optional
     from cvo.runner.durations import RECORDS_REF
     from cvo.status.forecast import expected_durations
@@ -111,7 +111,7 @@ def recorded_durations(args: argparse.Namespace, mode: str) -> tuple[Expected, s
     found: dict[str, Any] = {}
 
     async def main() -> None:
-        async with open_backend(backend_options, clock, simulate_operators=False, create=False) as backend:
+        async with open_reader(backend_options, clock) as backend:
             found["records"] = await _optional(backend.steady, RECORDS_REF)
             found["where"] = backend.description
 
@@ -166,7 +166,7 @@ def output_options(args: argparse.Namespace, options: PayloadOptions) -> list[st
         "exclude", "" if lf.exclude_id is None else "=" + lf.exclude_id,
         "major", "" if lf.major_version is None else str(lf.major_version),
         "capabilities", ",".join(sorted(af.enabled_capabilities)),
-        "apply-gates", ",".join(sorted(af.feature_gates or ())),  # always a set here (payload_options)
+        "apply-gates", "(not filtered)" if af.feature_gates is None else ",".join(sorted(af.feature_gates)),
         "mode", args.mode, "attempt", str(args.attempt), "output", args.output,
         "show-excluded", str(bool(args.show_excluded)),
         # In the release as read too; here so that each image gets an entry of its own.

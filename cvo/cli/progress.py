@@ -154,11 +154,10 @@ class LiveDisplay:
     def __init__(self, progress: Callable[[], Progress], clock_now: Any, title: str,
                  forecast: Callable[[], Any] | None = None, *, blocked: Callable[[], str] | None = None,
                  console: Any = None) -> None:
-        from cvo.log import importing_rich, use_color
+        from rich.console import Console
+        from rich.live import Live
 
-        with importing_rich():
-            from rich.console import Console
-            from rich.live import Live
+        from cvo.log import use_color
 
         self.progress = progress
         self.forecast = forecast  # cvo.runner.durations.LiveForecast: the update's end from its records

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from cvo.cli.common import EXIT_OK, CommandFailed, UsageError, add_saved_flags, uses_saved_objects
 
 if TYPE_CHECKING:
-    from cvo.cluster.api import ReadOnlyCluster, Ref
+    from cvo.cluster.api import Object, ReadOnlyCluster, Ref
     from cvo.report.model import Timeline
 
 HELP = "show a sweep's events (or the cluster's records of its sweeps) as a timeline with its critical path"
@@ -116,7 +116,7 @@ def _from_events(args: argparse.Namespace) -> tuple[Timeline, str]:
     return build_timeline(read.events), "<stdin>" if str(args.events) == "-" else display_name(str(args.events))
 
 
-async def _optional(cluster: ReadOnlyCluster, ref: Ref) -> dict[str, Any] | None:
+async def _optional(cluster: ReadOnlyCluster, ref: Ref) -> Object | None:
     from cvo.cluster.api import ApiError, ApiErrorKind
 
     try:
@@ -136,7 +136,7 @@ def _graph_of(image: str, mode: str) -> Any:
 
 
 def _from_cluster(args: argparse.Namespace) -> tuple[Timeline, str]:
-    from cvo.cli.backend import ClusterOptions, backend_clock, open_backend
+    from cvo.cli.backend import ClusterOptions, backend_clock, open_reader
     from cvo.cluster.api import CLUSTER_OPERATOR, cv_ref
     from cvo.objects import ClusterOperator, ClusterVersion
     from cvo.report.model import select_sweep
@@ -151,7 +151,7 @@ def _from_cluster(args: argparse.Namespace) -> tuple[Timeline, str]:
     found: dict[str, Any] = {}
 
     async def main() -> None:
-        async with open_backend(backend_options, clock, simulate_operators=False, create=False) as backend:
+        async with open_reader(backend_options, clock) as backend:
             cluster = backend.steady
             cv = await _optional(cluster, cv_ref())
             found["cv"] = None if cv is None else ClusterVersion.read(cv)

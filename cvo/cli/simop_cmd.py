@@ -119,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
     async def main() -> int:
         loop = asyncio.get_running_loop()
         stop = asyncio.Event()
-        handled: list[int] = []
+        handled: list[signal.Signals] = []
 
         def on_signal(signum: int) -> None:
             outcome["signal"] = signum

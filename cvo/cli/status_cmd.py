@@ -17,12 +17,12 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from cvo.cli.backend import (
-    Backend,
     ClusterOptions,
+    Reader,
     add_backend_flags,
     add_saved_flags,
     backend_clock,
-    open_backend,
+    open_reader,
     uses_saved_objects,
 )
 from cvo.cli.common import EXIT_OK, CommandFailed, UsageError, terminal_width
@@ -145,8 +145,7 @@ def run(args: argparse.Namespace) -> int:
     read: list[Found] = []
 
     async def main() -> None:
-        async with open_backend(backend_options, clock, simulate_operators=False, create=False,
-                                say_where=True) as backend:
+        async with open_reader(backend_options, clock, say_where=True) as backend:
             # reads ride out a failing server for a while (cvo.cluster.persist)
             read.append(await _read(backend.steady, clock.now()))
 
@@ -171,7 +170,7 @@ def _watch(args: argparse.Namespace) -> int:
     backend_options = ClusterOptions.from_args(args)
     clock, _ = backend_clock(backend_options)
 
-    async def watch(backend: Backend) -> None:
+    async def watch(backend: Reader) -> None:
         from cvo.cluster.persist import Budget, steady
         from cvo.runner.upgrade import first_change
 
@@ -210,8 +209,7 @@ def _watch(args: argparse.Namespace) -> int:
                 await w.stop()
 
     async def main() -> None:
-        async with open_backend(backend_options, clock, simulate_operators=False, create=False,
-                                say_where=True) as backend:
+        async with open_reader(backend_options, clock, say_where=True) as backend:
             await watch(backend)
 
     run_real(lambda: cancelled_by_signals(main))

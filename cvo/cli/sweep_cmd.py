@@ -26,6 +26,7 @@ from cvo.cli.backend import (
     check_speed,
     load_behaviours,
     open_backend,
+    open_reader,
 )
 from cvo.cli.common import (
     EXIT_FAILED,
@@ -286,13 +287,12 @@ class ControllerLeads(Exception):
 
 
 def _sweep(cmd: SweepCommand, prepare: Callable[[Backend], Awaitable[tuple[str, MakeRunner] | int]],
-           what: str, *, create: bool = False, dry_run: bool = False,
+           what: str, *, create: bool = False,
            forecast_of: Callable[[Backend], Awaitable[Outlook | None]] | None = None,
            client: Callable[[str], int] | None = None) -> int:
     """Open the cluster, let ``prepare`` pick what runs, run it with progress, report.
 
-    ``what`` names the sweep for the embedded cluster's sweep lock; only ``install`` creates a cluster, and a
-    ``dry_run`` only reads.  With ``client``, a command that finds a controller leading becomes its client
+    ``what`` names the sweep for the embedded cluster's sweep lock; only ``install`` creates a cluster.  With ``client``, a command that finds a controller leading becomes its client
     instead of sweeping: ``prepare`` raises :class:`ControllerLeads` when the Lease is held on a real cluster; on
     the embedded one the sweep lock held by ``cvo run`` says so (:class:`ClusterBusy` from a controller).
     ``client(holder)`` then does the command's work through the controller and returns the exit code.
@@ -308,8 +308,8 @@ def _sweep(cmd: SweepCommand, prepare: Callable[[Backend], Awaitable[tuple[str, 
 
     async def sweep() -> int:
         budget = Budget.of(cmd.sweep.timeout)
-        async with open_backend(cmd.cluster, clock, behaviours, create=create and not dry_run,
-                                sweep=None if dry_run else what, budget=budget, say_where=True) as backend:
+        async with open_backend(cmd.cluster, clock, behaviours, create=create, sweep=what, budget=budget,
+                                say_where=True) as backend:
             try:
                 prepared = await prepare(backend)
             except start.Refused as err:
@@ -477,8 +477,11 @@ def run_upgrade(args: argparse.Namespace) -> int:
     target_dir = cmd.payload.directory  # --to
     assert target_dir is not None
 
+    if upgrade.dry_run:
+        return _dry_run(cmd, upgrade, target, target_dir)
+
     async def prepare(backend: Backend) -> tuple[str, MakeRunner] | int:
-        if not upgrade.dry_run and cmd.cluster.real:
+        if cmd.cluster.real:
             holder = await lease_holder(backend.steady, time.time())
             if holder:
                 raise ControllerLeads(holder)
@@ -486,16 +489,6 @@ def run_upgrade(args: argparse.Namespace) -> int:
         begin = start.check_upgrade(cv, target)
         if begin.already_there:
             return _already_there(cmd.output, target)
-        if upgrade.dry_run:  # reads only: the current release is not needed (saved objects may name any image)
-            from cvo.cli.gates import print_verdict, verdict_data
-            from cvo.runner.upgrade import preflight
-
-            check = await preflight(backend.steady, target, upgrade.force, backend.clock.now())
-            if is_structured(cmd.output.format):
-                sys.stdout.write(dump(verdict_data(check, target, target_dir), cmd.output.format))
-            else:
-                print_verdict(check, target, target_dir)
-            return EXIT_FAILED if check.verdict.blocked else EXIT_OK
         # the current release, moved: known by the image the cluster recorded
         current = (start.current_release_from(cv, upgrade.from_dir, _loader(cmd.payload)) if upgrade.from_dir
                    else None)
@@ -524,8 +517,41 @@ def run_upgrade(args: argparse.Namespace) -> int:
         graph = release_operator_graph(target)
         return lambda progress: LiveForecast(graph, records, progress, backend.clock.now)
 
-    return _sweep(cmd, prepare, f"upgrade to {target.version}", dry_run=upgrade.dry_run,
+    return _sweep(cmd, prepare, f"upgrade to {target.version}",
                   forecast_of=forecast_of, client=lambda holder: _upgrade_through_controller(cmd, upgrade, target, holder))
+
+
+def _dry_run(cmd: SweepCommand, upgrade: UpgradeFlags, target: Release, target_dir: Path) -> int:
+    """``cvo upgrade --dry-run``: every gate, from a cluster only read (saved objects too), then exit 0 if the
+    upgrade would start, 1 if it is blocked.  The current release is not needed (saved objects may name any
+    image)."""
+    from cvo.cli.gates import print_verdict, verdict_data
+    from cvo.runner.upgrade import preflight
+
+    if not wants_live_display(cmd.output.log_format):  # as a sweep configures it
+        configure(cmd.output.log_format, max(cmd.output.verbose, 1), details=cmd.output.verbose >= 1)
+    clock, run_loop = backend_clock(cmd.cluster)
+
+    async def check() -> int:
+        async with open_reader(cmd.cluster, clock, budget=Budget.of(cmd.sweep.timeout), say_where=True) as reader:
+            if start.check_upgrade(await reader.steady.get(cv_ref()), target).already_there:
+                return _already_there(cmd.output, target)
+            verdict = await preflight(reader.steady, target, upgrade.force, clock.now())
+        if is_structured(cmd.output.format):
+            sys.stdout.write(dump(verdict_data(verdict, target, target_dir), cmd.output.format))
+        else:
+            print_verdict(verdict, target, target_dir)
+        return EXIT_FAILED if verdict.verdict.blocked else EXIT_OK
+
+    try:
+        return run_loop(lambda: cancelled_by_signals(check))
+    except start.Refused as err:
+        raise UsageError(str(err)) from None
+    except start.NotInstalled as err:
+        raise CommandFailed(str(err)) from None
+    except ApiError as err:
+        print_error(describe_api_error(err))
+        return EXIT_FAILED
 
 
 def _upgrade_through_controller(cmd: SweepCommand, upgrade: UpgradeFlags, target: Release, holder: str) -> int:

@@ -18,7 +18,7 @@ from cvo.cli.backend import (
     add_backend_flags,
     add_saved_flags,
     backend_clock,
-    open_backend,
+    open_reader,
     uses_saved_objects,
 )
 from cvo.cli.common import EXIT_OK, CommandFailed
@@ -99,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
     read: list[Found] = []
 
     async def main() -> None:
-        async with open_backend(backend_options, clock, simulate_operators=False, create=False) as backend:
+        async with open_reader(backend_options, clock) as backend:
             cluster = backend.steady
             cv = await cluster.get(cv_ref())
             cos = sorted((ClusterOperator.read(o) for o in await cluster.list(*CLUSTER_OPERATOR)),

@@ -2,7 +2,7 @@
 
 Inside a sweep the CVO's semantics rule: a task retries with the CVO's back-off and then fails with
 the CVO's reason (``UpdatePayloadClusterDown`` …), and the attempt is retried after the attempt
-back-off (reference §2.4, §2.6).  Everything around the sweep must not end a command on one
+back-off (pkg/payload/task.go `Task.Run`, pkg/cvo/sync_worker.go `SyncWorker.Start`).  Everything around the sweep must not end a command on one
 transient error: connecting and discovery, the reads a command makes, the upgrade's gate checks,
 the ClusterVersion's spec writes and the status writes that must land, the simulated operators.
 Those retry with a capped exponential back-off (0.5 s doubling to 5 s, 20 % jitter, or the server's

@@ -254,7 +254,8 @@ class LeaderElector:
             if lease is None or Record.of(lease).holder != self.identity:
                 return False
             now = micro_time(self.clock)
-            spec = {**(lease.get("spec") if isinstance(lease.get("spec"), dict) else {}),
+            old = lease.get("spec")
+            spec = {**(old if isinstance(old, dict) else {}),
                     "holderIdentity": "", "leaseDurationSeconds": 1, "acquireTime": now, "renewTime": now}
             await self.cluster.update({**lease, "spec": spec})
         except ApiError as err:

@@ -1,4 +1,4 @@
-"""OperatorConditions the way OLM treats them (reference olm-and-peers.md Part A).
+"""OperatorConditions the way OLM treats them (operator-lifecycle-manager pkg/controller/operators/olm/operatorconditions.go).
 
 * Which object: ``operators.coreos.com`` OperatorCondition, v1 or v2; both versions share one
   storage schema.  The operator reports in ``spec.conditions`` (v2), and the status copy carries

@@ -1,4 +1,4 @@
-"""Upgrade preconditions: the checks the CVO runs before it accepts a new release (reference §4.1).
+"""Upgrade preconditions: the checks the CVO runs before it accepts a new release (pkg/cvo/cvo.go `defaultPreconditionChecks`, pkg/payload/precondition).
 
 ``ClusterVersionRollback``, ``ClusterVersionGiantHop``, ``ClusterVersionUpgradeable`` and
 ``ClusterVersionRecommendedUpdate``, in that order, all run; each failure is blocking or a

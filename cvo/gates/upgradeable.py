@@ -1,6 +1,6 @@
-"""The ClusterVersion ``Upgradeable`` condition, aggregated from everything that can block (reference §4.3).
+"""The ClusterVersion ``Upgradeable`` condition, aggregated from everything that can block.
 
-cvo follows the classic aggregation (``pkg/cvo/gates/upgradeable.go`` up to release-4.22): each source
+cvo follows the classic aggregation (pkg/cvo/upgradeable.go `setUpgradeableConditions` up to release-4.22): each source
 that blocks becomes a sub-condition; one blocker sets ``Upgradeable=False`` with its reason and
 message; several keep their sub-conditions and set ``MultipleReasons``.  Sources, in order:
 ClusterVersion overrides, ClusterOperators, resource deletions in progress, and — cvo's addition,

@@ -91,7 +91,7 @@ class Behaviour:
     upgradeable: Window | None = None  # Upgradeable=False during this window (from simulation start)
     upgradeable_reason: str = "Migrating"
     upgradeable_message: str = "The operator is migrating its data; do not upgrade now"
-    upgrading_condition: bool = False  # report Upgrading=True while rolling out (seed 000)
+    upgrading_condition: bool = False  # report Upgrading=True while rolling out (operator-framework/enhancements enhancements/operator-conditions.md)
     version_early: bool = False  # report the new versions at rollout start, before operands finish
     never_versions: bool = False  # become Available but never report the new versions
     use_operator_condition: bool = False  # report Upgradeable on its OperatorCondition too (issue 4)

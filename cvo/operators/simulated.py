@@ -1,13 +1,13 @@
 """Simulated operators: stand-ins for the operators of a payload, driven by what the sweep applies.
 
 Each ClusterOperator of a registered release is driven by the Deployments of its component (by
-file name, as the CVO's seed describes).  When those Deployments are in the cluster at a release's
+file name, as openshift/enhancements dev-guide/cluster-version-operator/dev/clusteroperator.md describes).  When those Deployments are in the cluster at a release's
 version (``RELEASE_VERSION`` in a container's env, or the release's images), the operator *rolls
 out* that version: it reports Progressing, and after its behaviour's delay the release's
 ``status.versions`` with ``Available=True`` and ``Degraded=False`` — or misbehaves as configured.
 An operator whose component has no Deployment rolls out when the sweep first reads its
 ClusterOperator.  An operator whose Deployment sorts after its ClusterOperator never starts before
-the sweep waits on it: the seed's trap.
+the sweep waits on it: the trap that same clusteroperator.md warns of.
 
 All timing runs on the event loop's clock, so virtual time makes hours pass in milliseconds.
 Status is written with :mod:`cvo.operators.library.clusteroperator`, the library real operators use.

@@ -21,7 +21,7 @@ import hashlib
 import marshal
 import os
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, TypeGuard
 
 from cvo.payload.manifest import Header
 
@@ -48,7 +48,7 @@ def digest(data: bytes) -> bytes:
     return hashlib.sha256(data).digest()[:16]
 
 
-def valid_headers(value: Any) -> bool:
+def valid_headers(value: Any) -> TypeGuard[list[Header]]:
     """Whether ``value`` is what :func:`cvo.payload.manifest.parse_headers` returns (a list of headers)."""
     if type(value) is not list:
         return False
@@ -141,7 +141,7 @@ class ParseCache:
         if not valid_headers(found):
             return None
         self.hits += 1
-        return found  # type: ignore[no-any-return]
+        return found
 
     def close(self) -> None:
         if self._fd is not None:

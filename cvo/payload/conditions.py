@@ -53,5 +53,10 @@ def current_version(history: Sequence[HistoryEntry]) -> str:
     """``GetCurrentVersion``: the first Completed entry's version, else the oldest entry's."""
     for entry in history:
         if entry.get("state") == COMPLETED:
-            return entry.get("version", "")
-    return history[-1].get("version", "") if history else ""
+            return _text(entry, "version")
+    return _text(history[-1], "version") if history else ""
+
+
+def _text(entry: HistoryEntry, key: str) -> str:
+    value = entry.get(key)
+    return value if isinstance(value, str) else ""  # a field of the wrong type counts as absent

@@ -1,4 +1,4 @@
-"""The CVO's ``payload.UpdateError``: reasons, effects and how errors are summarised (reference §2.4–§3)."""
+"""The CVO's ``payload.UpdateError`` (pkg/payload/task.go): reasons, effects and how errors are summarised (pkg/cvo/sync_worker.go `summarizeTaskGraphErrors`)."""
 
 from __future__ import annotations
 

@@ -87,7 +87,7 @@ def operator_versions(m: Manifest) -> tuple[tuple[str, str], ...]:
 
 
 def wait_for(m: Manifest, mode: Mode) -> Wait | None:
-    """What the CVO waits for before it counts the task as done (reference §3)."""
+    """What the CVO waits for before it counts the task as done (pkg/cvo/internal/operatorstatus.go `checkOperatorHealth`)."""
     if m.kind == "ClusterOperator" and m.group == "config.openshift.io":
         if mode is Mode.INSTALL:
             return Wait("ClusterOperator", m.name, conditions=(("Available", "True"),),
@@ -350,7 +350,7 @@ def break_function(mode: Mode, attempt: int = 0) -> BreakFunc:
     return shift_order(permute_order(flatten_by_number_and_component, random.Random(attempt // 8)), attempt % 8, 8)
 
 
-def max_workers(mode: Mode, graph: nx.DiGraph | int) -> int:
+def max_workers(mode: Mode, graph: nx.DiGraph[int] | int) -> int:
     """The mode's parallelism; ``graph`` is the graph or its number of nodes."""
     if mode is Mode.INSTALL:
         return max(1, graph if isinstance(graph, int) else graph.number_of_nodes())
@@ -373,11 +373,11 @@ def build_nodes(tasks: list[Task], mode: Mode, attempt: int = 0) -> list[TaskNod
     return nodes
 
 
-def to_digraph(nodes: list[TaskNode]) -> nx.DiGraph:
+def to_digraph(nodes: list[TaskNode]) -> nx.DiGraph[int]:
     """``nodes`` as a ``networkx.DiGraph``: integer nodes carrying ``tasks``, an edge per ``outs`` entry."""
     import networkx as nx
 
-    graph = nx.DiGraph()
+    graph: nx.DiGraph[int] = nx.DiGraph()
     for index, node in enumerate(nodes):
         graph.add_node(index, tasks=node.tasks)
     for index, node in enumerate(nodes):
@@ -386,7 +386,7 @@ def to_digraph(nodes: list[TaskNode]) -> nx.DiGraph:
     return graph
 
 
-def build_graph(tasks: list[Task], mode: Mode, attempt: int = 0) -> nx.DiGraph:
+def build_graph(tasks: list[Task], mode: Mode, attempt: int = 0) -> nx.DiGraph[int]:
     """The task graph for ``mode``; raises :class:`GraphCycleError` naming a cycle if there is one."""
     return to_digraph(build_nodes(tasks, mode, attempt))
 
@@ -409,8 +409,8 @@ def node_steps(nodes: list[TaskNode]) -> list[list[int]] | None:
     outs = [set(node.outs) for node in nodes]
     indegree = [0] * len(nodes)
     for targets in outs:
-        for out in targets:
-            indegree[out] += 1
+        for target in targets:
+            indegree[target] += 1
     generation = [i for i, d in enumerate(indegree) if d == 0]
     seen = 0
     out: list[list[int]] = []
@@ -429,7 +429,7 @@ def node_steps(nodes: list[TaskNode]) -> list[list[int]] | None:
     return out if seen == len(nodes) else None
 
 
-def check_acyclic(graph: nx.DiGraph) -> None:
+def check_acyclic(graph: nx.DiGraph[int]) -> None:
     import networkx as nx
 
     try:
@@ -444,7 +444,7 @@ def check_acyclic(graph: nx.DiGraph) -> None:
     raise GraphCycleError("task graph has a cycle: " + " -> ".join(names))
 
 
-def steps(graph: nx.DiGraph) -> list[list[int]]:
+def steps(graph: nx.DiGraph[int]) -> list[list[int]]:
     """Nodes with tasks grouped by depth: each group can run in parallel once the earlier ones did."""
     import networkx as nx
 

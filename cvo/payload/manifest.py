@@ -67,7 +67,8 @@ class Manifest:
 
     def copy_obj(self) -> dict[str, Any]:
         """A private, mutable copy of the object."""
-        return orjson.loads(self.raw)
+        obj: dict[str, Any] = orjson.loads(self.raw)  # a manifest's document is a mapping (checked when read)
+        return obj
 
     @property
     def key(self) -> tuple[str, str, str, str]:
@@ -147,7 +148,8 @@ def parse_headers(data: bytes, path: str) -> list[Header]:
     with the file, the document number and the problem.
     """
     # only on a cache miss
-    from cvo.payload.yamlorjson import DocumentError, LimitExceeded, Rejected, decode
+    from cvo.payload.yamlorjson import Rejected, decode
+    from cvo.payload.yamlparse import DocumentError, LimitExceeded
 
     try:
         documents = decode(data, unmarshal_problem)

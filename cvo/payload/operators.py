@@ -1,6 +1,6 @@
 """Which Deployments of a payload are the operators behind its ClusterOperators.
 
-The CVO's contract (seed 004) ties a ClusterOperator to "the deployment for the operator that is
+The CVO's contract (openshift/enhancements dev-guide/cluster-version-operator/dev/clusteroperator.md) ties a ClusterOperator to "the deployment for the operator that is
 supposed to report" it; in a payload that is the Deployment in the same component (the file-name
 component, ``0000_NN_<component>_``).  Deployments a manifest deletes do not count.
 """
@@ -23,7 +23,7 @@ def operator_deployments(manifests: Sequence[Manifest]) -> dict[str, list[Manife
 
     Those are the component's Deployments that sort before the ClusterOperator (a component may
     deploy more operators later, e.g. OLM's run level 51); when none does, all of the component's
-    Deployments: the seed's trap, where the operator comes after the ClusterOperator it reports.
+    Deployments: the trap clusteroperator.md warns of, where the operator comes after the ClusterOperator it reports.
     """
     by_component: dict[str, list[tuple[int, Manifest]]] = defaultdict(list)
     for index, m in enumerate(manifests):

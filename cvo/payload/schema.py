@@ -37,7 +37,7 @@ def required_zero_values(manifests: Sequence[Manifest]) -> dict[tuple[str, str],
             schema = mapping(mapping(version.get("schema")).get("openAPIV3Schema"))
             props = mapping(schema.get("properties"))
             required = schema.get("required")
-            zeros = {}
+            zeros: dict[str, Any] = {}
             for name in required if isinstance(required, list) else []:
                 if not isinstance(name, str):
                     continue
@@ -68,7 +68,8 @@ def secret_string_data(obj: dict[str, Any]) -> dict[str, Any]:
     string_data = obj.get("stringData")
     if not isinstance(string_data, dict):
         return obj
-    data = dict(obj.get("data") if isinstance(obj.get("data"), dict) else {})
+    old = obj.get("data")
+    data: dict[str, Any] = dict(old) if isinstance(old, dict) else {}
     for key, value in string_data.items():
         if isinstance(value, str):
             data[key] = base64.b64encode(value.encode()).decode()

@@ -37,7 +37,7 @@ class Plan:
     steps: list[list[int]] = field(default_factory=list)
 
     @functools.cached_property
-    def graph(self) -> nx.DiGraph:
+    def graph(self) -> nx.DiGraph[int]:
         """The graph as the runner gets it (networkx is imported only when this is used)."""
         return to_digraph(self.nodes)
 

@@ -64,7 +64,7 @@ def estimate_timeline(plan: Plan, behaviours: Durations | None) -> Timeline:
     unknown)."""
     if isinstance(behaviours, Expected) and not behaviours:
         behaviours = None
-    graph: nx.DiGraph = plan.graph
+    graph: nx.DiGraph[int] = plan.graph
     attempt = AttemptSpan(0, 0.0, 0.0, outcome="estimated")
     ends: dict[int, float] = {}
     for node in nx.topological_sort(graph):

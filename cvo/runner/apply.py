@@ -1,4 +1,4 @@
-"""Applying one manifest the way the CVO's resource builders do (reference §6).
+"""Applying one manifest the way the CVO's resource builders do (lib/resourcemerge, pkg/cvo/internal/generic.go `applyUnstructured`).
 
 * Missing objects are created; create-only objects are never updated.  In install mode cvo sends
   the create first and reads the object only when it already exists (the CVO reads first).

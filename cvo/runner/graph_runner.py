@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import asyncio
 import heapq
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
+from typing import Any
 
 import networkx as nx
 
 from cvo.payload.graph import Task
 
-NodeFn = Callable[[int, list[Task]], Awaitable[None]]
+NodeFn = Callable[[int, list[Task]], Coroutine[Any, Any, None]]  # an async def: asyncio.create_task runs it
 
 
 @dataclass
@@ -26,7 +27,7 @@ class GraphResult:
     incomplete: list[int] = field(default_factory=list)  # never ran or interrupted, in node order
     cancelled: bool = False
 
-    def incomplete_message(self, graph: nx.DiGraph) -> str:
+    def incomplete_message(self, graph: nx.DiGraph[int]) -> str:
         first = next((n for n in self.incomplete if graph.nodes[n]["tasks"]), None)
         if first is None:
             return f"{len(self.incomplete)} incomplete task nodes"
@@ -41,7 +42,7 @@ async def _cancel(running: dict[asyncio.Task[None], int], result: GraphResult) -
     running.clear()
 
 
-async def run_graph(graph: nx.DiGraph, max_parallel: int, fn: NodeFn, deadline: float | None = None) -> GraphResult:
+async def run_graph(graph: nx.DiGraph[int], max_parallel: int, fn: NodeFn, deadline: float | None = None) -> GraphResult:
     """Run every node; at ``deadline`` (loop time) cancel what still runs and return (``cancelled``)."""
     order = sorted(graph.nodes)
     waiting_on = {n: graph.in_degree(n) for n in order}  # predecessors not yet completed

@@ -56,7 +56,7 @@ def check_operator_health(name: str, expected_versions: tuple[tuple[str, str], .
                           mode: Mode) -> UpdateError | None:
     """``checkOperatorHealth``, in its order; ``None`` when the ClusterOperator is done.
 
-    cvo adds one rule from the OperatorCondition enhancement (seed 000): an operator that reports
+    cvo adds one rule from the OperatorCondition enhancement (operator-framework/enhancements enhancements/operator-conditions.md): an operator that reports
     ``Upgrading=True`` is not done, whatever its versions say.
     """
     status = live.get("status")
@@ -132,7 +132,7 @@ def check_job(live: dict[str, Any]) -> UpdateError | None:
     status = mapping(live.get("status"))
     name = _name(live)
 
-    def count(key: str) -> int:
+    def count(key: str) -> float:
         value = status.get(key, 0)
         return value if isinstance(value, int | float) and not isinstance(value, bool) else 0
 

@@ -1,4 +1,4 @@
-"""cvo doing OLM's part for the operators it deploys (reference olm-and-peers.md A2, A4).
+"""cvo doing OLM's part for the operators it deploys (operator-lifecycle-manager pkg/controller/operators/operatorcondition{,generator}_controller.go).
 
 * Before an operator Deployment is applied: the OperatorCondition of its ClusterOperator in the
   Deployment's namespace, listing *every* operator Deployment of that ClusterOperator there and

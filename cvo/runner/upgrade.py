@@ -1,4 +1,4 @@
-"""Accepting an upgrade: preconditions first, then the sweep (reference §4).
+"""Accepting an upgrade: preconditions first, then the sweep (pkg/cvo/sync_worker.go `SyncWorker.syncPayload`).
 
 The target release is accepted only when no precondition blocks (or ``force`` turns blocking
 failures into an accepted risk).  While it is blocked, ClusterVersion says so —

@@ -127,7 +127,7 @@ class Replay:
         return run is not None and run.mode is Mode.INSTALL and not run.task.done()
 
     def _defer_until_installed(self, release: Release) -> None:
-        """The CVO ignores a version change while it initializes (reference §2.6): the install goes
+        """The CVO ignores a version change while it initializes (pkg/cvo/sync_worker.go `SyncWorker.Update`): the install goes
         on, and the new desired release is picked up once the install completed (Reconciling →
         Updating).  An install that never completes never starts the upgrade."""
         install = self.current

@@ -1,4 +1,4 @@
-"""ClusterVersion status, computed the way the CVO computes it (reference §3 and §5).
+"""ClusterVersion status, computed the way the CVO computes it.
 
 A pure port of ``pkg/cvo/status.go`` (``updateClusterVersionStatus``, ``mergeOperatorHistory``,
 ``convertErrorToProgressing``, ``filterErrorForFailingCondition``), ``status_history.go`` (``prune``)
@@ -436,7 +436,8 @@ def _working_towards(sync: SyncStatus, version: str, waiting: str) -> str:
 
 
 def _float32(x: float) -> float:
-    return struct.unpack("f", struct.pack("f", x))[0]
+    (value,) = struct.unpack("f", struct.pack("f", x))
+    return float(value)
 
 
 def percent_complete(done: int, total: int) -> int:

@@ -31,11 +31,19 @@ TIMINGS: dict[str, float] = {}
 freezegun.configure(extend_ignore_list=["kubernetes"])
 
 
+# Seconds an e2e test may take (pytest-timeout; the default is pyproject's): the longest take a few minutes on
+# a busy machine, and the first one also builds the control plane's binaries when they are missing (about
+# 5 minutes on a fresh machine, more on a busy one).
+E2E_TIMEOUT = 1800
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Everything in tests/e2e that uses the control plane is an e2e test (``-m e2e`` / ``-m 'not e2e'``)."""
+    """Everything in tests/e2e that uses the control plane is an e2e test (``-m e2e`` / ``-m 'not e2e'``),
+    with the e2e timeout."""
     for item in items:
         if {"control_plane", "real_crds"} & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.e2e)
+            item.add_marker(pytest.mark.timeout(E2E_TIMEOUT))
 
 
 @pytest.fixture(scope="session")

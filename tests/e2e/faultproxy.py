@@ -30,7 +30,9 @@ Whether a request gets a fault, and which, depends only on the seed, the method,
 many requests with that method and path came before: the plan does not change with the interleaving
 of concurrent requests on other paths.  :meth:`FaultProxy.fail_next` adds a :class:`Rule` on top,
 for a test that needs one particular request to fail (the first ``PUT`` of the ClusterVersion's
-spec in an upgrade, say).  What was injected is counted (:attr:`FaultProxy.injected`)
+spec in an upgrade, say); :meth:`FaultProxy.hold` keeps the requests of one path at the proxy until the
+test releases them (a write that is certainly due while the test breaks the server, a sweep that
+certainly cannot finish before the test interrupts it).  What was injected is counted (:attr:`FaultProxy.injected`)
 and recorded with its wall-clock time (:attr:`FaultProxy.records`).  Request headers are forwarded
 but never recorded (the bearer token is in them).
 
@@ -78,6 +80,7 @@ HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-authenticate", "proxy
                         "transfer-encoding", "upgrade", "host", "content-length"})
 UPSTREAM_DOWN = "upstream-down"
 REQUEST_TIMEOUT = 70.0  # seconds the proxy waits for the API server's answer to a request that is not a watch
+HOLD_LIMIT = 120.0  # seconds a held request waits for its release at most (a test that forgot it still ends)
 
 
 def applies(fault: Fault, method: str, watch: bool) -> bool:
@@ -140,6 +143,20 @@ class Rule:
     count: int
     watch: bool = False
     applied: int = 0
+
+
+@dataclass
+class Hold:
+    """Requests with this method and path (not watches) wait at the proxy until :meth:`release`, then go on
+    (plan, rules, upstream) as if they arrived then.  :attr:`arrived` is set when the first one is held."""
+
+    method: str
+    path: str
+    arrived: threading.Event = field(default_factory=threading.Event)
+    released: threading.Event = field(default_factory=threading.Event)
+
+    def release(self) -> None:
+        self.released.set()
 
 
 @dataclass(frozen=True)
@@ -229,6 +246,7 @@ class FaultProxy:
         self.records: list[Record] = []
         self.cert_path: Path | None = None
         self.rules: list[Rule] = []
+        self.holds: list[Hold] = []
         self._seen: Counter[tuple[str, str]] = Counter()
         self._lock = threading.Lock()
         self._sockets: set[socket.socket] = set()  # open client and upstream sockets, shut at stop()
@@ -262,6 +280,10 @@ class FaultProxy:
         return self
 
     def stop(self) -> None:
+        with self._lock:
+            holds = list(self.holds)
+        for hold in holds:  # no handler thread stays parked on a hold
+            hold.release()
         server, self._server = self._server, None
         if server is not None:
             server.shutdown()
@@ -306,6 +328,21 @@ class FaultProxy:
         with self._lock:
             self.rules.append(rule)
         return rule
+
+    def hold(self, method: str, path: str) -> Hold:
+        """Requests ``method path`` (not watches) wait at the proxy from now until the hold is released."""
+        hold = Hold(method, path)
+        with self._lock:
+            self.holds.append(hold)
+        return hold
+
+    def wait_if_held(self, method: str, path: str, watch: bool) -> None:
+        with self._lock:
+            hold = next((h for h in self.holds if (h.method, h.path) == (method, path) and not watch
+                         and not h.released.is_set()), None)
+        if hold is not None:
+            hold.arrived.set()
+            hold.released.wait(HOLD_LIMIT)
 
     def decide(self, method: str, path: str, watch: bool) -> Decision:
         with self._lock:
@@ -413,12 +450,13 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _serve(self) -> None:
         proxy = self.server.proxy
-        arrived = time.time()
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else None
         url = urlsplit(self.path)
         watch = (parse_qs(url.query).get("watch") or [""])[0] in ("true", "1")
         method = self.command
+        proxy.wait_if_held(method, url.path, watch)
+        arrived = time.time()
         decision = proxy.decide(method, url.path, watch)
         fault = decision.fault
         note = lambda what: proxy.note(method, url.path, watch, what, arrived)  # noqa: E731

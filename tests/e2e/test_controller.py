@@ -24,9 +24,9 @@ from cvo.cluster.api import Ref, cv_ref
 from .controlplane import ControlPlane
 from .faultproxy import FaultPlan, FaultProxy
 from .identities import request
-from .test_e2e_flows import DEMO, E2E, PAYLOADS, Proc, conditions, e2e, history, wait_until
+from .test_e2e_flows import COS, DEMO, E2E, PAYLOADS, Proc, conditions, e2e, history, sim_proxy, wait_until
 
-__all__ = ["e2e"]  # the fixture, imported for this module's tests
+__all__ = ["e2e", "sim_proxy"]  # the fixtures, imported for this module's tests
 
 LEASE = ("6s", "4s", "1s")  # lease duration, renew deadline, retry period: shortened from 137 s / 107 s / 26 s
 LEASE_DURATION, RETRY_PERIOD = 6.0, 1.0
@@ -87,8 +87,10 @@ class Replica:
         return [f"{r.method} {r.path}" for r in self.proxy.records if r.time > when and r.method in WRITES]
 
 
-def test_two_replicas_one_leads_failover_mid_upgrade_drift_metrics_and_sigterm(e2e: E2E) -> None:
-    e2e.sim_operators({"default": {"delay": "2s"}}, DEMO["4.16.0"], DEMO["4.16.3"])
+def test_two_replicas_one_leads_failover_mid_upgrade_drift_metrics_and_sigterm(
+        e2e: E2E, sim_proxy: tuple[FaultProxy, str]) -> None:
+    proxy, kubeconfig = sim_proxy
+    e2e.sim_operators({"default": {"delay": "2s"}}, DEMO["4.16.0"], DEMO["4.16.3"], kubeconfig=kubeconfig)
     a = Replica(e2e, "a")
     wait_until("replica a to lead", lambda: holder(e2e.cp) == "a", 60, alive=a.proc.popen)
     b = Replica(e2e, "b")
@@ -104,6 +106,8 @@ def test_two_replicas_one_leads_failover_mid_upgrade_drift_metrics_and_sigterm(e
         wait_until("the leader to install 4.16.0", installed, 240, interval=1.0, alive=a.proc.popen)
         assert b.writes_after(0) == [], "a follower wrote"
 
+        # machine-config's reports are held until the old leader is gone: the failover is certainly mid-upgrade
+        hold = proxy.hold("PUT", f"{COS}/machine-config/status")
         # kubectl patch clusterversion version --type merge -p '{"spec":{"desiredUpdate":{"version":"4.16.3"}}}'
         patch_desired(e2e.cp, {"version": "4.16.3"})
 
@@ -112,7 +116,7 @@ def test_two_replicas_one_leads_failover_mid_upgrade_drift_metrics_and_sigterm(e
             return history(cv)[:1] == [("4.16.3", "Partial")]
 
         wait_until("the upgrade to start", updating, 120, interval=0.5, alive=a.proc.popen)
-        time.sleep(3)  # in the middle of it
+        assert hold.arrived.wait(120), "the upgrade never reached machine-config"  # in the middle of it
         cv = e2e.get(cv_ref())[0] or {}
         assert history(cv)[0] == ("4.16.3", "Partial")
 
@@ -128,6 +132,7 @@ def test_two_replicas_one_leads_failover_mid_upgrade_drift_metrics_and_sigterm(e
         assert a.writes_after(taken) == [], "the old leader wrote after it lost the lease"
         a.proc.popen.send_signal(signal.SIGKILL)
         a.proc.popen.wait(timeout=10)
+        hold.release()
 
         def upgraded() -> bool:
             cv = e2e.get(cv_ref())[0] or {}

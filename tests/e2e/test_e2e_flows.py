@@ -46,6 +46,7 @@ from cvo.payload.operators import operator_deployments
 
 from .conftest import run_with
 from .controlplane import ControlPlane
+from .faultproxy import FaultPlan, FaultProxy
 from .identities import service_account_kubeconfig
 
 T = TypeVar("T")
@@ -211,14 +212,16 @@ class E2E:
         return proc
 
     def sim_operators(self, behaviours: dict[str, Any], *releases: Path, wait: float = 90.0,
-                      own_identity: bool = False) -> Proc:
+                      own_identity: bool = False, kubeconfig: str | None = None) -> Proc:
         """``cvo sim-operators`` in the background, once it simulates the operators of ``releases``;
-        ``own_identity``: with a token of its service account (docs/kind.md), not the admin's."""
+        ``own_identity``: with a token of its service account (docs/kind.md), not the admin's;
+        ``kubeconfig``: another one (a fault proxy's)."""
         path = self.workdir / "operators.yaml"
         path.write_text(yaml.safe_dump(behaviours))
         flags = [arg for release in releases for arg in ("--release", str(release))]
-        kubeconfig = str(service_account_kubeconfig(self.cp, "openshift-cluster-version", "cvo-sim-operators",
-                                                    self.workdir / "sim.kubeconfig")) if own_identity else None
+        if own_identity:
+            kubeconfig = str(service_account_kubeconfig(self.cp, "openshift-cluster-version", "cvo-sim-operators",
+                                                        self.workdir / "sim.kubeconfig"))
         proc = self.start("sim-operators", "sim-operators", *flags, "--operators", str(path), kubeconfig=kubeconfig)
         wait_until("sim-operators to start simulating", lambda: " operators of " in proc.stderr, wait, alive=proc.popen)
         return proc
@@ -274,6 +277,23 @@ def e2e(control_plane: ControlPlane, tmp_path: Path, request: pytest.FixtureRequ
         print(f"\n{request.node.name} timings: " + ", ".join(f"{k} {v:.1f}s" for k, v in steps))
         for proc in env.procs:  # kept in tmp_path; shown when the test fails
             print(f"--- {proc.name} (exit {proc.popen.returncode}) stderr tail:\n{tail(proc.stderr, 15)}")
+
+
+@pytest.fixture
+def sim_proxy(e2e: E2E, tmp_path: Path) -> Iterator[tuple[FaultProxy, str]]:
+    """A proxy (no faults) and its kubeconfig for ``cvo sim-operators`` alone: a test holds an operator's
+    reports at it (:meth:`FaultProxy.hold`), so that a sweep certainly waits at the moment the test acts."""
+    proxy = FaultProxy(e2e.cp.server_url, upstream_ca=e2e.cp.ca_path, plan=FaultPlan(rate=0.0),
+                       workdir=tmp_path / "sim-proxy")
+    proxy.start()
+    try:
+        yield proxy, str(proxy.write_kubeconfig(e2e.cp.kubeconfig_path, tmp_path / "sim-proxy.kubeconfig"))
+    finally:
+        e2e.stop()  # the cvo processes first: they must not see the proxy go away
+        proxy.stop()
+
+
+COS = "/apis/config.openshift.io/v1/clusteroperators"
 
 
 def report_json(stdout: str) -> dict[str, Any]:
@@ -456,10 +476,13 @@ def test_upgradeable_false_blocks_a_minor_upgrade_until_an_admin_override(e2e: E
 # --- 3. the API server killed and restarted mid-sweep ---------------------------------------------------------
 
 
-def test_install_survives_an_api_server_restart_mid_sweep(e2e: E2E) -> None:
+def test_install_survives_an_api_server_restart_mid_sweep(e2e: E2E, sim_proxy: tuple[FaultProxy, str]) -> None:
     release = load_release(DEMO["4.16.0"])
-    # machine-config (run level 80) takes long enough that the sweep is surely still running at the kill.
-    sim = e2e.sim_operators({"default": {"delay": "2s"}, "machine-config": {"delay": "8s"}}, DEMO["4.16.0"])
+    # machine-config's reports are held at sim-operators' proxy until the API server is back: the sweep is
+    # certainly still running at the kill.
+    proxy, kubeconfig = sim_proxy
+    hold = proxy.hold("PUT", f"{COS}/machine-config/status")
+    sim = e2e.sim_operators({"default": {"delay": "2s"}}, DEMO["4.16.0"], kubeconfig=kubeconfig)
     # JSON logs with debug events (task.dependency, task.retry): what a failure here needs to be understood.
     install = e2e.start("install", "install", str(DEMO["4.16.0"]), "-o", "json", "--timeout", "2m", log_json=True)
 
@@ -469,10 +492,10 @@ def test_install_survives_an_api_server_restart_mid_sweep(e2e: E2E) -> None:
         return 0
 
     seen = wait_until("the install to create ClusterOperators", progress, 60, alive=install.popen)
-    assert install.popen.poll() is None, "the install finished before the API server could be killed"
     killed_at = time.monotonic() - install.started
     restart_seconds = e2e.cp.restart_apiserver()
-    assert install.popen.poll() is None, "the install exited while the API server was down"
+    assert install.popen.poll() is None, f"the install exited while the API server was down:\n{tail(install.stderr)}"
+    hold.release()
     e2e.timings["apiserver restart"] = restart_seconds
     print(f"API server killed {killed_at:.1f}s into the install ({seen} ClusterOperators), "
           f"back in {restart_seconds:.1f}s")
@@ -489,9 +512,11 @@ def test_install_survives_an_api_server_restart_mid_sweep(e2e: E2E) -> None:
 # --- 4. cvo killed mid-sweep and rerun ------------------------------------------------------------------------
 
 
-def test_killed_install_resumes_from_its_cluster_version(e2e: E2E) -> None:
+def test_killed_install_resumes_from_its_cluster_version(e2e: E2E, sim_proxy: tuple[FaultProxy, str]) -> None:
     release = load_release(DEMO["4.16.0"])
-    e2e.sim_operators({"default": {"delay": "3s"}, "machine-config": {"delay": "8s"}}, DEMO["4.16.0"])
+    proxy, kubeconfig = sim_proxy
+    hold = proxy.hold("PUT", f"{COS}/machine-config/status")  # until the kill: the install cannot finish first
+    e2e.sim_operators({"default": {"delay": "3s"}}, DEMO["4.16.0"], kubeconfig=kubeconfig)
     install = e2e.start("install-1", "install", str(DEMO["4.16.0"]), "-o", "json", "--timeout", "2m")
 
     def partial() -> dict[str, Any] | None:
@@ -508,6 +533,7 @@ def test_killed_install_resumes_from_its_cluster_version(e2e: E2E) -> None:
     install.popen.send_signal(signal.SIGKILL)
     assert install.wait(10) == -signal.SIGKILL
     assert '"completed"' not in install.stdout  # it never reported: killed mid-sweep
+    hold.release()
 
     res = e2e.cvo("install", str(DEMO["4.16.0"]), "-o", "json", "--timeout", "2m", timeout=150)
     assert res.returncode == 0, tail(res.stderr)

@@ -270,3 +270,41 @@ def test_a_rule_fails_the_next_requests_of_one_path_whatever_the_plan(proxy: Fau
     assert proxy.kinds == Counter({"PUT": 3, "GET": 1})
     with pytest.raises(ValueError):
         proxy.fail_next("GET", CM_PATH, Fault.CONFLICT)
+
+
+def test_held_requests_wait_for_the_release_then_meet_the_server_as_it_is_then(
+        proxy: FaultProxy, upstream: Upstream) -> None:
+    hold = proxy.hold("PUT", f"{CM_PATH}/x")
+    answers: list[int] = []
+    clients = [threading.Thread(target=lambda: answers.append(send(proxy, "PUT", f"{CM_PATH}/x", {})[0]))
+               for _ in range(2)]
+    for client in clients:
+        client.start()
+    assert hold.arrived.wait(10)
+    assert send(proxy, "PUT", f"{CM_PATH}/y", {})[0] == 200  # another path: not held
+    assert send(proxy, "GET", f"{CM_PATH}/x")[0] == 200  # another method: not held
+    time.sleep(0.2)  # the second held request has arrived by now, or arrives later: held either way
+    assert [p for m, p, _, _ in upstream.received if m == "PUT"] == [f"{CM_PATH}/y"] and answers == []
+    hold.release()
+    for client in clients:
+        client.join(10)
+    assert answers == [200, 200]
+    assert [p for m, p, _, _ in upstream.received if m == "PUT"] == [f"{CM_PATH}/y", f"{CM_PATH}/x", f"{CM_PATH}/x"]
+    assert send(proxy, "PUT", f"{CM_PATH}/x", {})[0] == 200  # released: no longer held
+
+    upstream.stop()  # a request released after the server went away meets the dead server
+    hold = proxy.hold("PUT", f"{CM_PATH}/x")
+    errors: list[BaseException] = []
+
+    def held_put() -> None:
+        try:
+            send(proxy, "PUT", f"{CM_PATH}/x", {})
+        except (ConnectionError, http.client.RemoteDisconnected, ssl.SSLError) as err:
+            errors.append(err)
+
+    client = threading.Thread(target=held_put)
+    client.start()
+    assert hold.arrived.wait(10)
+    hold.release()
+    client.join(10)
+    assert len(errors) == 1 and proxy.injected == Counter({UPSTREAM_DOWN: 1})

@@ -7,8 +7,9 @@ and ``cvo sim-operators`` as subprocesses on the real clock.
    503s, resets, 2 s delays, responses cut after the write landed, watches cut mid-stream), the demo
    release 4.16.0 installs and upgrades to 4.17.0, with every object present; the test asserts the
    faults really happened, and that timestamps are the wall clock of the write.
-2. The API server SIGKILLed for 10 s in the middle of an upgrade (``sim-operators`` keeps running):
-   the upgrade completes.
+2. The API server SIGKILLed for 10 s in the middle of an upgrade (``sim-operators`` keeps running, and
+   a report of it held at a proxy until the server is dead certainly has to wait for it): the upgrade
+   completes.
 3. SIGTERM cancels an install as Ctrl-C does (exit 143) and a rerun resumes; an unreachable server,
    or one answering 503 for longer than ``--timeout``, is exit 1 with the last error.
 """
@@ -32,7 +33,7 @@ import pytest
 from cvo.cluster.api import cv_ref
 from cvo.payload.loader import load_release
 
-from .faultproxy import Fault, FaultPlan, FaultProxy, Rule
+from .faultproxy import UPSTREAM_DOWN, Fault, FaultPlan, FaultProxy, Rule
 from .test_e2e_flows import (  # noqa: F401  # e2e: the fixture
     DEMO,
     E2E,
@@ -44,7 +45,9 @@ from .test_e2e_flows import (  # noqa: F401  # e2e: the fixture
     json_events,
     missing_objects,
     report_json,
+    sim_proxy,
     tail,
+    wait_until,
 )
 
 SEED = 20251
@@ -206,28 +209,37 @@ def event(line: str) -> dict[str, Any]:
     return json_events(line)[0] if line.startswith("{") else {}
 
 
-OUTAGE = 10.0  # seconds the API server stays dead
+OUTAGE = 10.0  # seconds the API server stays dead, at least
+WAITED = "the cluster is not answering; retrying"  # cvo.cluster.persist's warning: a request waits for the server
 
 
-def test_an_upgrade_rides_out_the_api_server_killed_for_ten_seconds(e2e: E2E) -> None:  # noqa: F811
+def test_an_upgrade_rides_out_the_api_server_killed_for_ten_seconds(e2e: E2E,  # noqa: F811
+                                                                    sim_proxy: tuple[FaultProxy, str]) -> None:  # noqa: F811
     release = load_release(DEMO["4.17.0"])
-    # config-operator (the first ClusterOperator the upgrade waits on) takes 3 s to roll out: the
-    # outage falls in the middle of its rollout, and its last report meets the dead server for longer
-    # than the backend's own retries (about 6 s).
-    sim = e2e.sim_operators({"default": {"delay": "1s"}, "config-operator": {"delay": "3s"}}, *DEMO.values())
+    # sim-operators talks to the API server through a proxy that holds its reports of config-operator (the
+    # first ClusterOperator the upgrade waits on) from the upgrade's start until the server is dead: the
+    # first of them certainly meets the dead server, and the upgrade certainly waits on it meanwhile.
+    proxy, kubeconfig = sim_proxy
+    sim = e2e.sim_operators({"default": {"delay": "1s"}}, *DEMO.values(), kubeconfig=kubeconfig)
     res = e2e.cvo("install", str(DEMO["4.16.0"]), "-o", "json", "--timeout", "2m", timeout=150)
     assert res.returncode == 0, tail(res.stderr)
 
+    report = f"{COS}/config-operator/status"
+    hold = proxy.hold("PUT", report)
     upgrade = Watched(e2e, "upgrade", "upgrade", "--to", str(DEMO["4.17.0"]), "-o", "json", "--timeout", "4m")
     try:
-        # Mid-upgrade: the upgrade waits on its first operator, which is rolling out; most run levels are ahead.
-        upgrade.wait_for("the upgrade to wait on its first operator", lambda line: event(line).get("event") == "task.waiting",
-                         90)
+        if not hold.arrived.wait(90):
+            pytest.fail(f"sim-operators never reported config-operator's rollout:\n{tail(sim.stderr)}")
+        waited_before = sim.stderr.count(WAITED)
         e2e.cp.kill_apiserver()
-        killed = time.monotonic()
-        time.sleep(OUTAGE)  # the outage itself (nothing to wait for: the server is dead)
+        killed, killed_at = time.monotonic(), time.time()
+        hold.release()  # the report goes on, to a dead server
+        wait_until("sim-operators' report to meet the dead server",
+                   lambda: sim.stderr.count(WAITED) > waited_before, 60, alive=sim.popen)
+        time.sleep(max(0.0, OUTAGE - (time.monotonic() - killed)))  # the rest of the outage
         assert upgrade.popen.poll() is None, f"the upgrade ended while the API server was down:\n{tail(upgrade.stderr)}"
         restart = e2e.cp.start_apiserver()
+        restarted_at = time.time()
         print(f"API server down {time.monotonic() - killed:.1f}s (restart took {restart:.1f}s)")
         code = upgrade.finish(240)
     finally:
@@ -243,7 +255,12 @@ def test_an_upgrade_rides_out_the_api_server_killed_for_ten_seconds(e2e: E2E) ->
     assert not missing_objects(e2e, release.manifests)
     # sim-operators was not restarted: it rode out the outage and rolled the operators out.
     assert sim.popen.poll() is None, f"sim-operators exited:\n{tail(sim.stderr)}"
-    assert "the cluster is not answering; retrying" in sim.stderr  # its report waited for the server
+    # Its held report waited for the server (retried while it was down) and landed after the restart.
+    reports = [r for r in proxy.records if r.method == "PUT" and r.path == report and r.time >= killed_at]
+    assert reports and reports[0].fault == UPSTREAM_DOWN, reports
+    assert any(r.fault is None and r.time >= restarted_at for r in reports), reports
+    waited = [line for line in sim.stderr.splitlines() if WAITED in line]
+    assert any("config-operator" in line for line in waited), waited
     sim.popen.send_signal(signal.SIGTERM)
     assert sim.wait(30) == 143
     assert "sim-operators: interrupted after" in sim.stderr and "Traceback" not in sim.stderr
@@ -252,9 +269,12 @@ def test_an_upgrade_rides_out_the_api_server_killed_for_ten_seconds(e2e: E2E) ->
 # --- 3. SIGTERM, unreachable servers ----------------------------------------------------------------------------
 
 
-def test_sigterm_cancels_an_install_cleanly_and_a_rerun_resumes(e2e: E2E) -> None:  # noqa: F811
+def test_sigterm_cancels_an_install_cleanly_and_a_rerun_resumes(e2e: E2E,  # noqa: F811
+                                                               sim_proxy: tuple[FaultProxy, str]) -> None:  # noqa: F811
     release = load_release(DEMO["4.16.0"])
-    e2e.sim_operators({"default": {"delay": "3s"}}, DEMO["4.16.0"])
+    proxy, kubeconfig = sim_proxy
+    hold = proxy.hold("PUT", f"{COS}/machine-config/status")  # until the SIGTERM: the install cannot finish first
+    e2e.sim_operators({"default": {"delay": "3s"}}, DEMO["4.16.0"], kubeconfig=kubeconfig)
     install = Watched(e2e, "install-1", "install", str(DEMO["4.16.0"]), "-o", "json", "--timeout", "2m")
     try:
         install.wait_for("a ClusterOperator wait", lambda line: event(line).get("event") == "task.waiting", 60)
@@ -270,6 +290,7 @@ def test_sigterm_cancels_an_install_cleanly_and_a_rerun_resumes(e2e: E2E) -> Non
     assert "Traceback" not in install.stderr and install.stdout == ""
     cv, *_ = e2e.get(cv_ref())
     assert cv is not None and history(cv) == [("4.16.0", "Partial")]  # what it wrote stays
+    hold.release()
 
     res = e2e.cvo("install", str(DEMO["4.16.0"]), "-o", "json", "--timeout", "2m", timeout=150)
     assert res.returncode == 0, tail(res.stderr)

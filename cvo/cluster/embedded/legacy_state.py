@@ -66,7 +66,9 @@ def migrate(path: Path, initial_clock: float) -> None:
 
 
 def _object_rv(obj: dict[str, Any], default: int) -> int:
-    value: Any = (obj.get("metadata") or {}).get("resourceVersion")  # int() refuses what is not a number
+    value = (obj.get("metadata") or {}).get("resourceVersion")
+    if not isinstance(value, str | int | float):
+        return default
     try:
         return max(0, int(value))
     except (TypeError, ValueError):

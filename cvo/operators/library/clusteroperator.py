@@ -1,9 +1,9 @@
-"""Reporting a ClusterOperator's status the way the contract (seed 004) asks.
+"""Reporting a ClusterOperator's status the way the contract (openshift/enhancements dev-guide/cluster-version-operator/dev/clusteroperator.md) asks.
 
 * Atomic: versions and conditions go in one status write, so they are only ever seen together.
 * ``lastTransitionTime`` changes only when a condition's status changes.
 * Versions are the caller's to decide: report the previous operator version until no old operand
-  runs any more (seed 004, "Version reporting during an upgrade").
+  runs any more (clusteroperator.md, "Version reporting during an upgrade").
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ conditions/conditions.go).  When the cluster does not serve the OperatorConditio
 no-op that returns ``False``, ``get`` finds nothing (:class:`ConditionNotFound`), and one log line
 says so, so an operator runs unchanged where there is no OLM or cvo.
 
-Set your defaults before you report ready (seed 001): an operator that opts in should write
+Set your defaults before you report ready (operator-framework/olm-docs content/en/docs/advanced-tasks/communicating-operator-conditions-to-olm.md, "Setting Defaults"): an operator that opts in should write
 ``Upgradeable`` once at start-up, before its readiness probe passes::
 
     conditions = OperatorConditions(cluster, namespace=my_namespace)
