@@ -76,7 +76,7 @@ class SyncStatus:
 
 @dataclass(frozen=True)
 class Thresholds:
-    """How long a ClusterOperator may be waited on before the CVO says so (§3)."""
+    """How long a ClusterOperator may be waited on before the CVO says so (pkg/cvo/status.go `convertErrorToProgressing`)."""
 
     slow: timedelta = timedelta(minutes=30)  # "updating versions" → Failing=Unknown
     slow_machine_config: timedelta = timedelta(minutes=90)
