@@ -17,10 +17,10 @@ class SweepOptions:
     interval: float = 180.0  # the CVO picks [2m, 4m); cvo uses the middle, deterministically
     timeout: float | None = 2 * 3600.0  # the whole sweep, on the sweep's clock; None: no limit
     max_workers: int | None = None  # default: the mode's (install unbounded, update 16, reconcile 2)
-    attempt: int = 0
+    attempt: int = 0  # the number of the first attempt (the CVO's Attempt; its ClusterOperator start times reset at it)
     seed: int = 0  # for the back-off jitter
-    status_throttle: float = 15.0
-    capabilities: ApplyFilter | None = None
+    status_throttle: float = 15.0  # seconds between unforced ClusterVersion status writes (the CVO's status notifier)
+    capabilities: ApplyFilter | None = None  # what the cluster is given (capabilities, feature gates); None: the defaults
     accepted_risks: str = ""  # recorded on the history entry (warnings the update went ahead with)
     implicit_capabilities: frozenset[str] = frozenset()  # kept enabled by an upgrade (GetImplicitlyEnabledCapabilities)
     release_accepted: Accepted | None = None  # default: True/PayloadLoaded for this release
