@@ -30,9 +30,9 @@ test: $(STAMP) browser lint
 	$(BIN)/pytest -q
 
 ## make test-fast: lint, then every test but the real API server's (tests/e2e and the others marked e2e) and
-## the browser's (tests/test_report_browser.py), over 4 worker processes (see pytest-xdist in pyproject.toml)
+## the browser's (tests/report/test_report_browser.py), over 4 worker processes (see pytest-xdist in pyproject.toml)
 test-fast: $(STAMP) lint
-	$(BIN)/pytest -q -n 4 -m "not e2e" --ignore=tests/e2e --ignore=tests/test_report_browser.py
+	$(BIN)/pytest -q -n 4 -m "not e2e" --ignore=tests/e2e --ignore=tests/report/test_report_browser.py
 
 ## make lint: ruff, and mypy strict on cvo/ (configured in pyproject.toml)
 lint: $(STAMP)
@@ -43,12 +43,12 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-## make fuzz: the fuzz targets of tests/test_fuzz.py and a mutation fuzzer over the corpus for
+## make fuzz: the fuzz targets of tests/fuzz/test_fuzz.py and a mutation fuzzer over the corpus for
 ## FUZZ_SECONDS; a minimal reproducer of every crash goes to FUZZ_OUT; exit 1 if anything was found
 FUZZ_SECONDS ?= 60
 FUZZ_OUT ?= fuzz-findings
 fuzz: $(STAMP)
-	$(BIN)/python tests/fuzz_main.py --seconds $(FUZZ_SECONDS) --out $(FUZZ_OUT)
+	$(BIN)/python tests/support/fuzz_main.py --seconds $(FUZZ_SECONDS) --out $(FUZZ_OUT)
 
 ## make bench: run the benchmarks and rewrite docs/benchmarks.md
 bench: $(STAMP) browser

@@ -2,7 +2,7 @@
 
 The page's size, the time ``cvo report`` takes to write it, and the time chromium takes to parse,
 style and lay it out (``performance.now()`` after a forced layout, in a copy of the page with a probe
-script: tests/headless.py), median of several loads.  Goal (issue 15): the corpus install's page under
+script: tests/support/headless.py), median of several loads.  Goal (issue 15): the corpus install's page under
 2 MB and rendered in under 2 s.
 """
 
@@ -19,11 +19,10 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 CORPUS = REPO.parent / "shared" / "corpus" / "ocp-5.0-nightly"
-sys.path.insert(0, str(REPO / "tests"))
-
-import headless  # noqa: E402
+sys.path.insert(0, str(REPO))
 
 from bench.scale import derived_release  # noqa: E402
+from tests.support import headless  # noqa: E402
 
 CORPUS_VERSION = "5.0.0-0.nightly-2026-08-22-120000"
 NEXT_VERSION = "5.0.1-0.nightly-2026-09-05-120000"

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Debian's chromium, for the real-browser tests of cvo report (tests/test_report_browser.py) and the
+# Debian's chromium, for the real-browser tests of cvo report (tests/report/test_report_browser.py) and the
 # report's benchmark. Run by `make test` and `make bench` (and by the tests themselves when it is
 # missing); installs with apt-get as root, or through `sudo -n` otherwise. Nothing else is fetched.
 set -e

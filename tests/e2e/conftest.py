@@ -27,7 +27,7 @@ TIMINGS: dict[str, float] = {}
 
 # The kubernetes client (imported here at collection) builds its pydantic models lazily, on attribute
 # access; freezegun's freeze_time() reads every attribute of every loaded module, so under a frozen
-# clock it would build them with its FakeDatetime and fail (tests/test_cvstatus.py and others).
+# clock it would build them with its FakeDatetime and fail (tests/status/test_cvstatus.py and others).
 freezegun.configure(extend_ignore_list=["kubernetes"])
 
 

@@ -18,7 +18,6 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from conftest import ReleaseFactory, obj
 
 from cvo.clock import WallClock
 from cvo.cluster.api import ApiError, ApiErrorKind, EventType, Ref, WatchEvent
@@ -30,6 +29,7 @@ from cvo.payload.graph import Mode, Task, make_tasks
 from cvo.payload.loader import load_release
 from cvo.runner.apply import DeleteTracker, apply_task
 from cvo.runner.reasons import wrap_apply_error
+from tests.support.helpers import ReleaseFactory, obj
 
 from .conftest import kube_threads, make_namespace, run_with
 from .controlplane import ControlPlane

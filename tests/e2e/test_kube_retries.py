@@ -268,9 +268,8 @@ def test_an_unreachable_server_is_cluster_down(fake: FakeServer) -> None:
 
 def test_a_cluster_without_cvos_crds_says_to_bootstrap(fake: FakeServer, tmp_path: Any, make_release: Any,
                                                        capsys: pytest.CaptureFixture[str]) -> None:
-    from conftest import obj
-
     from cvo.cli.main import main as cvo_main
+    from tests.support.helpers import obj
 
     kubeconfig = tmp_path / "kubeconfig"
     kubeconfig.write_text(json.dumps({

@@ -18,7 +18,6 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import HA, REPO, ReleaseFactory, cluster_operator, obj
 
 from cvo.cli.main import main as cvo_main
 from cvo.clock import Clock
@@ -32,6 +31,7 @@ from cvo.runner.apply import DeleteTracker, apply_task
 from cvo.runner.events import Recorder
 from cvo.runner.sweep import SweepOptions, SweepResult
 from cvo.runner.worker import Worker
+from tests.support.helpers import HA, REPO, ReleaseFactory, cluster_operator, obj
 
 from .conftest import make_namespace, run_with
 from .controlplane import ControlPlane

@@ -1,0 +1,1 @@
+"""cvo's tests, in folders by concern (each with its own conftest.py); shared helpers in tests.support."""

@@ -1,0 +1,79 @@
+"""make demo (hack/demo.sh) reads as a story: each step narrated before it runs, an expected non-zero exit
+shown as the expected outcome, piped output one line per meaningful event, the dropped operator marked."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.support.helpers import REPO
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> subprocess.CompletedProcess[str]:
+    """``make demo``, piped (no terminal: the log lines are the progress), at a high DEMO_SPEED."""
+    cvo = Path(sys.executable).parent / "cvo"
+    env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "NO_COLOR")}
+    env.update(CVO=str(cvo), DEMO_STATE=str(tmp_path_factory.mktemp("demo") / "demo.db"), DEMO_SPEED="6000")
+    return subprocess.run(["bash", str(REPO / "hack" / "demo.sh")], cwd=REPO, env=env, capture_output=True,
+                          text=True, timeout=600)
+
+
+def test_the_demo_tells_its_story(demo: subprocess.CompletedProcess[str]) -> None:
+    done = demo
+    out = done.stdout + done.stderr
+    assert done.returncode == 0, out[-3000:]
+    lines = done.stdout.splitlines()
+    steps = [i for i, line in enumerate(lines) if re.match(r"^\d+\. \S", line)]
+    commands = [i for i, line in enumerate(lines) if line.startswith("$ cvo ")]
+    assert len(steps) == 9
+    for i in commands:  # every command is introduced by a narrated step before it
+        assert any(s < i for s in steps)
+    for s in steps:  # every step is one line, then what it runs
+        assert lines[s + 1].startswith("$ "), lines[s:s + 2]
+    assert '--message "storage migration checked by the admin"' in done.stdout
+    assert "(exit 1, as expected: the upgrade is blocked" in done.stdout
+    assert "Error" not in out and "(ignored)" not in out and "Traceback" not in out
+    assert "condition.changed" not in out  # -v detail, not the story
+    status = done.stdout[done.stdout.rindex("$ cvo status"):]
+    assert re.search(r"^openshift-samples +4\.16\.3 .*not in the current release 4\.17\.0", status, re.M)
+    assert re.search(r"^etcd +4\.17\.0 ", status, re.M)
+
+
+LOG_LINE = re.compile(r"^\[(info|warning|debug) *\] (\S+(?: [a-z]+)*)")
+
+
+def test_the_piped_demo_is_one_line_per_meaningful_event(demo: subprocess.CompletedProcess[str]) -> None:
+    """No simulator chatter ("operator rolling out": the sweep's wait for that operator says it), no reconcile
+    repeated every interval while the blocked upgrade waits, no wait said twice in a sweep."""
+    assert demo.returncode == 0, (demo.stdout + demo.stderr)[-3000:]
+    lines = (demo.stdout + demo.stderr).splitlines()
+    events = [m.group(2).strip() for line in lines if (m := LOG_LINE.match(line))]
+    assert "operator rolling out" not in events
+    assert not [line for line in lines if line.startswith("[debug")]
+    assert len(events) < 130, len(events)  # 110 today: install, patch, the blocked wait, the minor update
+    # the only reconciles are the blocked upgrade's, of 4.16.3 every interval while it waits: said once
+    assert demo.stderr.count("mode=reconcile") == 1
+    sweeps = re.split(r"^\[info *\] sweep\.started ", demo.stderr, flags=re.M)
+    assert len(sweeps) == 1 + 4  # install 4.16.0, update 4.16.3, the reconcile while blocked, update 4.17.0
+    for sweep in sweeps:
+        waits = re.findall(r"^\[info *\] task\.waiting +message='([^']*)'", sweep, re.M)
+        assert len(waits) == len(set(waits)), [w for w in waits if waits.count(w) > 1]
+
+
+def test_the_chatter_is_there_with_v(tmp_path: Path) -> None:
+    """What the piped demo leaves out is one -v away."""
+    env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "NO_COLOR")}
+    argv = [sys.executable, "-m", "cvo", "install", str(REPO / "payloads" / "demo-4.16.0"), "--state", "none",
+            "--speed", "6000", "--operators", str(REPO / "payloads" / "demo-operators.yaml")]
+    quiet = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    loud = subprocess.run([*argv, "-v"], cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert quiet.returncode == loud.returncode == 0, quiet.stderr + loud.stderr
+    assert "operator rolling out" not in quiet.stderr
+    assert loud.stderr.count("operator rolling out") >= 15  # every operator of the release
+    assert "condition.changed" in loud.stderr and "condition.changed" not in quiet.stderr

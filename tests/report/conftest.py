@@ -1,0 +1,18 @@
+"""Sweep reports: events files, the timeline model, the report from records, the pages in a real browser.
+
+Fixtures of this folder; those every folder uses are in tests/conftest.py."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from cvo.log import configure
+
+
+@pytest.fixture(autouse=True)
+def _quiet_logs() -> Iterator[None]:
+    """The commands turn info logging on and bind it to the captured stderr: undo that after each test."""
+    yield
+    configure("text", 0)
