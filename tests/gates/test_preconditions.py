@@ -291,7 +291,7 @@ def _updating(partial: str, completed: str) -> dict[str, Any]:
 
 
 def test_patch_retarget_during_a_minor_update_is_an_accepted_risk() -> None:
-    """§4.1: retargeting to a patch of the new minor while the minor update runs is a non-blocking warning."""
+    """pkg/payload/precondition/clusterversion/upgradeable.go: retargeting to a patch of the new minor while the minor update runs is a non-blocking warning."""
     err = check_upgradeable(_updating("4.17.0", "4.16.3"), "4.17.1")
     assert err == PreconditionError(UPGRADEABLE, "MinorVersionClusterUpdateInProgress",
                                     "Retarget to 4.17.1 while a minor version update from 4.16.3 to 4.17.0 is in "
@@ -429,7 +429,7 @@ def test_run_checks_force() -> None:
                                       'failed because of "Migrating": m')
 
 
-# --- §4.2 minor vs patch ------------------------------------------------------------------------------
+# --- minor vs patch (pkg/payload/precondition/clusterversion/upgradeable.go) ------------------------------
 
 
 @pytest.mark.parametrize(("current", "target", "kind"), [

@@ -166,7 +166,7 @@ def test_the_embedded_cluster_stores_string_data_as_the_api_server_does() -> Non
 
 
 def test_configmap_data_is_merged_key_wise(make_release: ReleaseFactory) -> None:
-    """§6: ConfigMap ``data`` is merged key-wise: keys the manifest does not set are preserved."""
+    """lib/resourcemerge/core.go `EnsureConfigMap`: ConfigMap ``data`` is merged key-wise: keys the manifest does not set are preserved."""
     tasks = tasks_of(make_release, {"0000_10_a_cm.yaml": configmap(a="1")})
 
     async def test(cluster: SimCluster) -> None:

@@ -284,7 +284,7 @@ def test_backoff_is_woken_early_by_a_cluster_operator_change(make_release: Relea
 
 
 def test_backoff_is_not_woken_by_an_irrelevant_cluster_operator_change(make_release: ReleaseFactory) -> None:
-    """§2.6: only changes to versions[name=operator], Available or Degraded wake the worker."""
+    """pkg/cvo/sync_worker.go `NotifyAboutManagedResourceActivity` (PR #818): only changes to versions[name=operator], Available or Degraded wake the worker."""
     release = release_of(make_release, NEW, {
         "0000_10_a_cm.yaml": obj("ConfigMap", "cm", "ns"),
         "0000_20_foo_co.yaml": cluster_operator("foo", NEW),
@@ -632,7 +632,7 @@ def test_install_with_a_degraded_operator_completes_with_failing(make_release: R
     assert conds["Failing"]["reason"] == "ClusterOperatorDegraded"
     assert conds["Failing"]["message"] == "Cluster operator foo is degraded"
     assert result.message == "Cluster operator foo is degraded"
-    # §3 "Report": Progressing "Unable to apply V: Cluster operator X is degraded" (the report of the
+    # pkg/cvo/internal/operatorstatus.go, the Report effect: Progressing "Unable to apply V: Cluster operator X is degraded" (the report of the
     # install's own, non-reconciling status).
     assert conds["Progressing"]["status"] == "True"
     assert conds["Progressing"]["message"] == f"Unable to apply {NEW}: Cluster operator foo is degraded"
