@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
+import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -668,10 +669,11 @@ def test_a_thread_checkpoints_while_the_writes_go_on_and_close_leaves_no_log(tmp
                 await c.create(configmap(f"cm{i}", n=str(i)))
                 assert (await reader.get(Ref("", "ConfigMap", "default", f"cm{i}")) or {})["data"] == {"n": str(i)}
             checkpointer = c.store.checkpointer
-            for _ in range(200):  # real time: the thread runs beside the loop
-                if checkpointer.runs:
-                    break
-                await asyncio.to_thread(lambda: None)
+            # Real time: the thread runs beside the loop, whenever the machine lets it (seconds on a busy
+            # one; 200 thread hops were not always enough), so wait for it by the clock, not by a count.
+            deadline = time.monotonic() + 60
+            while not checkpointer.runs and time.monotonic() < deadline:
+                await asyncio.sleep(0.01)
             assert checkpointer.runs >= 1
         finally:
             await reader.close()
