@@ -1,0 +1,10 @@
+"""Release signatures as the CVO verifies them (library-go ``pkg/verify``), and signing your own.
+
+A release image is trusted when every keyring of the verifier finds a signature of its digest: the
+verifier's keyrings and stores come from the current release's ConfigMap annotated
+``release.openshift.io/verification-config-map`` and ``spec.signatureStores``; signatures from stores
+(``file://``, ``http(s)://``, ``STORE/sha256=HEX/signature-N``) and from ConfigMaps labelled
+``release.openshift.io/verification-signatures``.  Inputs are plain data (ConfigMaps as dicts); the
+caller reads them from the cluster.
+May import: ``cvo.payload`` only.
+"""

@@ -1,0 +1,9 @@
+"""Fuzz targets of cvo.images: name -> (hypothesis strategy, target), merged into fuzz_targets.TARGETS."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import strategies as st
+
+TARGETS: dict[str, tuple[st.SearchStrategy[Any], Any]] = {}
