@@ -88,7 +88,10 @@ class PullCache:
         path = self._manifest_path(raw.digest)
         if path.exists():
             return
-        self._write_atomic(path, raw.media_type.encode() + b"\n" + raw.data)
+        try:
+            self._write_atomic(path, raw.media_type.encode() + b"\n" + raw.data)
+        except OSError as err:  # a cache that cannot be written is no reason to fail a pull
+            log.warning("cannot cache a manifest", path=str(path), problem=str(err))
 
     # -- trees ---------------------------------------------------------------------------------------
 

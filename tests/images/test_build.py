@@ -20,7 +20,7 @@ from cvo.images.build import build_release
 from cvo.images.errors import ImageError, Problem
 from cvo.images.pull import PullOptions, pull_release
 from tests.support.helpers import PAYLOADS
-from tests.support.oci_images import entry, image_manifest, payload_tree, tar_bytes, write_index
+from tests.support.oci_images import digest_of, entry, image_manifest, payload_tree, tar_bytes, write_index
 
 SKOPEO = "/usr/bin/skopeo"
 VERSION = "5.0.0-0.nightly-2026-08-22-120000"
@@ -67,8 +67,8 @@ def test_the_corpus_is_built_as_oc_lays_a_release_image_out(corpus_image: tuple[
                                                    for p in (corpus / "release-manifests").iterdir())
     assert {(m.uid, m.gid, m.uname, m.gname, m.mtime) for m in base + release} == {(0, 0, "", "", 1787400000)}
     config = orjson.loads(blob(out, raw["config"]["digest"]))
-    assert config["rootfs"]["diff_ids"] == ["sha256:" + __import__("hashlib").sha256(
-        gzip.decompress(blob(out, layer["digest"]))).hexdigest() for layer in raw["layers"]]
+    assert config["rootfs"]["diff_ids"] == [digest_of(gzip.decompress(blob(out, layer["digest"])))
+                                            for layer in raw["layers"]]
     # The base image the label names is in the layout, and holds the first layer alone.
     base_manifest = orjson.loads(blob(out, labels["io.openshift.release.base-image-digest"]))
     assert [layer["digest"] for layer in base_manifest["layers"]] == [raw["layers"][0]["digest"]]

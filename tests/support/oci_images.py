@@ -9,6 +9,7 @@ import hashlib
 import io
 import os
 import tarfile
+import zlib
 from collections.abc import Iterable, Mapping
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -18,6 +19,7 @@ import orjson
 
 from cvo.images import media
 from cvo.images.digest import VerifyingReader
+from cvo.images.errors import ImageError
 from cvo.images.layout import OciLayout
 from cvo.images.repository import Descriptor, RawManifest
 
@@ -129,33 +131,41 @@ def stand_in_extract(image: str, layers: Iterable[tuple[Descriptor, AbstractCont
     on its safety rules, which are tested with it)."""
     for descriptor, opened in layers:
         with opened as reader:
-            gz = descriptor.media_type in media.LAYERS_GZIP
-            with tarfile.open(fileobj=reader, mode="r|gz" if gz else "r|") as tar:  # type: ignore[call-overload]
-                for member in tar:
-                    name = member.name.strip("/")
-                    if name.startswith("./"):
-                        name = name[2:]
-                    parts = name.split("/")
-                    if parts[0] not in KEPT or ".." in parts:
-                        continue
-                    base = parts[-1]
-                    parent = target.joinpath(*parts[:-1])
-                    if base == ".wh..wh..opq":
-                        for child in list(parent.iterdir()) if parent.is_dir() else []:
-                            _remove(child)
-                        continue
-                    if base.startswith(".wh."):
-                        _remove(parent / base[4:])
-                        continue
-                    path = target / name
-                    if member.isdir():
-                        path.mkdir(parents=True, exist_ok=True)
-                    elif member.isfile():
-                        path.parent.mkdir(parents=True, exist_ok=True)
-                        source = tar.extractfile(member)
-                        assert source is not None
-                        path.write_bytes(source.read())
+            try:
+                _apply(reader, descriptor, target)
+            except (tarfile.TarError, zlib.error, EOFError, OSError) as err:
+                reader.finish()  # a layer that does not match its digest says so first
+                raise ImageError(image, f"layer {descriptor.digest}: {err}") from None
             reader.finish()
+
+
+def _apply(reader: VerifyingReader, descriptor: Descriptor, target: Path) -> None:
+        gz = descriptor.media_type in media.LAYERS_GZIP
+        with tarfile.open(fileobj=reader, mode="r|gz" if gz else "r|") as tar:  # type: ignore[call-overload]
+            for member in tar:
+                name = member.name.strip("/")
+                if name.startswith("./"):
+                    name = name[2:]
+                parts = name.split("/")
+                if parts[0] not in KEPT or ".." in parts:
+                    continue
+                base = parts[-1]
+                parent = target.joinpath(*parts[:-1])
+                if base == ".wh..wh..opq":
+                    for child in list(parent.iterdir()) if parent.is_dir() else []:
+                        _remove(child)
+                    continue
+                if base.startswith(".wh."):
+                    _remove(parent / base[4:])
+                    continue
+                path = target / name
+                if member.isdir():
+                    path.mkdir(parents=True, exist_ok=True)
+                elif member.isfile():
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    source = tar.extractfile(member)
+                    assert source is not None
+                    path.write_bytes(source.read())
 
 
 def _remove(path: Path) -> None:
