@@ -6,6 +6,7 @@ Fixtures: until ``cvo.images.extract`` is on the branch, pulls extract with the 
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Iterator
 
 import pytest
 
@@ -13,7 +14,9 @@ from cvo.images import pull
 from tests.support.oci_images import stand_in_extract
 
 
-@pytest.fixture(autouse=True)
-def _extract_stand_in(monkeypatch: pytest.MonkeyPatch) -> None:
-    if importlib.util.find_spec("cvo.images.extract") is None:
-        monkeypatch.setattr(pull, "_extract_layers", lambda: stand_in_extract)
+@pytest.fixture(autouse=True, scope="session")
+def _extract_stand_in() -> Iterator[None]:
+    with pytest.MonkeyPatch.context() as patch:
+        if importlib.util.find_spec("cvo.images.extract") is None:
+            patch.setattr(pull, "_extract_layers", lambda: stand_in_extract)
+        yield
