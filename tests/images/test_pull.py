@@ -13,6 +13,8 @@ from pathlib import Path
 
 import orjson
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from cvo.images import media
 from cvo.images.build import build_release
@@ -274,3 +276,30 @@ def test_an_unwritable_cache_is_one_clean_error(demo_image: str, tmp_path: Path)
         pull_release(demo_image, PullOptions(cache_dir=tmp_path / "file/cache"))
     assert err.value.problem is Problem.UNAVAILABLE
     assert os.path.isfile(tmp_path / "file")
+
+
+# -- the cache's readers take anything ------------------------------------------------------------------
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(entry_json=st.one_of(st.binary(max_size=200), st.dictionaries(
+    st.sampled_from(["format", "manifest", "config", "files"]),
+    st.one_of(st.none(), st.integers(0, 3), st.text(max_size=10), st.lists(st.text(max_size=5), max_size=3)),
+    max_size=4).map(orjson.dumps)), manifest=st.binary(max_size=200))
+def test_any_cache_content_is_used_or_refused(demo_image: str, tmp_path: Path, entry_json: bytes,
+                                              manifest: bytes) -> None:
+    root = tmp_path / "fuzz-cache"
+    if not root.exists():
+        pulled = pull_release(demo_image, PullOptions(cache_dir=root))
+        shutil.copytree(pulled.directory.parent, tmp_path / "pristine")
+        (tmp_path / "digest").write_text(pulled.manifest.digest)
+    digest = (tmp_path / "digest").read_text()
+    entry_dir = root / "trees/sha256" / digest.removeprefix("sha256:")
+    shutil.rmtree(entry_dir, ignore_errors=True)
+    shutil.copytree(tmp_path / "pristine", entry_dir)
+    (entry_dir / "entry.json").write_bytes(entry_json)
+    cache = PullCache(root)
+    assert cache.tree(digest) is None or entry_json == (tmp_path / "pristine/entry.json").read_bytes()
+    (root / "manifests/sha256" / digest.removeprefix("sha256:")).write_bytes(manifest)
+    found = cache.manifest(digest)
+    assert found is None or digest_of(found.data) == digest
