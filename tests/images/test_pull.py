@@ -158,6 +158,15 @@ def test_two_pulls_at_once_both_succeed_when_the_other_publishes_first(demo_imag
     assert [p.name for p in (tmp_path / "cache/tmp").iterdir()] == []  # the loser's entry is gone
 
 
+def test_a_crashed_pull_s_temporary_entry_is_removed_after_a_day(demo_image: str, tmp_path: Path) -> None:
+    stale, fresh = tmp_path / "cache/tmp/entry-1-dead", tmp_path / "cache/tmp/entry-2-busy"
+    for each in (stale, fresh):
+        (each / "release/manifests").mkdir(parents=True)
+    os.utime(stale, (0, os.path.getmtime(stale) - 2 * 24 * 3600))
+    pull_release(demo_image, options(tmp_path))
+    assert not stale.exists() and fresh.exists()  # another process may still be writing a fresh one
+
+
 def _pull_in_a_process(args: tuple[str, str]) -> str:
     spec, cache = args
     return str(pull_release(spec, PullOptions(cache_dir=Path(cache))).directory)
