@@ -454,3 +454,25 @@ def skopeo(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]
     if res.returncode != 0:
         raise RegistryError(f"skopeo {' '.join(args)} failed ({res.returncode}): {res.stderr.strip()}")
     return res
+
+
+class StepClock:
+    """Injected time for a :class:`~cvo.images.repository.Deadline`: ``sleep`` only moves the clock on (and
+    records the wait), so back-off schedules are exact and cost no real time."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.sleeps: list[float] = []
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += seconds
+
+
+def blob_file(registry: Registry, digest: str) -> Path:
+    """Where the registry's filesystem storage keeps ``digest``'s bytes (distribution ``storage/paths.go``)."""
+    hex_ = digest.removeprefix("sha256:")
+    return registry.directory / "data/docker/registry/v2/blobs/sha256" / hex_[:2] / hex_ / "data"
