@@ -398,15 +398,18 @@ class RegistryRepository:
         what = f"manifest {reference}"
         if reference.startswith("sha256:"):
             check_digest(self._image, reference)
-        response = self._request("GET", self._manifest_path(reference), f"reading {what}",
-                                 headers={"Accept": ", ".join(media.ACCEPT)})
-        if response.status != 200:
-            raise self._fail(response, f"reading {what}")
-        length = response.headers.get("Content-Length")
-        if length and length.isdigit() and int(length) > MAX_MANIFEST_BYTES:
-            _abandon(response)
-            raise self._error(f"{what} is {length} bytes, over the limit of {MAX_MANIFEST_BYTES}", Problem.REFUSED)
-        data = self._read_manifest(response, what)
+        attempt = 0
+        while True:
+            response = self._request("GET", self._manifest_path(reference), f"reading {what}",
+                                     headers={"Accept": ", ".join(media.ACCEPT)})
+            if response.status != 200:
+                raise self._fail(response, f"reading {what}")
+            try:
+                data = self._read_manifest(response, what)
+                break
+            except _Retry as failure:  # the body broke off: the whole request again
+                self._backoff(attempt, failure, f"reading {what}")
+                attempt += 1
         digest = "sha256:" + hashlib.sha256(data).hexdigest()
         if reference.startswith("sha256:") and digest != reference:
             raise self._error(f"{what} does not match its content ({digest})", Problem.REFUSED)
@@ -417,11 +420,18 @@ class RegistryRepository:
         return RawManifest(data, response.headers.get("Content-Type", "").split(";")[0].strip(), digest)
 
     def _read_manifest(self, response: urllib3.BaseHTTPResponse, what: str) -> bytes:
+        length = response.headers.get("Content-Length")
+        if length and length.isdigit() and int(length) > MAX_MANIFEST_BYTES:
+            _abandon(response)
+            raise self._error(f"{what} is {length} bytes, over the limit of {MAX_MANIFEST_BYTES}", Problem.REFUSED)
         try:
             data = response.read(MAX_MANIFEST_BYTES + 1)
-        except (ProtocolError, ReadTimeoutError, Urllib3Timeout, OSError) as err:
+        except (ReadTimeoutError, Urllib3Timeout):
             _abandon(response)
-            raise self._error(f"reading {what}: {_reason(err)}", Problem.TRANSIENT) from None
+            raise _Retry(f"no data within {self.options.read_timeout:g} s") from None
+        except (ProtocolError, OSError) as err:
+            _abandon(response)
+            raise _Retry(f"the connection broke: {_reason(err)}") from None
         if len(data) > MAX_MANIFEST_BYTES:
             _abandon(response)
             raise self._error(f"{what} is over the limit of {MAX_MANIFEST_BYTES} bytes", Problem.REFUSED)
