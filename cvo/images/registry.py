@@ -373,7 +373,7 @@ class RegistryRepository:
             _done(response)
             if not location:
                 raise self._error(f"{what}: redirect without a Location", Problem.UNAVAILABLE)
-            url = urljoin(url, location)
+            url = self._join(url, location, what)
             if urlsplit(url).scheme == "http" and self._base.startswith("https") and not self.options.insecure:
                 raise self._error(f"{what}: redirected to plain HTTP ({urlsplit(url).netloc})", Problem.REFUSED)
         raise self._error(f"{what}: more than {MAX_REDIRECTS} redirects", Problem.UNAVAILABLE)
@@ -568,7 +568,21 @@ class RegistryRepository:
         if not check_digest and not location:
             raise self._error(f"{what}: the registry answered {response.status} without a Location",
                               Problem.REFUSED)
-        return urljoin(url if url.startswith("http") else self._base + url, location) if location else ""
+        return self._join(url if url.startswith("http") else self._base + url, location, what) if location else ""
+
+    def _join(self, base: str, location: str, what: str) -> str:
+        """``location`` (a ``Location`` header) resolved against ``base``: an http(s) URL, or an error."""
+        try:
+            url = urljoin(base, location)
+            parts = urlsplit(url)
+            parts.port  # noqa: B018 - raises ValueError for a port that is not a number
+        except ValueError:
+            raise self._error(f"{what}: the registry sent an invalid Location {_clean(location, 80)!r}",
+                              Problem.REFUSED) from None
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise self._error(f"{what}: the registry sent an invalid Location {_clean(location, 80)!r}",
+                              Problem.REFUSED)
+        return url
 
 
 class _BlobStream:
