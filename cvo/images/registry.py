@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import email.utils
 import hashlib
+import re
 import ssl
 import time
 import warnings
@@ -111,13 +112,21 @@ def error_detail(body: bytes) -> str:
     return _clean("; ".join(parts))
 
 
+def decimal(value: str | None) -> int | None:
+    """A header's non-negative integer (ASCII digits only: ``str.isdigit`` takes ``²``), else ``None``."""
+    if value is None or not re.fullmatch(r"[0-9]{1,30}", value.strip()):
+        return None
+    return int(value.strip())
+
+
 def retry_after(value: str | None, now: float | None = None) -> float | None:
     """``Retry-After`` in seconds (an integer or an HTTP date), ``None`` when absent or unreadable."""
     if not value:
         return None
     value = value.strip()
-    if value.isdigit():
-        return float(min(int(value), 10**6))
+    seconds = decimal(value)
+    if seconds is not None:
+        return float(min(seconds, 10**6))
     try:
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError, IndexError, OverflowError):
@@ -420,8 +429,8 @@ class RegistryRepository:
         return RawManifest(data, response.headers.get("Content-Type", "").split(";")[0].strip(), digest)
 
     def _read_manifest(self, response: urllib3.BaseHTTPResponse, what: str) -> bytes:
-        length = response.headers.get("Content-Length")
-        if length and length.isdigit() and int(length) > MAX_MANIFEST_BYTES:
+        length = decimal(response.headers.get("Content-Length"))
+        if length is not None and length > MAX_MANIFEST_BYTES:
             _abandon(response)
             raise self._error(f"{what} is {length} bytes, over the limit of {MAX_MANIFEST_BYTES}", Problem.REFUSED)
         try:
@@ -447,14 +456,14 @@ class RegistryRepository:
         if response.status != 200:
             raise self._fail(response, f"checking {what}")
         digest = response.headers.get("Docker-Content-Digest", "")
-        length = response.headers.get("Content-Length", "")
+        length = decimal(response.headers.get("Content-Length"))
         kind = response.headers.get("Content-Type", "").split(";")[0].strip()
         _done(response)
-        if not SHA256.fullmatch(digest) or not length.isdigit() or (
+        if not SHA256.fullmatch(digest) or length is None or (
                 reference.startswith("sha256:") and digest != reference):
             raw = self.get_manifest(reference)
             return Descriptor(raw.media_type, raw.digest, len(raw.data))
-        return Descriptor(kind, digest, int(length))
+        return Descriptor(kind, digest, length)
 
     def put_manifest(self, reference: str, manifest: RawManifest) -> None:
         what = f"pushing manifest {reference}"

@@ -53,6 +53,7 @@ def test_error_bodies_give_one_short_printable_line(data: bytes) -> None:
 @given(t.retry_after_text)
 @example("Fri, 31 Dec 9999 23:59:59 GMT")
 @example("99999999999999999999999")
+@example("²")  # found: str.isdigit() took it, int() did not
 def test_retry_after_is_a_finite_wait_or_nothing(text: str) -> None:
     t.retry_after_target(text)
 

@@ -557,7 +557,7 @@ class _Handler(BaseHTTPRequestHandler):
         note(Fault.DELAY if fault is Fault.DELAY else None)
         length = response.getheader("Content-Length") if self.command == "HEAD" else None
         self._send(response.status, _end_to_end(response.getheaders()), data, reason=response.reason,
-                   length=int(length) if length and length.isdigit() else None)
+                   length=int(length) if length and length.isascii() and length.isdigit() else None)
 
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = _serve
 
