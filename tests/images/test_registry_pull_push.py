@@ -232,3 +232,52 @@ def test_nothing_listening_is_unavailable_at_once(tmp_path: Path) -> None:
     err = error_of(lambda: repo.get_manifest("1"))
     assert err.problem is Problem.UNAVAILABLE and "connection refused" in str(err)
     assert clock.sleeps == []
+
+
+def test_memory_stays_flat_whatever_the_blob_size(plain_registry: Registry, tmp_path: Path) -> None:
+    import os
+    import tracemalloc
+
+    size = 24 << 20
+    path = tmp_path / "big"
+    digest_of = hashlib.sha256()
+    with open(path, "wb") as f:
+        for _ in range(size >> 20):
+            chunk = os.urandom(1 << 20)
+            digest_of.update(chunk)
+            f.write(chunk)
+    descriptor = Descriptor("application/octet-stream", "sha256:" + digest_of.hexdigest(), size)
+    repo = open_registry(parse_image(f"{plain_registry.host}/memory/big:v1"), RegistryOptions(insecure=True),
+                         Deadline(120))
+    tracemalloc.start()
+    try:
+        repo.put_blob(path, descriptor)
+        _, pushed_peak = tracemalloc.get_traced_memory()
+        tracemalloc.reset_peak()
+        with repo.open_blob(descriptor) as reader:
+            while reader.read(1 << 20):
+                pass
+            reader.finish()
+        _, pulled_peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert blob_file(plain_registry, descriptor.digest).stat().st_size == size
+    assert pushed_peak < 4 << 20 and pulled_peak < 4 << 20, (pushed_peak, pulled_peak)  # a 24 MiB blob
+
+
+def test_credentials_stay_out_of_the_logs(basic_registry: Registry, tmp_path: Path,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    from cvo.log import configure
+
+    built = write_oci_layout(tmp_path / "layout")
+    spec = push_with_skopeo(basic_registry, built, "logs/basic")
+    configure("json", 2)  # debug lines too
+    try:
+        capsys.readouterr()
+        repo = open_registry(parse_image(spec), options_for(basic_registry, tmp_path), Deadline(30))
+        read_all(repo, "4.16.3")
+        err = capsys.readouterr().err
+    finally:
+        configure("text", 0)
+    assert "registry credentials found" in err  # the debug line naming where they came from was written
+    assert PASSWORD not in err and base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode() not in err
