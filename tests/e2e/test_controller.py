@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from cvo.cluster.api import Ref, cv_ref
+from tests.support.faultproxy import FaultPlan, FaultProxy
 
 from .controlplane import ControlPlane
-from .faultproxy import FaultPlan, FaultProxy
 from .identities import request
 from .test_e2e_flows import COS, DEMO, E2E, PAYLOADS, Proc, conditions, e2e, history, sim_proxy, wait_until
 

@@ -43,10 +43,10 @@ from cvo.gates.olm import ENV_NAME, OC_GROUP, OC_KIND
 from cvo.payload.graph import Mode, build_graph, make_tasks
 from cvo.payload.loader import Release, load_release
 from cvo.payload.operators import operator_deployments
+from tests.support.faultproxy import FaultPlan, FaultProxy
 
 from .conftest import run_with
 from .controlplane import ControlPlane
-from .faultproxy import FaultPlan, FaultProxy
 from .identities import service_account_kubeconfig
 
 T = TypeVar("T")

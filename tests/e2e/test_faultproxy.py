@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 import yaml
 
-from .faultproxy import UPSTREAM_DOWN, Fault, FaultPlan, FaultProxy, applies
+from tests.support.faultproxy import UPSTREAM_DOWN, Fault, FaultPlan, FaultProxy, applies
 
 TOKEN = "proxy-test-token-0123456789"
 CM_PATH = "/api/v1/namespaces/ns/configmaps"

@@ -3,7 +3,7 @@
 Each test runs on a control plane of its own (the ``e2e`` fixture of ``test_e2e_flows``), with cvo
 and ``cvo sim-operators`` as subprocesses on the real clock.
 
-1. Through :mod:`tests.e2e.faultproxy` injecting faults into 20 % of the requests (409s, 429s, 500s,
+1. Through :mod:`tests.support.faultproxy` injecting faults into 20 % of the requests (409s, 429s, 500s,
    503s, resets, 2 s delays, responses cut after the write landed, watches cut mid-stream), the demo
    release 4.16.0 installs and upgrades to 4.17.0, with every object present; the test asserts the
    faults really happened, and that timestamps are the wall clock of the write.
@@ -32,8 +32,8 @@ import pytest
 
 from cvo.cluster.api import cv_ref
 from cvo.payload.loader import load_release
+from tests.support.faultproxy import KUBE_FAULTS, UPSTREAM_DOWN, Fault, FaultPlan, FaultProxy, Rule
 
-from .faultproxy import UPSTREAM_DOWN, Fault, FaultPlan, FaultProxy, Rule
 from .test_e2e_flows import (  # noqa: F401  # e2e: the fixture
     DEMO,
     E2E,
@@ -53,7 +53,7 @@ from .test_e2e_flows import (  # noqa: F401  # e2e: the fixture
 SEED = 20251
 FAULT_RATE = 0.2
 # Conflicts only happen to updates, cut watches to watches: weighted up so that they are not rare.
-FAULT_MIX = {**{fault: 1.0 for fault in Fault}, Fault.CONFLICT: 3.0, Fault.CUT_WATCH: 3.0}
+FAULT_MIX = {**{fault: 1.0 for fault in KUBE_FAULTS}, Fault.CONFLICT: 3.0, Fault.CUT_WATCH: 3.0}
 # Each kind of fault must have happened at least this often over the install and the upgrade.
 MIN_INJECTED = {Fault.CONFLICT: 3, Fault.THROTTLE: 10, Fault.INTERNAL: 10, Fault.UNAVAILABLE: 10, Fault.RESET: 10,
                 Fault.DELAY: 10, Fault.CUT_RESPONSE: 5, Fault.CUT_WATCH: 4}

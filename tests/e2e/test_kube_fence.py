@@ -23,10 +23,10 @@ from cvo.cluster.api import Ref
 from cvo.cluster.kube import KubeCluster
 from cvo.controller.fence import FencedCluster
 from cvo.controller.lease import LeaderElector, LeaseLost, LeaseTimings, lease_ref
+from tests.support.faultproxy import Decision, Fault, FaultPlan, FaultProxy
 
 from .conftest import make_namespace
 from .controlplane import ControlPlane
-from .faultproxy import Decision, Fault, FaultPlan, FaultProxy
 
 TIMINGS = LeaseTimings(lease_duration=3.0, renew_deadline=2.0, retry_period=1.0)
 

@@ -1,22 +1,44 @@
-"""Release images: OCI layouts, building, pulling through the cache, describing; the registry, extraction.
+"""Release images: the real registries the registry client's tests talk to (tests/support/registry.py).
 
-Fixtures: until ``cvo.images.extract`` is on the branch, pulls extract with the stand-in of
-:mod:`tests.support.oci_images` (remove ``_extract_stand_in`` once it is)."""
+Each registry is started once per worker process and shared by the tests that use it (they use their own
+repository names); a registry that cannot start FAILS the tests that need it, with its log.
+"""
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Iterator
 
 import pytest
 
-from cvo.images import pull
-from tests.support.oci_images import stand_in_extract
+from tests.support.registry import Registry
+
+USERS = {"alice": "s3cret-pass"}
 
 
-@pytest.fixture(autouse=True, scope="session")
-def _extract_stand_in() -> Iterator[None]:
-    with pytest.MonkeyPatch.context() as patch:
-        if importlib.util.find_spec("cvo.images.extract") is None:
-            patch.setattr(pull, "_extract_layers", lambda: stand_in_extract)
-        yield
+@pytest.fixture(scope="session")
+def plain_registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Registry]:
+    """Plain HTTP, no auth."""
+    with Registry(tmp_path_factory.mktemp("registry-plain")) as registry:
+        yield registry
+
+
+@pytest.fixture(scope="session")
+def tls_registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Registry]:
+    """TLS from a CA made for it, no auth."""
+    with Registry(tmp_path_factory.mktemp("registry-tls"), tls=True) as registry:
+        yield registry
+
+
+@pytest.fixture(scope="session")
+def basic_registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Registry]:
+    """TLS + htpasswd basic auth (:data:`USERS`)."""
+    with Registry(tmp_path_factory.mktemp("registry-basic"), tls=True, users=USERS) as registry:
+        yield registry
+
+
+@pytest.fixture(scope="session")
+def token_registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Registry]:
+    """TLS + Bearer tokens from a token server that knows :data:`USERS`; anonymous callers may pull."""
+    with Registry(tmp_path_factory.mktemp("registry-token"), tls=True, users=USERS, token=True,
+                  anonymous_actions=("pull",)) as registry:
+        yield registry

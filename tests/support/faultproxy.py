@@ -1,4 +1,4 @@
-"""A fault-injecting HTTPS reverse proxy in front of a kube-apiserver: the misbehaviour cvo must absorb.
+"""A fault-injecting reverse proxy in front of a kube-apiserver or a registry: the misbehaviour cvo must absorb.
 
 Pure standard library (and the ``openssl`` CLI for its serving certificate), as
 ``tests/e2e/controlplane.py``.  cvo and ``cvo sim-operators`` talk to the proxy through a
@@ -24,7 +24,18 @@ cut-response    writes only: forwarded, processed by the server, and the connect
                 the response (the write landed; the client cannot know)
 cut-watch       watches only: forwarded, then the stream is reset mid-way, after ``plan.watch_cut``
                 seconds or in the middle of the first event
+forbidden       ``403`` (not forwarded)
+truncate        forwarded; the response's headers (its full ``Content-Length``) and half its body are
+                sent, then the connection is closed
+stall           the request is read and never answered until the proxy stops (or ``HOLD_LIMIT``)
+stall-body      forwarded; headers and half the body are sent, then nothing until the proxy stops
 ==============  ===================================================================================
+
+The last four are never drawn by the default plan (:data:`KUBE_FAULTS` are): tests ask for them with
+:meth:`FaultProxy.fail_next`.  Paths under ``/v2/`` are a registry's (distribution's HTTP API): the
+answered faults carry its error body (``{"errors": [{"code": …}]}``) instead of a ``Status``, and the
+proxy sends ``X-Forwarded-Host``/``-Proto`` so the registry's ``Location`` headers point back at it.
+``tls=False`` serves plain HTTP.
 
 Whether a request gets a fault, and which, depends only on the seed, the method, the path and how
 many requests with that method and path came before: the plan does not change with the interleaving
@@ -72,10 +83,19 @@ class Fault(enum.StrEnum):
     DELAY = "delay"
     CUT_RESPONSE = "cut-response"
     CUT_WATCH = "cut-watch"
+    FORBIDDEN = "forbidden"
+    TRUNCATE = "truncate"
+    STALL = "stall"
+    STALL_BODY = "stall-body"
+
+
+# What a kube-apiserver sees from the default plans (the faults the plans drew before the registry's were added).
+KUBE_FAULTS = (Fault.CONFLICT, Fault.THROTTLE, Fault.INTERNAL, Fault.UNAVAILABLE, Fault.RESET, Fault.DELAY,
+               Fault.CUT_RESPONSE, Fault.CUT_WATCH)
 
 
 WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
-ANSWERED = frozenset({Fault.CONFLICT, Fault.THROTTLE, Fault.INTERNAL, Fault.UNAVAILABLE})  # the proxy answers
+ANSWERED = frozenset({Fault.CONFLICT, Fault.THROTTLE, Fault.INTERNAL, Fault.UNAVAILABLE, Fault.FORBIDDEN})  # the proxy answers
 HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer",
                         "transfer-encoding", "upgrade", "host", "content-length"})
 UPSTREAM_DOWN = "upstream-down"
@@ -94,7 +114,7 @@ def applies(fault: Fault, method: str, watch: bool) -> bool:
     return True
 
 
-DEFAULT_MIX: Mapping[Fault, float] = {fault: 1.0 for fault in Fault}
+DEFAULT_MIX: Mapping[Fault, float] = {fault: 1.0 for fault in KUBE_FAULTS}
 
 
 @dataclass(frozen=True)
@@ -218,10 +238,23 @@ def status_body(fault: Fault, path: str, retry_after: int) -> tuple[int, dict[st
     elif fault is Fault.UNAVAILABLE:
         code, reason = 503, "ServiceUnavailable"
         message = "the server is currently unable to handle the request"
+    elif fault is Fault.FORBIDDEN:
+        code, reason = 403, "Forbidden"
+        message = f'{qualified} "{name}" is forbidden: injected by the fault proxy'
     else:
         raise ValueError(f"{fault} is not answered with a Status")
     return code, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": message,
                   "reason": reason, "details": details, "code": code}
+
+
+def registry_body(fault: Fault) -> tuple[int, dict[str, Any]]:
+    """The HTTP code and error body a registry (distribution ``registry/api/errcode``) would send for ``fault``."""
+    code, error = {Fault.CONFLICT: (409, "UNSUPPORTED"), Fault.THROTTLE: (429, "TOOMANYREQUESTS"),
+                   Fault.INTERNAL: (500, "UNKNOWN"), Fault.UNAVAILABLE: (503, "UNAVAILABLE"),
+                   Fault.FORBIDDEN: (403, "DENIED")}[fault]
+    message = {409: "conflict", 429: "too many requests", 500: "unknown error", 503: "service unavailable",
+               403: "requested access to the resource is denied"}[code]
+    return code, {"errors": [{"code": error, "message": message, "detail": "injected by the fault proxy"}]}
 
 
 class FaultProxy:
@@ -233,7 +266,7 @@ class FaultProxy:
     """
 
     def __init__(self, upstream: str, *, upstream_ca: str | None = None, plan: FaultPlan | None = None,
-                 workdir: Path | None = None) -> None:
+                 workdir: Path | None = None, tls: bool = True) -> None:
         self.upstream = urlsplit(upstream)
         if self.upstream.scheme not in ("http", "https") or not self.upstream.hostname:
             raise ValueError(f"upstream {upstream!r}: want http(s)://host:port")
@@ -253,6 +286,8 @@ class FaultProxy:
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
         self._tmp: Any = None
+        self.tls = tls
+        self.stopping = threading.Event()  # stalled requests end when it is set
 
     # ------------------------------------------------------------------------------ lifecycle
 
@@ -260,7 +295,12 @@ class FaultProxy:
     def url(self) -> str:
         if self._server is None:
             raise RuntimeError("the fault proxy is not running")
-        return f"https://127.0.0.1:{self._server.server_address[1]}"
+        return f"{'https' if self.tls else 'http'}://127.0.0.1:{self._server.server_address[1]}"
+
+    @property
+    def host(self) -> str:
+        """``127.0.0.1:PORT`` (a registry's name in a pull spec)."""
+        return self.url.partition("://")[2]
 
     def start(self) -> FaultProxy:
         if self._server is not None:
@@ -270,9 +310,12 @@ class FaultProxy:
 
             self._tmp = tempfile.TemporaryDirectory(prefix="cvo-faultproxy-")
             self.workdir = Path(self._tmp.name)
-        self.cert_path, key = make_serving_cert(self.workdir)
-        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        context.load_cert_chain(self.cert_path, key)
+        self.stopping.clear()
+        context = None
+        if self.tls:
+            self.cert_path, key = make_serving_cert(self.workdir)
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(self.cert_path, key)
         self._server = _Server(self, context)
         self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,), name="faultproxy",
                                         daemon=True)
@@ -280,6 +323,7 @@ class FaultProxy:
         return self
 
     def stop(self) -> None:
+        self.stopping.set()
         with self._lock:
             holds = list(self.holds)
         for hold in holds:  # no handler thread stays parked on a hold
@@ -395,7 +439,7 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
 
-    def __init__(self, proxy: FaultProxy, context: ssl.SSLContext) -> None:
+    def __init__(self, proxy: FaultProxy, context: ssl.SSLContext | None) -> None:
         self.proxy = proxy
         self.context = context
         super().__init__(("127.0.0.1", 0), _Handler)
@@ -404,7 +448,7 @@ class _Server(ThreadingHTTPServer):
         """The TLS handshake in the connection's own thread (not in the accepting one)."""
         request.settimeout(10.0)
         try:
-            conn = self.context.wrap_socket(request, server_side=True)
+            conn = self.context.wrap_socket(request, server_side=True) if self.context is not None else request
         except (ssl.SSLError, OSError):
             request.close()
             return
@@ -466,10 +510,16 @@ class _Handler(BaseHTTPRequestHandler):
         if fault in ANSWERED:
             assert fault is not None
             note(fault)
-            code, status = status_body(fault, url.path, proxy.plan.retry_after)
+            registry = url.path.startswith("/v2/")
+            code, status = (registry_body(fault) if registry else
+                            status_body(fault, url.path, proxy.plan.retry_after))
             headers = {"Retry-After": str(proxy.plan.retry_after)} if fault is Fault.THROTTLE else {}
             self._send(code, [("Content-Type", "application/json"), *headers.items()], json.dumps(status).encode())
             return
+        if fault is Fault.STALL:
+            note(fault)
+            proxy.stopping.wait(HOLD_LIMIT)
+            self._abort()
         if fault is Fault.DELAY:
             time.sleep(proxy.plan.delay)
         try:
@@ -495,18 +545,29 @@ class _Handler(BaseHTTPRequestHandler):
             note(UPSTREAM_DOWN)
             self._close_upstream()
             self._abort()
-        note(Fault.DELAY if fault is Fault.DELAY else None)
         if response.will_close:
             self._close_upstream()
-        self._send(response.status, _end_to_end(response.getheaders()), data, reason=response.reason)
+        if fault in (Fault.TRUNCATE, Fault.STALL_BODY) and len(data) > 1:
+            note(fault)
+            self._send(response.status, _end_to_end(response.getheaders()), data[: len(data) // 2],
+                       reason=response.reason, length=len(data))
+            if fault is Fault.STALL_BODY:
+                proxy.stopping.wait(HOLD_LIMIT)
+            self._abort(reset=False)
+        note(Fault.DELAY if fault is Fault.DELAY else None)
+        length = response.getheader("Content-Length") if self.command == "HEAD" else None
+        self._send(response.status, _end_to_end(response.getheaders()), data, reason=response.reason,
+                   length=int(length) if length and length.isascii() and length.isdigit() else None)
 
-    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _serve
+    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = _serve
 
-    def _send(self, code: int, headers: list[tuple[str, str]], data: bytes, reason: str | None = None) -> None:
+    def _send(self, code: int, headers: list[tuple[str, str]], data: bytes, reason: str | None = None,
+              length: int | None = None) -> None:
+        """``length``: the ``Content-Length`` to announce when it is not ``len(data)`` (HEAD, truncate)."""
         self.send_response_only(code, reason)
         for key, value in headers:
             self.send_header(key, value)
-        self.send_header("Content-Length", str(len(data)))
+        self.send_header("Content-Length", str(len(data) if length is None else length))
         self.end_headers()
         self.wfile.write(data)
 
@@ -527,6 +588,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _forward(self, body: bytes | None, watch: bool) -> http.client.HTTPResponse:
         headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP_BY_HOP}
+        if self.path.startswith("/v2/"):  # distribution's URL builder: Location headers lead back to the proxy
+            headers["X-Forwarded-Host"] = self.server.proxy.host
+            headers["X-Forwarded-Proto"] = "https" if self.server.proxy.tls else "http"
         if body is not None:
             headers["Content-Length"] = str(len(body))
         timeout = None if watch else REQUEST_TIMEOUT
