@@ -21,6 +21,7 @@ from cvo.images.cache import TREE, PullCache
 from cvo.images.digest import VerifyingReader
 from cvo.images.errors import ImageError, Problem
 from cvo.images.layout import OciLayout
+from cvo.images.options import RegistryOptions
 from cvo.images.manifest import (
     MAX_CONFIG_BYTES,
     ImageConfig,
@@ -51,8 +52,7 @@ def default_images_cache() -> Path:
 class PullOptions:
     """How to pull: the registry's options, the time a pull may take, the platform, where to cache."""
 
-    # cvo.images.registry.RegistryOptions; None: that module's defaults.
-    registry: Any = None
+    registry: RegistryOptions = field(default_factory=RegistryOptions)  # credentials, TLS, read timeout
     timeout: float = 60.0
     # GOARCH of the image to take from an index; "multi" keeps the whole index (info, extract).
     architecture: str = field(default_factory=go_arch)
@@ -97,12 +97,9 @@ def open_repository(ref: ImageRef, options: PullOptions, deadline: Deadline) -> 
     """The repository ``ref`` names: an OCI layout directory for ``oci:``, else a registry."""
     if ref.transport == "oci":
         return OciLayout(Path(ref.repository), ref.name)
-    try:
-        registry = importlib.import_module("cvo.images.registry")
-    except ModuleNotFoundError:
-        raise ImageError(str(ref), "registry support not available", Problem.UNAVAILABLE) from None
-    opts = options.registry if options.registry is not None else registry.RegistryOptions()
-    return cast(Repository, registry.open_registry(ref, opts, deadline))
+    from cvo.images.registry import open_registry  # the HTTP stack, only when a registry is asked
+
+    return open_registry(ref, options.registry, deadline)
 
 
 class _Counting:

@@ -68,17 +68,6 @@ TOKEN_MIN_LIFETIME = 60       # session.go minimumTokenLifetimeSeconds
 RETRIED_STATUS = frozenset({429, 500, 502, 503, 504})
 
 
-@dataclass(frozen=True)
-class RegistryOptions:
-    """How to reach registries (the ``--registry-*`` flags)."""
-
-    registry_config: Path | None = None   # --registry-config; else $REGISTRY_AUTH_FILE; else the default files
-    ca_file: Path | None = None           # --registry-ca: trusted besides the system store
-    insecure: bool = False                # --insecure-registry: plain HTTP or unverified TLS allowed
-    read_timeout: float = 30.0            # a connection that sends nothing for this long is abandoned
-    pull_secret: Mapping[str, Any] | None = field(default=None, repr=False)  # a decoded .dockerconfigjson
-
-
 def open_registry(ref: ImageRef, options: RegistryOptions, deadline: Deadline) -> RegistryRepository:
     """The repository ``ref`` names; credentials are looked up now (a broken config file fails here),
     the registry is first contacted on the first request."""
