@@ -291,6 +291,9 @@ class _Extraction:
                 if len(archive.pax_headers) > MAX_GLOBAL_PAX_KEYS:
                     raise _Refused(f"global pax headers with more than {MAX_GLOBAL_PAX_KEYS} keys")
                 self.member(archive, member)
+                # the rest of its data, read and counted while errors still name it
+                assert archive.fileobj is not None
+                archive.fileobj.seek(archive.offset)
 
     def member(self, archive: tarfile.TarFile, member: tarfile.TarInfo) -> None:
         parts = _parts(member.name, self.limits)

@@ -8,7 +8,7 @@ import io
 import tarfile
 import zlib
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 
 from cvo.images import media
@@ -79,6 +79,7 @@ class Blob:
     media_type: str = media.OCI_LAYER_GZIP
     digest: str = ""
     size: int | None = None
+    stream: io.RawIOBase | None = None  # served instead of ``data`` (an endless stream, say)
     readers: list[VerifyingReader] = field(default_factory=list)
 
     @property
@@ -88,12 +89,12 @@ class Blob:
 
     @contextmanager
     def open(self) -> Iterator[VerifyingReader]:
-        reader = VerifyingReader(io.BytesIO(self.data), IMAGE, self.descriptor.digest, self.descriptor.size,
+        reader = VerifyingReader(self.stream or io.BytesIO(self.data), IMAGE, self.descriptor.digest, self.descriptor.size,
                                  "layer")
         self.readers.append(reader)
         yield reader
 
-    def pair(self) -> tuple[Descriptor, object]:
+    def pair(self) -> tuple[Descriptor, AbstractContextManager[VerifyingReader]]:
         return self.descriptor, self.open()
 
 
