@@ -479,7 +479,7 @@ class _Extraction:
     def lstat(self, path: Path) -> os.stat_result | None:
         try:
             return os.lstat(path)
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):  # a link's target under a file: nothing there
             return None
         except OSError as err:
             raise _Refused(f"cannot be extracted: {err.strerror}") from None
