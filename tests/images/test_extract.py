@@ -229,6 +229,14 @@ def test_links_inside_the_payload_are_kept(target: Path) -> None:
     assert (target / "manifests/dir/a.yaml").read_text() == "a"
 
 
+def test_a_dangling_link_inside_the_payload_is_kept(target: Path) -> None:
+    # under a regular file or to a name never extracted: nothing to read, nothing outside (seen by the fuzzer)
+    extract(target, layer(file("manifests/a.yaml", "a"), symlink("manifests/l", "a.yaml/x"),
+                          symlink("manifests/m", "../release-manifests/none")))
+    assert tree(target) == {"manifests": "/", "manifests/a.yaml": "a", "manifests/l": "-> a.yaml/x",
+                            "manifests/m": "-> ../release-manifests/none"}
+
+
 def test_names_that_are_not_utf8_are_written_as_their_bytes(target: Path) -> None:
     name = os.fsdecode(b"manifests/caf\xe9.yaml")
     extract(target, layer(file(name, "x")))

@@ -19,8 +19,8 @@ BOUNDED = settings(max_examples=200 if CI else 5_000, derandomize=CI, deadline=N
 
 @BOUNDED
 @given(st.tuples(t.near(t.MANIFEST), t.served_types))
-@example((orjson.dumps({**t.MANIFEST, "schemaVersion": 2.0}), media.DOCKER_MANIFEST))  # found: taken for 2
-@example((orjson.dumps({**t.MANIFEST, "mediaType": "a/b\nc"}), media.OCI_MANIFEST))  # found: a two-line error
+@example((orjson.dumps({**t.MANIFEST, "schemaVersion": 2.0}), media.DOCKER_MANIFEST))  # found in review: taken for 2
+@example((orjson.dumps({**t.MANIFEST, "mediaType": "a/b\nc"}), media.OCI_MANIFEST))  # found in review: a two-line error
 @example((orjson.dumps({**t.MANIFEST, "config": {**t.MANIFEST["config"], "mediaType": "x\ny"}}), ""))
 def test_manifests_parse_or_give_one_error_line(case: tuple[bytes, str]) -> None:
     t.manifest_target(case)
