@@ -76,12 +76,19 @@ def _json(image: str, data: bytes, what: str, limit: int) -> dict[str, Any]:
     return doc
 
 
+def _q(value: Any, limit: int = 80) -> str:
+    """A value from the document as one line of a message: quoted, escaped, cut at ``limit`` characters."""
+    return repr(str(value)[:limit])
+
+
 def _str(image: str, doc: Mapping[str, Any], key: str, what: str, required: bool = False) -> str:
     value = doc.get(key)
     if value is None and not required:
         return ""
+    if value is None:
+        raise ImageError(image, f"{what}: {key} is missing")
     if not isinstance(value, str) or (required and not value):
-        raise ImageError(image, f"{what}: {key} is not a string")
+        raise ImageError(image, f"{what}: {key} is not a{' non-empty' if required else ''} string")
     return value
 
 
@@ -100,10 +107,10 @@ def descriptor(image: str, doc: Any, what: str) -> Descriptor:
     media_type = _str(image, doc, "mediaType", what, required=True)
     digest = doc.get("digest")
     if not isinstance(digest, str) or not SHA256.fullmatch(digest):
-        raise ImageError(image, f"{what}: digest {str(digest)[:80]!r} is not sha256:<64 lowercase hex digits>")
+        raise ImageError(image, f"{what}: digest {_q(digest)} is not sha256:<64 lowercase hex digits>")
     size = doc.get("size")
     if not isinstance(size, int) or isinstance(size, bool) or size < 0:
-        raise ImageError(image, f"{what}: size {str(size)[:40]!r} is not a non-negative integer")
+        raise ImageError(image, f"{what}: size {_q(size, 40)} is not a non-negative integer")
     platform = None
     if doc.get("platform") is not None:
         raw = doc["platform"]
@@ -123,14 +130,14 @@ def _kind(image: str, raw: RawManifest, doc: Mapping[str, Any]) -> str:
     served = raw.media_type.split(";")[0].strip()
     if served in media.ACCEPT:
         if declared and declared != served:
-            raise ImageError(image, f"manifest declares media type {declared} but was served as {served}")
+            raise ImageError(image, f"manifest declares media type {_q(declared)} but was served as {served}")
         return served
     if declared:
         if declared not in media.ACCEPT:
-            raise ImageError(image, f"manifest of unknown media type {declared}")
+            raise ImageError(image, f"manifest of unknown media type {_q(declared)}")
         return declared
     if served and served not in ("application/json", "application/octet-stream", "text/plain"):
-        raise ImageError(image, f"manifest of unknown media type {served}")
+        raise ImageError(image, f"manifest of unknown media type {_q(served)}")
     # An OCI layout's index.json and an OCI manifest may omit mediaType (image-spec manifest.md).
     if "manifests" in doc:
         return media.OCI_INDEX
@@ -143,8 +150,9 @@ def parse_manifest(image: str, raw: RawManifest) -> ImageManifest | ImageIndex:
     """``raw`` as an image manifest or an index; :class:`ImageError` for anything else."""
     doc = _json(image, raw.data, "manifest", MAX_MANIFEST_BYTES)
     version = doc.get("schemaVersion")
-    if version != 2 or isinstance(version, bool):
-        raise ImageError(image, f"manifest schemaVersion {str(version)[:20]} is not 2 (schema 1 is not supported)")
+    if type(version) is not int or version != 2:  # not 2.0 either: Go decodes it into an int
+        shown = version if type(version) is int else _q(version, 20)
+        raise ImageError(image, f"manifest schemaVersion {shown} is not 2 (schema 1 is not supported)")
     kind = _kind(image, raw, doc)
     if kind in media.INDEXES:
         entries = doc.get("manifests")
@@ -161,11 +169,11 @@ def parse_manifest(image: str, raw: RawManifest) -> ImageManifest | ImageIndex:
         raise ImageError(image, f"manifest has {len(layers)} layers, over the limit of {MAX_ENTRIES}")
     config = descriptor(image, doc.get("config"), "manifest config")
     if config.media_type not in media.CONFIGS:
-        raise ImageError(image, f"manifest config of unknown media type {config.media_type}")
+        raise ImageError(image, f"manifest config of unknown media type {_q(config.media_type)}")
     parsed = tuple(descriptor(image, layer, f"layer {i}") for i, layer in enumerate(layers))
     for i, layer in enumerate(parsed):
         if layer.media_type not in media.LAYERS:
-            raise ImageError(image, f"layer {i} ({layer.digest}) of unsupported media type {layer.media_type}")
+            raise ImageError(image, f"layer {i} ({layer.digest}) of unsupported media type {_q(layer.media_type)}")
     return ImageManifest(kind, config, parsed, raw.digest)
 
 
