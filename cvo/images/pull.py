@@ -10,18 +10,17 @@ a pull by digest does not even ask for the manifest.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Iterable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, cast
+from typing import Protocol
 
 from cvo.images.cache import TREE, PullCache
 from cvo.images.digest import VerifyingReader
 from cvo.images.errors import ImageError, Problem
+from cvo.images.extract import extract_layers
 from cvo.images.layout import OciLayout
-from cvo.images.options import RegistryOptions
 from cvo.images.manifest import (
     MAX_CONFIG_BYTES,
     ImageConfig,
@@ -30,6 +29,7 @@ from cvo.images.manifest import (
     parse_config,
     parse_manifest,
 )
+from cvo.images.options import RegistryOptions
 from cvo.images.reference import ImageRef, parse_image
 from cvo.images.repository import Deadline, Descriptor, RawManifest, Repository
 from cvo.log import get_logger
@@ -89,8 +89,7 @@ class _ExtractLayers(Protocol):
 
 
 def _extract_layers() -> _ExtractLayers:
-    # cvo.images.extract.extract_layers, looked up when first needed (issue 22: written beside this module).
-    return cast(_ExtractLayers, importlib.import_module("cvo.images.extract").extract_layers)
+    return extract_layers
 
 
 def open_repository(ref: ImageRef, options: PullOptions, deadline: Deadline) -> Repository:

@@ -48,6 +48,7 @@ from cvo.images import media
 from cvo.images.auth import Challenge, Credentials, auth_sources, find_credentials, parse_challenges
 from cvo.images.digest import VerifyingReader, check_digest
 from cvo.images.errors import ImageError, Problem
+from cvo.images.options import RegistryOptions as RegistryOptions  # re-exported: the client's options
 from cvo.images.reference import SHA256, ImageRef
 from cvo.images.repository import Deadline, Descriptor, RawManifest
 from cvo.log import get_logger

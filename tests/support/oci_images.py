@@ -9,19 +9,15 @@ import hashlib
 import io
 import os
 import tarfile
-import zlib
-from collections.abc import Iterable, Mapping
-from contextlib import AbstractContextManager
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import orjson
 
 from cvo.images import media
-from cvo.images.digest import VerifyingReader
-from cvo.images.errors import ImageError
 from cvo.images.layout import OciLayout
-from cvo.images.repository import Descriptor, RawManifest
+from cvo.images.repository import RawManifest
 
 
 def tree(root: Path) -> dict[str, bytes | None]:
@@ -119,59 +115,3 @@ def put_raw(layout: OciLayout, tag: str, data: bytes, media_type: str = media.OC
     raw = RawManifest(data, media_type, digest_of(data))
     layout.put_manifest(tag, raw)
     return raw.digest
-
-
-KEPT = ("release-manifests", "manifests")
-
-
-def stand_in_extract(image: str, layers: Iterable[tuple[Descriptor, AbstractContextManager[VerifyingReader]]],
-                     target: Path) -> None:
-    """Applies layers in order with whiteouts, keeping the two payload directories: the tests' stand-in for
-    ``cvo.images.extract.extract_layers`` until that module is on this branch (the tests here never rely
-    on its safety rules, which are tested with it)."""
-    for descriptor, opened in layers:
-        with opened as reader:
-            try:
-                _apply(reader, descriptor, target)
-            except (tarfile.TarError, zlib.error, EOFError, OSError) as err:
-                reader.finish()  # a layer that does not match its digest says so first
-                raise ImageError(image, f"layer {descriptor.digest}: {err}") from None
-            reader.finish()
-
-
-def _apply(reader: VerifyingReader, descriptor: Descriptor, target: Path) -> None:
-        gz = descriptor.media_type in media.LAYERS_GZIP
-        with tarfile.open(fileobj=reader, mode="r|gz" if gz else "r|") as tar:  # type: ignore[call-overload]
-            for member in tar:
-                name = member.name.strip("/")
-                if name.startswith("./"):
-                    name = name[2:]
-                parts = name.split("/")
-                if parts[0] not in KEPT or ".." in parts:
-                    continue
-                base = parts[-1]
-                parent = target.joinpath(*parts[:-1])
-                if base == ".wh..wh..opq":
-                    for child in list(parent.iterdir()) if parent.is_dir() else []:
-                        _remove(child)
-                    continue
-                if base.startswith(".wh."):
-                    _remove(parent / base[4:])
-                    continue
-                path = target / name
-                if member.isdir():
-                    path.mkdir(parents=True, exist_ok=True)
-                elif member.isfile():
-                    path.parent.mkdir(parents=True, exist_ok=True)
-                    source = tar.extractfile(member)
-                    assert source is not None
-                    path.write_bytes(source.read())
-
-
-def _remove(path: Path) -> None:
-    if path.is_dir() and not path.is_symlink():
-        for child in path.iterdir():
-            _remove(child)
-        path.rmdir()
-    elif path.exists() or path.is_symlink():
-        path.unlink()
