@@ -77,9 +77,9 @@ EXIT_TERMINATED = 143
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser = sub.add_parser("sim-operators", help=HELP, description=DESCRIPTION, epilog=EXAMPLES)
-    parser.add_argument("--release", dest="releases", action="append", type=Path, default=[], metavar="DIR",
-                        help="a release directory whose operators to simulate (repeatable; default: the "
-                             "ClusterVersion's desired release)")
+    parser.add_argument("--release", dest="releases", action="append", default=[], metavar="RELEASE",
+                        help="a release directory or release image whose operators to simulate (repeatable; "
+                             "default: the ClusterVersion's desired release, pulled when it is an image)")
     add_behaviour_flags(parser)
     add_backend_flags(parser)
     until = parser.add_mutually_exclusive_group()
@@ -93,11 +93,14 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 # --- the command -------------------------------------------------------------------------------------------
 
 
-def _load_explicit(paths: list[Path]) -> list[Release]:
+def _load_explicit(paths: list[str]) -> list[Release]:
+    from cvo.cli.images import is_image
+    from cvo.operators.process import load_image
+
     releases = []
     for path in paths:
         try:
-            releases.append(load_release(path))
+            releases.append(load_image(path) if is_image(path) else load_release(Path(path)))
         except LoadError as err:
             raise UsageError("\n".join(f"--release {path}: {e}" for e in err.errors)) from None
     return releases
