@@ -135,7 +135,8 @@ def extract_layers(image: str, layers: Iterable[tuple[Descriptor, AbstractContex
                                         f"{descriptor.media_type}")
             counted = _Counting(stream, stats, limits, image, descriptor.digest)
             try:
-") as tar:  # type: ignore[call-overload]|") as tar:  # type: ignore[call-overload]
+                # typeshed wants IO[bytes] here; the stream mode calls only read()
+                with tarfile.open(fileobj=counted, mode="r|") as tar:  # type: ignore[call-overload]
                     for member in tar:
                         _apply(image, descriptor.digest, tar, member, root, stats, limits)
             except tarfile.TarError as err:
