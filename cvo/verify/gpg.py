@@ -1,0 +1,74 @@
+"""OpenPGP through GnuPG (python-gnupg over the ``gpg`` binary): checking a signed message against one keyring.
+
+library-go ``pkg/verify/verify.go`` ``verifySignatureWithKeyring`` reads the message with
+``openpgp.ReadMessage``: it must be signed, by a key of the keyring, with a good signature that has not
+expired.  Here each keyring gets a throwaway GnuPG home holding only its keys (never the user's keyring),
+and ``gpg --decrypt`` of the opaque signed message (``gpg --sign``, as containers/image writes signatures)
+both returns the content and reports the signature: ``GOODSIG`` is required; ``EXPSIG``, ``EXPKEYSIG``,
+``REVKEYSIG``, ``BADSIG``, ``ERRSIG`` and ``NO_PUBKEY`` are refusals, each with its reason.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import gnupg
+
+MAX_SIGNATURE_BYTES = 64 << 10
+
+
+class KeyringError(ValueError):
+    """A keyring that cannot be imported."""
+
+
+class NotVerified(ValueError):
+    """A signed message this keyring does not verify; ``str()`` is the reason."""
+
+
+class Keyring:
+    """The keys of one ``verifier-public-key-*`` in a GnuPG home of their own (remove with :meth:`close`)."""
+
+    def __init__(self, name: str, armored: str) -> None:
+        self.name = name
+        self.home = Path(tempfile.mkdtemp(prefix="cvo-keyring-"))
+        self._gpg = gnupg.GPG(gnupghome=str(self.home))
+        result = self._gpg.import_keys(armored)
+        self.fingerprints = frozenset(f.upper() for f in result.fingerprints or [])
+        if not self.fingerprints:
+            self.close()
+            raise KeyringError(f"{name}: no OpenPGP public key could be read")
+
+    def verify(self, signed: bytes) -> bytes:
+        """The content of ``signed`` when a key of this keyring made a good, unexpired signature of it."""
+        if len(signed) > MAX_SIGNATURE_BYTES:
+            raise NotVerified(f"the signature is over {MAX_SIGNATURE_BYTES} bytes")
+        result = self._gpg.decrypt(signed)
+        status = str(result.status or "")
+        if result.valid and (result.fingerprint or "").upper() in self.fingerprints:
+            return bytes(result.data)
+        if "expired" in status or "revoked" in status:
+            raise NotVerified(status.replace("signing key", "the signing key"))
+        if result.key_id and not result.valid and ("no public key" in status or status == ""):
+            raise NotVerified(f"signed by key {result.key_id}, which is not in the keyring")
+        if "bad signature" in status:
+            raise NotVerified("invalid signature")
+        if not result.key_id:
+            raise NotVerified("not signed")
+        raise NotVerified(f"signature error: {status or 'not verified'}")
+
+    def close(self) -> None:
+        subprocess.run(["gpgconf", "--homedir", str(self.home), "--kill", "all"], capture_output=True,
+                       check=False, timeout=10)
+        shutil.rmtree(self.home, ignore_errors=True)
+
+
+def sign_message(content: bytes, key: str, gnupg_home: Path | None) -> bytes:
+    """``content`` as an opaque signed message (``gpg --sign``) by ``key`` of ``gnupg_home``'s keyring."""
+    gpg = gnupg.GPG(gnupghome=str(gnupg_home) if gnupg_home else None)
+    result = gpg.sign(content, keyid=key, clearsign=False, detach=False, binary=True)
+    if not result.data or not result.fingerprint:
+        raise ValueError(f"gpg could not sign with {key!r}: {result.status or result.stderr.strip()[-200:]}")
+    return bytes(result.data)
