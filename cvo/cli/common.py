@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn, TextIO
 
+from cvo.cli.errors import CommandFailed as CommandFailed  # re-exported: the commands import both from here
+from cvo.cli.errors import UsageError as UsageError
 from cvo.cli.load_progress import for_terminal
 from cvo.payload.filters import (
     DEFAULT_PROFILE,
@@ -36,14 +38,6 @@ if TYPE_CHECKING:
 EXIT_OK = 0
 EXIT_FAILED = 1  # the command ran and found problems (lint errors, a failed sweep)
 EXIT_USAGE = 2  # bad flags or bad input: nothing was done
-
-
-class UsageError(Exception):
-    """A one-line problem with the command line or its input; exits 2."""
-
-
-class CommandFailed(Exception):
-    """The command could not do its work for a reason outside its input (no cluster, a busy one); exits 1."""
 
 
 @dataclass(frozen=True)

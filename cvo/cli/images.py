@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from cvo.cli.common import CommandFailed, UsageError
+from cvo.cli.errors import CommandFailed, UsageError
 
 if TYPE_CHECKING:
     from cvo.images.errors import ImageError

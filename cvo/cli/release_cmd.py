@@ -29,6 +29,14 @@ from cvo.cli.output import STRUCTURED, TEXT, add_output_flag, dump, is_structure
 
 KEPT = ("release-manifests", "manifests")
 
+RELEASE_EXAMPLES = """\
+Examples:
+  # Build, describe, sign and extract a release image in an OCI layout directory
+  cvo release new --from-dir payloads/demo-4.16.3 --to oci:releases:4.16.3
+  cvo release info oci:releases:4.16.3
+  cvo release sign oci:releases:4.16.3 --key releases@example.com --to /srv/signatures
+  cvo release extract oci:releases:4.16.3 --to /tmp/4.16.3
+"""
 NEW_EXAMPLES = """\
 Examples:
   # The demo's 4.16.3 as an image in an OCI layout directory (no registry needed)
@@ -40,7 +48,7 @@ Examples:
 INFO_EXAMPLES = """\
 Examples:
   cvo release info oci:releases:4.16.3
-  cvo release info quay.io/openshift-release-dev/ocp-release@sha256:… -o json | jq .metadata
+  cvo release info quay.io/openshift-release-dev/ocp-release:4.16.3-x86_64 -o json | jq .metadata
 """
 EXTRACT_EXAMPLES = """\
 Examples:
@@ -59,7 +67,8 @@ Examples:
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     release = sub.add_parser("release", help="build, describe, extract and sign release images",
-                             description="Release images as 'oc adm release' builds and reads them.")
+                             description="Release images as 'oc adm release' builds and reads them "
+                                         "(docs/images.md).", epilog=RELEASE_EXAMPLES)
     verbs = release.add_subparsers(dest="verb", metavar="VERB")
     verbs.required = True
 

@@ -176,9 +176,12 @@ class Releases:
                 raise retrieve_failure("RetrievePayload", desired, image, str(err)) from None
             self.retrieved[image] = retrieved
             directory = retrieved.directory
+        elif looks_like_image(image):
+            raise retrieve_failure("RetrievePayload", desired, image, "release images are not pulled here")
         else:
             raise retrieve_failure("RetrievePayload", desired, image,
-                           "not a release directory (file://DIR) or a pull spec (REGISTRY/REPO@sha256:…, oci:DIR)")
+                                   "not a release directory (file://DIR) or a pull spec "
+                                   "(REGISTRY/REPO@sha256:…, oci:DIR)")
         try:
             release = self._load(directory, image)
         except LoadError as err:
