@@ -44,7 +44,8 @@ WORK=${DEMO_WORK:-.cvo-demo}
 rm -rf "$WORK"
 mkdir -p "$WORK/gnupg" "$WORK/signatures"
 chmod 700 "$WORK/gnupg"
-export GNUPGHOME="$PWD/$WORK/gnupg" CVO_CACHE_DIR="$PWD/$WORK/cache"
+ABS=$(cd "$WORK" && pwd)
+export GNUPGHOME="$ABS/gnupg" CVO_CACHE_DIR="$ABS/cache"
 gpg --batch --quiet --passphrase '' --quick-gen-key 'cvo demo release key <releases@demo.invalid>' ed25519 sign 1d 2>/dev/null
 IMAGES="oci:$WORK/images"
 trusting() {  # trusting VERSION DIR: the demo release VERSION, copied to DIR with the demo key's verifier
@@ -55,7 +56,7 @@ trusting() {  # trusting VERSION DIR: the demo release VERSION, copied to DIR wi
         printf '    include.release.openshift.io/self-managed-high-availability: "true"\n'
         printf '    include.release.openshift.io/single-node-developer: "true"\n'
         printf '    release.openshift.io/verification-config-map: ""\n'
-        printf 'data:\n  store-demo: file://%s/%s/signatures\n  verifier-public-key-demo: |\n' "$PWD" "$WORK"
+        printf 'data:\n  store-demo: file://%s/signatures\n  verifier-public-key-demo: |\n' "$ABS"
         gpg --armor --export releases@demo.invalid | sed 's/^/    /'
     } > "$2/release-manifests/0000_90_cluster-update-keys_configmap.yaml"
 }
