@@ -137,7 +137,7 @@ class Releases:
                                f"no release {desired.version} in the releases catalogue "
                                f"({self.catalogue.describe()})")
             image = FILE_SCHEME + str(found.resolve())
-        release = self.by_image(image, desired)
+        release = self.by_image(image, desired, verify=True)
         if desired.version and release.version != desired.version:
             raise retrieve_failure("VerifyPayloadVersion", desired, image,
                            f"release image version {release.version} does not match the expected upstream "
@@ -160,8 +160,9 @@ class Releases:
                 current = None  # the decision reports it
         self.trust = await read_trust(cluster, current, cv)
 
-    def by_image(self, image: str, desired: Desired | None = None) -> Release:
-        """The release of a ``file://`` image or a pull spec (cached)."""
+    def by_image(self, image: str, desired: Desired | None = None, verify: bool = False) -> Release:
+        """The release of a ``file://`` image or a pull spec (cached); ``verify``: a target, whose signature is
+        checked against :attr:`trust` (a release the cluster runs already is not)."""
         desired = desired or Desired(image=image)
         if image in self._cache:
             return self._cache[image]
@@ -171,7 +172,8 @@ class Releases:
                 raise retrieve_failure("RetrievePayload", desired, image, f"{directory}: no such release directory")
         elif looks_like_image(image) and self.retriever is not None:
             try:
-                retrieved = self.retriever.retrieve(image, desired.version, desired.force, self.trust)
+                retrieved = self.retriever.retrieve(image, desired.version, desired.force,
+                                                    self.trust if verify else None)
             except RetrieveError as err:
                 raise retrieve_failure("RetrievePayload", desired, image, str(err)) from None
             self.retrieved[image] = retrieved

@@ -10,6 +10,7 @@ both returns the content and reports the signature: ``GOODSIG`` is required; ``E
 
 from __future__ import annotations
 
+import logging
 import shutil
 import subprocess
 import tempfile
@@ -18,6 +19,10 @@ from pathlib import Path
 import gnupg
 
 MAX_SIGNATURE_BYTES = 64 << 10
+# python-gnupg logs gpg's non-zero exits as warnings (an unknown key is one): the reasons reach the caller
+# as NotVerified instead, and nothing is printed behind cvo's own log
+logging.getLogger("gnupg").addHandler(logging.NullHandler())
+logging.getLogger("gnupg").propagate = False
 
 
 class KeyringError(ValueError):
