@@ -210,3 +210,15 @@ def _extract(ref: ImageRef, top: RawManifest, raw: RawManifest, manifest: ImageM
         raise ImageError(str(ref), f"cannot keep the pulled image in {tree.parent}")
     return PulledRelease(ref, top.digest, str(ref.by_digest(top.digest)), tree, manifest, config, index)
 
+
+def cached_directory(spec: str, options: PullOptions | None = None) -> Path | None:
+    """The cached tree of a pull spec by digest, without a request; ``None`` when it is not cached (or not a
+    pull spec by digest).  For read-only views (``cvo report``, ``cvo upgrade status``) that never pull."""
+    try:
+        ref = parse_image(spec)
+    except ImageError:
+        return None
+    if not ref.digest:
+        return None
+    hit = _from_cache(ref, ref.digest, options or PullOptions())
+    return hit.directory if hit is not None else None
