@@ -34,7 +34,7 @@ from cvo.payload.filters import LoadFilter
 from cvo.payload.limits import InputError, read_input
 from cvo.payload.loader import LoadError, Release, load_release
 from cvo.payload.release import parse_release_metadata
-from cvo.runner.retrieve import Retrieved, RetrieveError, Retriever, Trust, read_trust
+from cvo.runner.retrieve import Retrieved, RetrieveError, Retriever, Trust, read_pull_secret, read_trust
 
 FILE_SCHEME = "file://"
 METADATA = Path("release-manifests") / "release-metadata"
@@ -152,6 +152,7 @@ class Releases:
         if (self.retriever is None or desired is None or not looks_like_image(desired.image)
                 or desired.image == running or desired.image in self._cache):
             return
+        self.retriever.use_pull_secret(await read_pull_secret(cluster))
         current = None
         if isinstance(running, str) and running:
             try:

@@ -15,12 +15,17 @@ there is nothing to verify against: the image is pulled unverified, as the insta
 
 from __future__ import annotations
 
+import base64
+import binascii
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cvo.cluster.api import Reader
+import orjson
+
+from cvo.cluster.api import ApiError, ApiErrorKind, Reader, Ref
 from cvo.images.errors import ImageError
 from cvo.images.pull import PullOptions, pull_release
 from cvo.payload.fields import dig
@@ -30,6 +35,7 @@ from cvo.verify import VerificationFailed, Verifier, VerifierConfig, find_verifi
 SIGNATURES_NAMESPACE = "openshift-config-managed"
 SIGNATURES_LABEL = "release.openshift.io/verification-signatures"
 CONFIG_MAP = ("", "ConfigMap")
+PULL_SECRET = Ref("", "Secret", "openshift-config", "pull-secret")
 
 
 @dataclass(frozen=True)
@@ -59,6 +65,11 @@ class Retriever:
 
     options: PullOptions = field(default_factory=PullOptions)
     own_image: str = ""
+
+    def use_pull_secret(self, secret: Mapping[str, Any] | None) -> None:
+        """Pull with a cluster's pull secret (its decoded ``.dockerconfigjson``) under the configured credentials."""
+        registry = dataclasses.replace(self.options.registry, pull_secret=secret)
+        self.options = dataclasses.replace(self.options, registry=registry)
 
     def retrieve(self, image: str, version: str, force: bool, trust: Trust | None) -> Retrieved:
         """``image`` verified (when ``trust`` has a verifier) and pulled; :class:`RetrieveError` naming the step."""
@@ -95,6 +106,25 @@ class RetrieveError(Exception):
     """The ``RetrievePayload`` step failed; ``str()`` is the CVO's failure text."""
 
 
+async def read_pull_secret(cluster: Reader) -> dict[str, Any] | None:
+    """``openshift-config/pull-secret``'s ``.dockerconfigjson``, decoded (what the CVO's pods pull with); ``None``
+    when there is none, it cannot be read, or it is not a docker config (never logged: it holds credentials)."""
+    try:
+        secret = await cluster.get(PULL_SECRET)
+    except ApiError as err:
+        if err.kind in (ApiErrorKind.NOT_FOUND, ApiErrorKind.FORBIDDEN):
+            return None
+        raise
+    encoded = dig(secret or {}, "data", ".dockerconfigjson")
+    if not isinstance(encoded, str):
+        return None
+    try:
+        decoded = orjson.loads(base64.b64decode(encoded, validate=True))
+    except (binascii.Error, ValueError):
+        return None
+    return decoded if isinstance(decoded, dict) else None
+
+
 async def read_trust(cluster: Reader, current: Release | None, cv: Mapping[str, Any] | None) -> Trust:
     """What verifies an update of a cluster that runs ``current``: its release's verifier, the signature
     ConfigMaps of ``openshift-config-managed`` and ``spec.signatureStores``."""
@@ -103,7 +133,12 @@ async def read_trust(cluster: Reader, current: Release | None, cv: Mapping[str, 
     config = find_verifier_config(m.obj for m in current.manifests)
     if config is None:
         return Trust()
-    listed = await cluster.list(*CONFIG_MAP, SIGNATURES_NAMESPACE)
+    try:
+        listed = await cluster.list(*CONFIG_MAP, SIGNATURES_NAMESPACE)
+    except ApiError as err:
+        if err.kind not in (ApiErrorKind.NOT_FOUND, ApiErrorKind.FORBIDDEN):
+            raise
+        listed = []  # no signature ConfigMaps to be had: the stores alone
     configmaps = tuple(o for o in listed
                        if isinstance(dig(o, "metadata", "labels"), dict)
                        and SIGNATURES_LABEL in dig(o, "metadata", "labels"))
