@@ -3,8 +3,8 @@
 The client is urllib3, which cvo already has through the kubernetes client: pooled connections, TLS
 against the system store plus ``--registry-ca``, per-read timeouts, redirects that drop the
 ``Authorization`` header when they leave the registry's host.  oras-py was evaluated and not chosen
-(docs/images.md, "The registry client"): it checks no digest while streaming, retries nothing within a
-deadline and reads Docker schema 2 manifests only when asked for an explicit media type.
+(docs/images.md, "The registry client"): it hands out parsed manifests (no digest check), hashes no blob,
+sets no read timeout and retries on its own wall clock.
 
 Requests follow the distribution spec (``docs/spec/api.md``): ``GET /v2/NAME/manifests/REF`` with every
 media type cvo reads in ``Accept``, ``GET /v2/NAME/blobs/DIGEST`` streamed through a
