@@ -282,8 +282,8 @@ class SimOperators:
         if not self.ready.is_set():
             self.ready.set()
             if not self.releases:
-                self._say("waiting for a ClusterVersion whose status.desired.image is a file:// release "
-                          "directory (cvo install RELEASE_DIR)")
+                self._say("waiting for a ClusterVersion whose status.desired.image is a release "
+                          "(cvo install RELEASE)")
 
     async def _cluster_version_changed(self, event: WatchEvent) -> None:
         await self.follow(event.obj)
@@ -309,10 +309,12 @@ class Outcome:
 
 async def run_operators(cluster: Cluster, clock: Clock, behaviours: Behaviours, explicit: list[Release],
                         stop: asyncio.Event, once: bool, duration: float | None,
-                        out: TextIO | None = None, err: TextIO | None = None) -> Outcome:
+                        out: TextIO | None = None, err: TextIO | None = None,
+                        pull: PullOptions | None = None) -> Outcome:
     """Simulate the operators until ``stop`` is set, ``duration`` has passed on the cluster's clock, or (with
     ``once``) the rollouts the cluster's current state starts are done."""
-    runner = SimOperators(cluster, clock, behaviours, explicit, out=out, err=err)
+    runner = SimOperators(cluster, clock, behaviours, explicit, load=lambda image: load_image(image, pull),
+                          out=out, err=err)
     started = clock.monotonic()
     follower = asyncio.create_task(runner.watch_cluster_version(stop), name="sim-operators clusterversion")
     stopped = asyncio.create_task(stop.wait(), name="sim-operators stop")

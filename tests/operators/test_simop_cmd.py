@@ -173,7 +173,7 @@ def test_nothing_to_simulate(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     path = tmp_path / "state.json"
     code, lines, err = sim(capsys, "--state", str(path), "--once")
     assert (code, lines) == (0, [])
-    assert "waiting for a ClusterVersion whose status.desired.image is a file:// release directory" in err
+    assert "waiting for a ClusterVersion whose status.desired.image is a release" in err
 
     make_state(path, clusterversion("quay.io/openshift-release-dev/ocp-release@sha256:aa"), deployed=None)
     code, lines, err = sim(capsys, "--state", str(path), "--once")
