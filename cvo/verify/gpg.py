@@ -52,10 +52,13 @@ class Keyring:
             raise NotVerified(f"the signature is over {MAX_SIGNATURE_BYTES} bytes")
         result = self._gpg.decrypt(signed)
         status = str(result.status or "")
-        if result.valid and (result.fingerprint or "").upper() in self.fingerprints:
+        # EXPKEYSIG/REVKEYSIG set key_status and valid=False; the VALIDSIG after them rewrites status
+        key_status = str(getattr(result, "key_status", None) or "")
+        if result.valid and not key_status and (result.fingerprint or "").upper() in self.fingerprints:
             return bytes(result.data)
-        if "expired" in status or "revoked" in status:
-            raise NotVerified(status.replace("signing key", "the signing key"))
+        for reason in (key_status, status):
+            if "expired" in reason or "revoked" in reason:
+                raise NotVerified(reason.replace("signing key", "the signing key"))
         if result.key_id and not result.valid and ("no public key" in status or status == ""):
             raise NotVerified(f"signed by key {result.key_id}, which is not in the keyring")
         if "bad signature" in status:
@@ -73,7 +76,14 @@ class Keyring:
 def sign_message(content: bytes, key: str, gnupg_home: Path | None) -> bytes:
     """``content`` as an opaque signed message (``gpg --sign``) by ``key`` of ``gnupg_home``'s keyring."""
     gpg = gnupg.GPG(gnupghome=str(gnupg_home) if gnupg_home else None)
-    result = gpg.sign(content, keyid=key, clearsign=False, detach=False, binary=True)
-    if not result.data or not result.fingerprint:
+    # gpg signs with its default key when --default-key names none: look the key up first, and check after
+    secret = {k["fingerprint"].upper() for k in gpg.list_keys(True, keys=[key])}
+    if not secret:
+        raise ValueError(f"gpg could not sign with {key!r}: no such secret key in "
+                         f"{gnupg_home or '$GNUPGHOME or ~/.gnupg'}")
+    if len(secret) > 1:
+        raise ValueError(f"gpg could not sign with {key!r}: it names {len(secret)} secret keys; give a fingerprint")
+    result = gpg.sign(content, keyid=next(iter(secret)), clearsign=False, detach=False, binary=True)
+    if not result.data or (result.fingerprint or "").upper() not in secret:
         raise ValueError(f"gpg could not sign with {key!r}: {result.status or result.stderr.strip()[-200:]}")
     return bytes(result.data)
