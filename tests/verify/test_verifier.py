@@ -137,7 +137,7 @@ def test_the_verifier_configmap_rules() -> None:
 
 
 def test_signing_needs_a_key_that_exists(key: Key, tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match="gpg could not sign with 'nobody@test.invalid': no such secret key"):
+    with pytest.raises(ValueError, match=r"gpg could not sign with 'nobody@test\.invalid': no such secret key"):
         sign_message(b"x", "nobody@test.invalid", key.home)
     with pytest.raises(ValueError, match="is not a sha256 digest"):
         sign("sha256:12", "quay.io/r", key.uid, tmp_path, gnupg_home=key.home)
