@@ -64,8 +64,8 @@ class ImageFlags:
         return cls(config, flags.get("registry_ca"), bool(flags.get("insecure_registry")), timeout)
 
     def pull_options(self, architecture: str | None = None) -> PullOptions:
+        from cvo.images.options import RegistryOptions
         from cvo.images.pull import PullOptions
-        from cvo.images.registry import RegistryOptions
 
         registry = RegistryOptions(registry_config=self.registry_config, ca_file=self.registry_ca,
                                    insecure=self.insecure)

@@ -119,33 +119,40 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def run_extract(args: argparse.Namespace) -> int:
-    """The image's two payload directories, copied out of the image cache; ``--included``: only the documents the
-    flags' cluster includes (the rest of release-manifests/, metadata and image references, as is)."""
+    """The image's two payload directories, written to ``--to`` (straight from the layers, or copied from the image
+    cache); ``--included``: only the documents the flags' cluster includes (release-metadata and image-references
+    as they are)."""
+    from cvo.images.errors import ImageError
+    from cvo.images.pull import pull_release
+
     target: Path = args.to_dir
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
         raise UsageError(f"--to {target}: exists and is not an empty directory")
     if not is_release_image_arg(args.release_dir):
         raise UsageError(f"{args.release_dir}: not a release image (REGISTRY/REPO@sha256:…, REGISTRY/REPO:TAG, "
                          "oci:DIR[:TAG])")
-    options = payload_options(args)  # pulls the image
-    assert options.directory is not None
+    check_image(args.release_dir, "IMAGE")
+    flags = ImageFlags.from_args(args)
     target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".cvo-extract-", dir=target.parent))
-    try:
-        if args.included:
+    if target.exists():
+        target.rmdir()
+    if args.included:
+        options = payload_options(args)  # pulls into the cache
+        assert options.directory is not None
+        staging = Path(tempfile.mkdtemp(prefix=".cvo-extract-", dir=target.parent))
+        try:
             _write_included(options.directory, staging, options)
-        else:
-            for name in KEPT:
-                if (options.directory / name).is_dir():
-                    shutil.copytree(options.directory / name, staging / name, symlinks=False)
-        if target.exists():
-            target.rmdir()
-        staging.rename(target)
-    finally:
-        if staging.exists():
-            shutil.rmtree(staging, ignore_errors=True)
+            staging.rename(target)
+        finally:
+            if staging.exists():
+                shutil.rmtree(staging, ignore_errors=True)
+    else:
+        try:
+            pull_release(args.release_dir, flags.pull_options(), into=target)
+        except ImageError as err:
+            raise fail(err) from None
     files = sum(1 for p in target.rglob("*") if p.is_file())
-    print(f"extracted {options.image} to {target}: {files} files", file=sys.stderr)
+    print(f"extracted {args.release_dir} to {target}: {files} files", file=sys.stderr)
     return EXIT_OK
 
 

@@ -14,6 +14,7 @@ filesystem is never assembled, only the two directories.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import platform
 import shutil
@@ -35,8 +36,8 @@ from cvo.images.manifest import (
     parse_config,
     parse_manifest,
 )
+from cvo.images.options import RegistryOptions
 from cvo.images.reference import ImageRef, parse_image
-from cvo.images.registry import RegistryOptions, open_registry
 from cvo.images.repository import Deadline, Descriptor, RawManifest, Repository
 
 METADATA = Path("release-manifests") / "release-metadata"
@@ -92,6 +93,8 @@ def open_repository(ref: ImageRef, options: PullOptions, deadline: Deadline) -> 
     """Where ``ref`` lives: a registry, or an OCI layout directory."""
     if ref.transport == "oci":
         return LayoutRepository(Path(ref.repository), str(ref))
+    from cvo.images.registry import open_registry  # the HTTP stack, only when a registry is asked
+
     return open_registry(ref, options.registry, deadline)
 
 
@@ -147,19 +150,23 @@ def _from_cache(ref: ImageRef, digest: str, options: PullOptions) -> PulledRelea
     return PulledRelease(ref, digest, str(ref.by_digest(digest)), tree, manifest, config, index, cached=True)
 
 
-def pull_release(spec: str, options: PullOptions | None = None) -> PulledRelease:
-    """The release image ``spec`` in the cache; :class:`ImageError` naming the image and what is wrong."""
+def pull_release(spec: str, options: PullOptions | None = None, *, into: Path | None = None) -> PulledRelease:
+    """The release image ``spec`` in the cache; :class:`ImageError` naming the image and what is wrong.
+
+    ``into`` (``cvo release extract``): the two payload directories written there instead (a directory that
+    does not exist yet), copied from the cache when the digest is cached, else extracted straight into it
+    (each file written once, as ``tar -x`` would) without filling the cache."""
     options = options or PullOptions()
     ref = parse_image(spec)
     if ref.digest and (hit := _from_cache(ref, ref.digest, options)) is not None:
-        return hit
+        return _copied(hit, into)
     deadline = options.deadline()
     repo = open_repository(ref, options, deadline)
     top = repo.get_manifest(ref.reference)
     if ref.digest and top.digest != ref.digest:
         raise ImageError(str(ref), f"the manifest served is {top.digest}, not the digest asked for")
     if (hit := _from_cache(ref, top.digest, options)) is not None:
-        return hit
+        return _copied(hit, into)
     parsed = parse_manifest(str(ref), top)
     index: ImageIndex | None = None
     raw = top
@@ -175,7 +182,22 @@ def pull_release(spec: str, options: PullOptions | None = None) -> PulledRelease
         manifest = parsed
     config_bytes = _read_config(repo, manifest)
     config = parse_config(str(ref), config_bytes)
-    return _extract(ref, top, raw, manifest, config, config_bytes, index, repo, options)
+    return _extract(ref, top, raw, manifest, config, config_bytes, index, repo, options, into)
+
+
+def _copied(hit: PulledRelease, into: Path | None) -> PulledRelease:
+    if into is None:
+        return hit
+    staging = Path(tempfile.mkdtemp(prefix=".extract-", dir=into.parent))
+    try:
+        for name in ("manifests", "release-manifests"):
+            if (hit.directory / name).is_dir():
+                shutil.copytree(hit.directory / name, staging / name, symlinks=True)
+        staging.rename(into)
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging, ignore_errors=True)
+    return dataclasses.replace(hit, directory=into)
 
 
 def _read_config(repo: Repository, manifest: ImageManifest) -> bytes:
@@ -188,8 +210,9 @@ def _read_config(repo: Repository, manifest: ImageManifest) -> bytes:
 
 
 def _extract(ref: ImageRef, top: RawManifest, raw: RawManifest, manifest: ImageManifest, config: ImageConfig,
-             config_bytes: bytes, index: ImageIndex | None, repo: Repository, options: PullOptions) -> PulledRelease:
-    tree = _tree(options, top.digest)
+             config_bytes: bytes, index: ImageIndex | None, repo: Repository, options: PullOptions,
+             into: Path | None = None) -> PulledRelease:
+    tree = into or _tree(options, top.digest)
     tree.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".pull-", dir=tree.parent))
     try:
@@ -200,6 +223,9 @@ def _extract(ref: ImageRef, top: RawManifest, raw: RawManifest, manifest: ImageM
                                   "manifestDigest": raw.digest, "config": config_bytes.decode("utf-8", "replace")}
         if index is not None:
             marker.update(index=top.data.decode("utf-8", "replace"), indexType=top.media_type)
+        if into is not None:
+            staging.rename(into)
+            return PulledRelease(ref, top.digest, str(ref.by_digest(top.digest)), into, manifest, config, index)
         (staging / MARKER).write_bytes(orjson.dumps(marker))
         with contextlib.suppress(OSError):  # another pull got there first: use its tree
             staging.rename(tree)

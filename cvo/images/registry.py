@@ -23,7 +23,6 @@ import contextlib
 import re
 import ssl
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 from urllib.parse import urlencode, urljoin, urlsplit
@@ -37,6 +36,7 @@ from cvo.images.auth import Credential, load_auths
 from cvo.images.digest import VerifyingReader, check_digest, sha256_of
 from cvo.images.errors import ImageError, Problem
 from cvo.images.manifest import MAX_MANIFEST_BYTES
+from cvo.images.options import RegistryOptions
 from cvo.images.reference import ImageRef
 from cvo.images.repository import Deadline, Descriptor, RawManifest
 
@@ -45,17 +45,6 @@ FIRST_DELAY, MAX_DELAY = 0.5, 10.0
 MAX_TOKEN_BYTES = 1 << 20
 MAX_ERROR_BYTES = 64 << 10
 _CHALLENGE = re.compile(r'(\w+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s,]+))')
-
-
-@dataclass(frozen=True)
-class RegistryOptions:
-    """How registries are reached."""
-
-    registry_config: Path | None = None  # --registry-config; else $REGISTRY_AUTH_FILE and the default files
-    ca_file: Path | None = None  # --registry-ca: trusted besides the system store
-    insecure: bool = False  # --insecure-registry: plain HTTP, or TLS without verification
-    read_timeout: float = 30.0  # a connection that sends nothing for this long is abandoned (and retried)
-    pull_secret: Mapping[str, Any] | None = field(default=None, repr=False)  # a cluster's .dockerconfigjson
 
 
 def parse_challenge(header: str) -> tuple[str, dict[str, str]]:
