@@ -17,7 +17,6 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -27,45 +26,15 @@ sys.path.insert(0, str(REPO))
 
 from bench.failover import failover_section  # noqa: E402
 from bench.forecast_bench import forecast_section  # noqa: E402
+from bench.images_bench import images_section  # noqa: E402
 from bench.kube import kube_section  # noqa: E402
+from bench.measure import Run, cvo, run_process  # noqa: E402
 from bench.report_bench import report_section  # noqa: E402
 from bench.scale import derived_release, scaled_corpus  # noqa: E402
 
 
-@dataclass
-class Run:
-    seconds: float
-    max_rss_kb: int
-
-
-TIME = Path("/usr/bin/time")
-
-
-def run_process(argv: list[str], env: dict[str, str]) -> Run:
-    """One whole process: wall time, and peak RSS in KB.
-
-    The peak comes from GNU time when there is one: a child started straight from this process
-    reports at least this process's own RSS at the fork (Linux carries the high-water mark over the
-    exec), and this process holds the corpus it parsed for the parser table."""
-    with tempfile.TemporaryFile() as err_file, tempfile.NamedTemporaryFile("r") as rss_file:
-        wrapped = [str(TIME), "-f", "%M", "-o", rss_file.name, *argv] if TIME.exists() else argv
-        start = time.perf_counter()
-        proc = subprocess.Popen(wrapped, stdout=subprocess.DEVNULL, stderr=err_file, env=env)
-        _, status, usage = os.wait4(proc.pid, 0)
-        elapsed = time.perf_counter() - start
-        if os.waitstatus_to_exitcode(status) != 0:
-            err_file.seek(0)
-            raise SystemExit(f"benchmark command failed: {' '.join(argv)}\n{err_file.read().decode()[-2000:]}")
-        measured = rss_file.read().strip().splitlines()
-    return Run(elapsed, int(measured[-1]) if measured and measured[-1].isdigit() else usage.ru_maxrss)
-
-
 def median_run(runs: list[Run]) -> tuple[float, int]:
     return statistics.median(r.seconds for r in runs), max(r.max_rss_kb for r in runs)
-
-
-def cvo(*args: str) -> list[str]:
-    return [sys.executable, "-m", "cvo", *args]
 
 
 def count_documents(target: Path, env: dict[str, str]) -> int:
@@ -544,7 +513,7 @@ def store_findings(sweep_mem: float, sweep_store: float, limit: float, wall: flo
 
 SECTIONS: dict[str, Section] = {"plan": plan_section, "sweep": sweep_section, "store": store_section,
                                 "kube": kube_section, "forecast": forecast_section, "report": report_section,
-                                "failover": failover_section}
+                                "failover": failover_section, "images": images_section}
 
 
 def _sections(text: str) -> dict[str, list[str]]:

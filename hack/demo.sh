@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # make demo: the story of a cluster's life on the embedded simulated cluster, one narrated step at a time.
-# Install 4.16.0, take the 4.16.3 patch, ask whether 4.17.0 may start (no: etcd's OperatorCondition blocks
-# minor updates), start it anyway and watch it wait, override the block from another command, and see the
-# waiting upgrade go ahead by itself.  Every step says what is about to happen and why before it runs; an
+# Build the demo releases as signed release images (OCI layouts: no registry needed), install 4.16.0, take
+# the signed 4.16.3 patch by digest, see an unsigned 4.17.0 refused, ask whether the signed 4.17.0 may start
+# (no: etcd's OperatorCondition blocks minor updates), start it anyway and watch it wait, override the block
+# from another command, see the waiting upgrade go ahead by itself, and finally force an unsigned rebuild.  Every step says what is about to happen and why before it runs; an
 # expected non-zero exit is shown as the expected outcome, anything unexpected stops the demo (exit 1).
 set -euo pipefail
 
@@ -36,6 +37,31 @@ expect() {
 
 rm -f "$STATE" "$STATE-wal" "$STATE-shm" "$STATE.lock"
 
+# The demo's own releases, keys and signatures: a throwaway GnuPG key, release directories that trust it (a
+# ConfigMap annotated release.openshift.io/verification-config-map, as every OpenShift release carries one),
+# the images built from them and a file signature store.  Everything lives in $WORK.
+WORK=${DEMO_WORK:-.cvo-demo}
+rm -rf "$WORK"
+mkdir -p "$WORK/gnupg" "$WORK/signatures"
+chmod 700 "$WORK/gnupg"
+ABS=$(cd "$WORK" && pwd)
+export GNUPGHOME="$ABS/gnupg" CVO_CACHE_DIR="$ABS/cache"
+gpg --batch --quiet --passphrase '' --quick-gen-key 'cvo demo release key <releases@demo.invalid>' ed25519 sign 1d 2>/dev/null
+IMAGES="oci:$WORK/images"
+trusting() {  # trusting VERSION DIR: the demo release VERSION, copied to DIR with the demo key's verifier
+    cp -r "payloads/demo-$1" "$2"
+    {
+        printf 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: release-verification\n'
+        printf '  namespace: openshift-config-managed\n  annotations:\n'
+        printf '    include.release.openshift.io/self-managed-high-availability: "true"\n'
+        printf '    include.release.openshift.io/single-node-developer: "true"\n'
+        printf '    release.openshift.io/verification-config-map: ""\n'
+        printf 'data:\n  store-demo: file://%s/signatures\n  verifier-public-key-demo: |\n' "$ABS"
+        gpg --armor --export releases@demo.invalid | sed 's/^/    /'
+    } > "$2/release-manifests/0000_90_cluster-update-keys_configmap.yaml"
+}
+digest_of() { "$CVO" release info "$1" -o json | sed -n 's/^ *"digest": "\(sha256:[0-9a-f]*\)".*/\1/p' | head -1; }
+
 step "Lint the 4.16.0 payload: the problems a sweep would trip over, each with its fix (none here)."
 run lint payloads/demo-4.16.0
 
@@ -43,18 +69,35 @@ step "Plan the 4.17.0 update without a cluster: the task graph a sweep walks, by
 shown plan payloads/demo-4.17.0 "| head -12"
 "$CVO" plan payloads/demo-4.17.0 | head -12 || true
 
-step "Install 4.16.0 into a new embedded cluster ($STATE, $SPEED simulated seconds per second): every ClusterOperator becomes Available."
-run install payloads/demo-4.16.0 "${DEMO[@]}"
+step "Build the releases as release images (OCI layouts in $WORK/images), laid out as 'oc adm release new' does; each trusts the demo's signing key."
+for version in 4.16.0 4.16.3 4.17.0; do
+    trusting "$version" "$WORK/release-$version"
+    run release new --from-dir "$WORK/release-$version" --to "$IMAGES:$version"
+done
+shown release info "$IMAGES:4.16.3" "| head -12"
+"$CVO" release info "$IMAGES:4.16.3" | head -12
+D3=$(digest_of "$IMAGES:4.16.3")
+D7=$(digest_of "$IMAGES:4.17.0")
 
-step "Take the 4.16.3 patch: Upgradeable=False gates minor updates only, so etcd's migration does not stop a patch."
-run upgrade --to payloads/demo-4.16.3 "${DEMO[@]}"
+step "Install 4.16.0 from its image into a new embedded cluster ($STATE, $SPEED simulated seconds per second): every ClusterOperator becomes Available."
+run install "$IMAGES:4.16.0" "${DEMO[@]}"
 
-step "Ask whether 4.17.0, a minor update, may start (a dry run): etcd's OperatorCondition says Upgradeable=False."
-expect 1 "the upgrade is blocked, and nothing was changed" upgrade --to payloads/demo-4.17.0 --dry-run --state "$STATE"
+step "Sign the 4.16.3 image's digest with the demo key (GnuPG) into the signature store the releases name."
+run release sign "$IMAGES:4.16.3" --key releases@demo.invalid --to "$WORK/signatures"
 
-step "Start the 4.17.0 upgrade anyway: it is accepted but waits, blocked by etcd, while the cluster keeps reconciling 4.16.3."
-shown upgrade --to payloads/demo-4.17.0 "${DEMO[@]}" "&"
-"$CVO" upgrade --to payloads/demo-4.17.0 "${DEMO[@]}" &
+step "Take the 4.16.3 patch by digest: its signature is verified against the running release's key (history: verified), and Upgradeable=False gates minor updates only."
+run upgrade --to-image "$IMAGES@$D3" --allow-explicit-upgrade "${DEMO[@]}"
+
+step "Try 4.17.0, which nobody signed: the cluster refuses it (ReleaseAccepted=False, 'The update cannot be verified') and keeps 4.16.3."
+expect 1 "an unsigned image is refused" upgrade --to-image "$IMAGES@$D7" --allow-explicit-upgrade "${DEMO[@]}"
+
+step "The release team signs 4.17.0. Ask whether it may start (a dry run): etcd's OperatorCondition says Upgradeable=False."
+run release sign "$IMAGES:4.17.0" --key releases@demo.invalid --to "$WORK/signatures"
+expect 1 "the upgrade is blocked, and nothing was changed" upgrade --to-image "$IMAGES@$D7" --dry-run --state "$STATE"
+
+step "Start the 4.17.0 upgrade anyway: it is verified and accepted but waits, blocked by etcd, while the cluster keeps reconciling 4.16.3."
+shown upgrade --to-image "$IMAGES@$D7" --allow-explicit-upgrade "${DEMO[@]}" "&"
+"$CVO" upgrade --to-image "$IMAGES@$D7" --allow-explicit-upgrade "${DEMO[@]}" &
 upgrade=$!
 until "$CVO" status --state "$STATE" -o json 2>/dev/null | grep -q PreconditionChecks; do
     kill -0 "$upgrade" 2>/dev/null || { echo "demo: the upgrade ended before it was blocked" >&2; exit 1; }
@@ -66,8 +109,16 @@ step "Meanwhile, from another command, the admin checks the migration and overri
 run override etcd Upgradeable=True --reason MigrationVerified --message "storage migration checked by the admin" --state "$STATE"
 
 step "The waiting upgrade sees the override through its watch and goes ahead by itself; wait for it."
-printf '%s$ wait   # for the upgrade started in step 6%s\n' "$dim" "$off"
+printf '%s$ wait   # for the upgrade started in step %d%s\n' "$dim" $((n - 2)) "$off"
 wait "$upgrade"
+
+step "Someone rebuilds 4.17.0 (a new digest, unsigned): refused; forced, it goes ahead and the history records the accepted risk."
+trusting 4.17.0 "$WORK/rebuild-4.17.0"
+echo "# rebuilt" >> "$WORK/rebuild-4.17.0/release-manifests/0000_90_cluster-update-keys_configmap.yaml"
+run release new --from-dir "$WORK/rebuild-4.17.0" --to "$IMAGES:4.17.0-rebuild"
+DR=$(digest_of "$IMAGES:4.17.0-rebuild")
+expect 1 "an unsigned image is refused" upgrade --to-image "$IMAGES@$DR" --allow-explicit-upgrade "${DEMO[@]}"
+run upgrade --to-image "$IMAGES@$DR" --allow-explicit-upgrade --force "${DEMO[@]}"
 
 step "The cluster now: 4.17.0 everywhere; openshift-samples, dropped by 4.17.0, is marked as not in the release."
 run status --state "$STATE"

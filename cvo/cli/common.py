@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn, TextIO
 
+from cvo.cli.errors import CommandFailed as CommandFailed  # re-exported: the commands import both from here
+from cvo.cli.errors import UsageError as UsageError
 from cvo.cli.load_progress import for_terminal
 from cvo.payload.filters import (
     DEFAULT_PROFILE,
@@ -38,14 +40,6 @@ EXIT_FAILED = 1  # the command ran and found problems (lint errors, a failed swe
 EXIT_USAGE = 2  # bad flags or bad input: nothing was done
 
 
-class UsageError(Exception):
-    """A one-line problem with the command line or its input; exits 2."""
-
-
-class CommandFailed(Exception):
-    """The command could not do its work for a reason outside its input (no cluster, a busy one); exits 1."""
-
-
 @dataclass(frozen=True)
 class PayloadOptions:
     """What a command reads of a release, and how: its payload selection flags (:func:`payload_options`)."""
@@ -56,6 +50,7 @@ class PayloadOptions:
     release_image: str | None  # --release-image: the pull spec for {{.ReleaseImage}} (None: file://RELEASE_DIR)
     use_cache: bool  # not --no-cache: read and write the parse cache
     directory: Path | None = None  # RELEASE_DIR (cvo upgrade: --to, cvo reconcile: --release; None: not given)
+    image: str | None = None  # RELEASE as a pull spec: ``directory`` is its tree in the image cache
 
 
 @dataclass(frozen=True)
@@ -74,9 +69,12 @@ class OutputOptions:
                    log_format=flags.get("log_format") or "text", verbose=int(flags.get("verbose") or 0))
 
 
-def add_payload_flags(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("release_dir", metavar="RELEASE_DIR", type=Path,
-                        help="release directory (with release-manifests/) or a plain directory of manifests")
+def add_payload_flags(parser: argparse.ArgumentParser, *, read_only: bool = False) -> None:
+    """RELEASE and the payload selection flags; ``read_only`` (a command that only reads the release): with
+    ``--timeout`` for the image pull (commands that sweep have their own ``--timeout``, which the pull shares)."""
+    parser.add_argument("release_dir", metavar="RELEASE",
+                        help="release directory (with release-manifests/), a plain directory of manifests, or a "
+                             "release image: REGISTRY/REPO@sha256:DIGEST, REGISTRY/REPO:TAG or oci:DIR[:TAG]")
     group = parser.add_argument_group("payload selection")
     group.add_argument("--release-version", dest="version", metavar="VERSION", help="release version of a plain manifest directory (no release-metadata)")
     group.add_argument("--release-image", metavar="PULLSPEC",
@@ -92,6 +90,9 @@ def add_payload_flags(parser: argparse.ArgumentParser) -> None:
                        help="enabled capabilities (default: every known capability)")
     group.add_argument("--exclude", metavar="ID", help="skip manifests annotated exclude.release.openshift.io/ID=true")
     group.add_argument("--no-cache", action="store_true", help="parse every file again; do not read or write the parse cache")
+    from cvo.cli.images import add_registry_flags
+
+    add_registry_flags(parser, timeout=read_only)
 
 
 # Flags whose text reaches the output (JSON must be valid Unicode): refused when not UTF-8.
@@ -135,15 +136,30 @@ def payload_options(args: argparse.Namespace) -> PayloadOptions:
         unknown = sorted(enabled - set(KNOWN_CAPABILITIES))
         if unknown:
             raise UsageError(f"--capabilities: unknown capability {', '.join(unknown)}; known: {', '.join(KNOWN_CAPABILITIES)}")
+    directory, image, release_image = _release_source(args, vars(args).get("release_dir"))
     return PayloadOptions(
         load_filter=LoadFilter(profile=args.profile, feature_set=feature_set, feature_gates=gates,
                                exclude_id=args.exclude),
         apply_filter=ApplyFilter(enabled_capabilities=enabled, feature_gates=gates),
         version=args.version,
-        release_image=args.release_image,
+        release_image=args.release_image or release_image,
         use_cache=not args.no_cache,
-        directory=vars(args).get("release_dir"),
+        directory=directory,
+        image=image,
     )
+
+
+def _release_source(args: argparse.Namespace, given: str | Path | None) -> tuple[Path | None, str | None, str | None]:
+    """RELEASE as (directory, pull spec, release image): a directory as given; a pull spec pulled into the image
+    cache (its tree, the spec, and the image known by its digest)."""
+    if given is None:
+        return None, None, None
+    from cvo.cli.images import ImageFlags, is_image, pull
+
+    if isinstance(given, Path) or not is_image(given):
+        return Path(given), None, None
+    pulled = pull(given, ImageFlags.from_args(args))
+    return pulled.directory, given, pulled.pull_spec
 
 
 def load(options: PayloadOptions, log_format: str = "text") -> Release:

@@ -32,7 +32,7 @@ Examples:
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser = sub.add_parser("lint", help=HELP, description=DESCRIPTION, epilog=EXAMPLES)
-    add_payload_flags(parser)
+    add_payload_flags(parser, read_only=True)
     add_output_flag(parser, (TEXT, *STRUCTURED), "cvo lint DIR -o json | jq '.findings[].rule'",
                     what="the findings and their summary")
     parser.add_argument("--min-severity", choices=[s.value for s in Severity], default="info",

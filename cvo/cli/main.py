@@ -28,8 +28,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "plan": ("plan_cmd", "show what a sweep of a release would do, without a cluster (dry run)"),
     "lint": ("lint_cmd", "check a release for problems a sweep would trip over (exit 1 on errors)"),
     "install": ("sweep_cmd", "install a release into an empty cluster and wait until it is done"),
-    "upgrade": ("sweep_cmd", "upgrade the cluster to the release in --to DIR"),
+    "upgrade": ("sweep_cmd", "upgrade the cluster to the release in --to DIR or --to-image IMAGE"),
     "reconcile": ("sweep_cmd", "re-apply the current release once, repairing drift"),
+    "release": ("release_cmd", "build, describe, extract and sign release images, as 'oc adm release'"),
     "status": ("status_cmd", "show the cluster's version and its operators"),
     # `cvo upgrade status` (see _aliased): `cvo upgrade --to DIR` keeps its own parser
     "upgrade-status": ("upgrade_status_cmd", "show the update's progress and health, like 'oc adm upgrade status'"),

@@ -69,7 +69,7 @@ MODES = ("install", "update", "reconcile")
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser = sub.add_parser("plan", help=HELP, description=DESCRIPTION, epilog=EXAMPLES)
-    add_payload_flags(parser)
+    add_payload_flags(parser, read_only=True)
     parser.add_argument("--mode", choices=MODES, default="update",
                         help="install (flattened), update (by run level; default) or reconcile (permuted)")
     parser.add_argument("--attempt", type=non_negative_int, default=0, metavar="N",

@@ -32,6 +32,7 @@ from cvo.cli.backend import (
     state_path,
 )
 from cvo.cli.common import EXIT_OK, OutputOptions, UsageError, payload_options
+from cvo.cli.images import ImageFlags, check_image, is_image
 from cvo.cli.progress import LogReporter
 from cvo.cli.signals import Interrupted, cancelled_by_signals
 from cvo.cli.sweep_cmd import MIN_INTERVAL, _add_selection
@@ -96,8 +97,9 @@ Examples:
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser = sub.add_parser("run", help=HELP, description=DESCRIPTION, epilog=EXAMPLES,
                             formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--release", dest="own_release", type=Path, default=None, metavar="RELEASE_DIR",
-                        help="the release to install into a cluster that has none (the CVO's own payload)")
+    parser.add_argument("--release", dest="own_release", default=None, metavar="RELEASE",
+                        help="the release to install into a cluster that has none (the CVO's own payload): a "
+                             "release directory or a release image")
     parser.add_argument("--releases", type=Path, default=None, metavar="DIR",
                         help="a catalogue of release directories: spec.desiredUpdate.version is looked up in it")
     parser.add_argument("--interval", default="3m", metavar="DURATION",
@@ -174,7 +176,14 @@ def _options(args: argparse.Namespace, cluster: ClusterOptions) -> tuple[start.O
             listen = parse_listen(args.listen)
         except ListenError as err:
             raise UsageError(str(err)) from None
-    for flag, path in (("--release", args.own_release), ("--releases", args.releases)):
+    own_release, own_image = None, ""
+    if args.own_release is not None:
+        if is_image(args.own_release):
+            own_image = args.own_release
+            check_image(own_image, "--release")
+        else:
+            own_release = Path(args.own_release)
+    for flag, path in (("--release", own_release), ("--releases", args.releases)):
         if path is not None and not path.is_dir():
             raise UsageError(f"{flag} {path}: not a directory")
     check_speed(cluster)
@@ -183,7 +192,8 @@ def _options(args: argparse.Namespace, cluster: ClusterOptions) -> tuple[start.O
     behaviours = load_behaviours(cluster)
     payload = payload_options(args)
     options = start.Options(identity=args.identity or f"{socket.gethostname()}_{uuid.uuid4()}", interval=interval,
-                         timings=timings, lease_namespace=args.lease_namespace, own_release=args.own_release,
+                         timings=timings, lease_namespace=args.lease_namespace, own_release=own_release,
+                         own_image=own_image, pull=ImageFlags.from_args(args, timeout=600.0).pull_options(),
                          releases=args.releases, load_filter=payload.load_filter,
                          capabilities=payload.apply_filter, listen=listen)
     return options, behaviours

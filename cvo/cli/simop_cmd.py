@@ -45,9 +45,11 @@ from cvo.cli.backend import (
     open_backend,
 )
 from cvo.cli.common import EXIT_FAILED, EXIT_OK, UsageError, describe_api_error, print_error
+from cvo.cli.images import ImageFlags, add_registry_flags
 from cvo.clock import Clock
 from cvo.cluster.api import ApiError, Cluster
 from cvo.cluster.persist import Budget
+from cvo.images.pull import PullOptions
 from cvo.operators.behaviour import Behaviours, parse_duration
 from cvo.operators.process import run_operators
 from cvo.payload.loader import LoadError, Release, load_release
@@ -77,11 +79,12 @@ EXIT_TERMINATED = 143
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser = sub.add_parser("sim-operators", help=HELP, description=DESCRIPTION, epilog=EXAMPLES)
-    parser.add_argument("--release", dest="releases", action="append", type=Path, default=[], metavar="DIR",
-                        help="a release directory whose operators to simulate (repeatable; default: the "
-                             "ClusterVersion's desired release)")
+    parser.add_argument("--release", dest="releases", action="append", default=[], metavar="RELEASE",
+                        help="a release directory or release image whose operators to simulate (repeatable; "
+                             "default: the ClusterVersion's desired release, pulled when it is an image)")
     add_behaviour_flags(parser)
     add_backend_flags(parser)
+    add_registry_flags(parser)
     until = parser.add_mutually_exclusive_group()
     until.add_argument("--once", action="store_true",
                        help="catch up with the cluster, finish the rollouts that start, and exit")
@@ -93,11 +96,14 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 # --- the command -------------------------------------------------------------------------------------------
 
 
-def _load_explicit(paths: list[Path]) -> list[Release]:
+def _load_explicit(paths: list[str], pull: PullOptions) -> list[Release]:
+    from cvo.cli.images import is_image
+    from cvo.operators.process import load_image
+
     releases = []
     for path in paths:
         try:
-            releases.append(load_release(path))
+            releases.append(load_image(path, pull) if is_image(path) else load_release(Path(path)))
         except LoadError as err:
             raise UsageError("\n".join(f"--release {path}: {e}" for e in err.errors)) from None
     return releases
@@ -112,7 +118,8 @@ def run(args: argparse.Namespace) -> int:
             duration = parse_duration(args.duration, "--duration")
         except ValueError as err:
             raise UsageError(str(err)) from None
-    explicit = _load_explicit(args.releases)
+    pull = ImageFlags.from_args(args, timeout=600.0).pull_options()
+    explicit = _load_explicit(args.releases, pull)
     clock, run_loop = backend_clock(backend_options)
     outcome: dict[str, Any] = {"signal": None}
 
@@ -133,7 +140,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             async with open_backend(backend_options, clock, simulate_operators=False, budget=budget,
                                     say_where=True) as backend:
-                return await _run(backend.steady, clock, behaviours, explicit, stop, args.once, duration)
+                return await _run(backend.steady, clock, behaviours, explicit, stop, args.once, duration, pull)
         finally:
             for handled_signum in handled:
                 loop.remove_signal_handler(handled_signum)
@@ -151,11 +158,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _run(cluster: Cluster, clock: Clock, behaviours: Behaviours, explicit: list[Release],
-               stop: asyncio.Event, once: bool, duration: float | None) -> int:
+               stop: asyncio.Event, once: bool, duration: float | None, pull: PullOptions | None = None) -> int:
     if not await cluster.serves("config.openshift.io/v1", "ClusterOperator"):
         print_error("the cluster does not serve ClusterOperators (config.openshift.io/v1): run 'cvo bootstrap' first")
         return EXIT_FAILED
-    outcome = await run_operators(cluster, clock, behaviours, explicit, stop, once, duration)
+    outcome = await run_operators(cluster, clock, behaviours, explicit, stop, once, duration, pull=pull)
     why = "interrupted" if outcome.interrupted else "done"
     print(f"sim-operators: {why} after {outcome.elapsed:g}s on the cluster's clock: {outcome.reports} reports, "
           f"{outcome.failures} failed writes" + (" (written again)" if outcome.failures else ""), file=sys.stderr)

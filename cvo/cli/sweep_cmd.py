@@ -12,7 +12,7 @@ import dataclasses
 import sys
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +43,7 @@ from cvo.cli.common import (
     print_error,
     terminal_width,
 )
+from cvo.cli.images import ImageFlags
 from cvo.cli.output import STRUCTURED, TEXT, add_no_headers_flag, add_output_flag, dump, is_structured
 from cvo.cli.progress import LiveDisplay, LogReporter, format_duration, wants_live_display
 from cvo.cli.signals import cancelled_by_signals
@@ -52,11 +53,14 @@ from cvo.cluster.intercept import request_stats
 from cvo.cluster.persist import Budget
 from cvo.log import configure, get_logger
 from cvo.operators.behaviour import parse_duration
+from cvo.payload.fields import dig
+from cvo.payload.filters import LoadFilter
 from cvo.payload.loader import LoadError, Release, load_release
 from cvo.report.events_io import EventsError, EventsWriter
 from cvo.runner import start
 from cvo.runner.decide import Plan, Runner, for_install, for_reconcile, for_upgrade, runner_for
 from cvo.runner.events import Fanout, Progress, Reporter
+from cvo.runner.retrieve import Retriever
 from cvo.runner.sweep import SweepOptions, SweepResult
 from cvo.runner.sweep_events import ClusterRequests
 
@@ -162,8 +166,15 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
     upgrade = sub.add_parser("upgrade", help="upgrade the cluster to the release in --to DIR",
                              description=UPGRADE_DESCRIPTION, epilog=UPGRADE_EXAMPLES)
-    upgrade.add_argument("--to", dest="release_dir", type=Path, required=True, metavar="RELEASE_DIR",
-                         help="the release to upgrade to")
+    target = upgrade.add_mutually_exclusive_group(required=True)
+    target.add_argument("--to", dest="release_dir", metavar="RELEASE",
+                        help="the release to upgrade to: a release directory or a release image")
+    target.add_argument("--to-image", dest="to_image", metavar="IMAGE",
+                        help="the release image to upgrade to, as 'oc adm upgrade --to-image': by digest "
+                             "(REGISTRY/REPO@sha256:…, oci:DIR[:TAG]); a tag only with --force. The cluster records "
+                             "the digest it was pulled at")
+    upgrade.add_argument("--allow-explicit-upgrade", action="store_true",
+                         help="upgrade to an image that is not among the cluster's available updates")
     upgrade.add_argument("--from", dest="from_dir", type=Path, default=None, metavar="RELEASE_DIR",
                          help="where the cluster's current release is now, if its directory has moved since it was "
                               "applied (default: the directory the cluster recorded)")
@@ -182,8 +193,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
     reconcile = sub.add_parser("reconcile", help="re-apply the current release once, repairing drift",
                                description=RECONCILE_DESCRIPTION, epilog=RECONCILE_EXAMPLES)
-    reconcile.add_argument("--release", dest="release_dir", type=Path, default=None, metavar="RELEASE_DIR",
-                           help="the current release's directory (default: from the ClusterVersion's image)")
+    reconcile.add_argument("--release", dest="release_dir", default=None, metavar="RELEASE",
+                           help="the current release's directory or image (default: from the ClusterVersion's image)")
     _add_selection(reconcile)
     _add_sweep_flags(reconcile)
     reconcile.set_defaults(func=run_reconcile)
@@ -221,6 +232,7 @@ class SweepCommand:
     payload: PayloadOptions  # which release, read how
     sweep: SweepFlags  # how the sweep runs
     output: OutputOptions  # how its progress and report are printed
+    images: ImageFlags = field(default_factory=ImageFlags)  # how release images are pulled (the registry flags; --timeout bounds a pull)
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> SweepCommand:
@@ -235,7 +247,7 @@ class SweepCommand:
         payload = payload_options(args)
         events = None if vars(args).get("dry_run") else args.events
         return cls(cluster, payload, SweepFlags(timeout or None, args.timeout, interval, events),
-                   OutputOptions.from_args(args))
+                   OutputOptions.from_args(args), ImageFlags.from_args(args, timeout=timeout or None))
 
     def sweep_options(self) -> SweepOptions:
         return SweepOptions(interval=self.sweep.interval, timeout=self.sweep.timeout,
@@ -250,10 +262,55 @@ class UpgradeFlags:
     dry_run: bool  # --dry-run: print every gate and exit
     no_wait: bool  # --no-wait: set spec.desiredUpdate and return
     from_dir: Path | None  # --from DIR: where the cluster's current release is now; None: where it recorded
+    allow_explicit: bool = False  # --allow-explicit-upgrade: an image that is not among the available updates
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> UpgradeFlags:
-        return cls(args.force, args.dry_run, args.no_wait, args.from_dir)
+        """The flags; ``--to-image`` (or ``--to`` with a pull spec) checked as ``oc adm upgrade`` checks it, before
+        anything is pulled."""
+        from cvo.cli.images import is_image
+
+        if args.to_image:
+            args.release_dir = args.to_image
+        if isinstance(args.release_dir, str) and is_image(args.release_dir):
+            _check_to_image(args.release_dir, args.force)
+        return cls(args.force, args.dry_run, args.no_wait, args.from_dir, args.allow_explicit_upgrade)
+
+
+def _check_to_image(spec: str, force: bool) -> None:
+    """A by-tag pull spec only with ``--force`` (openshift/oc pkg/cli/admin/upgrade/upgrade.go ``Complete``)."""
+    from cvo.images.errors import ImageError
+    from cvo.images.reference import parse_image
+
+    try:
+        ref = parse_image(spec)
+    except ImageError as err:
+        raise UsageError(f"--to-image must be a valid image pull spec: {err.message}") from None
+    if ref.digest:
+        return
+    if not force:
+        raise UsageError("--to-image must be a by-digest pull spec, unless --force is also set, because release "
+                         "images that are not accessed via digest cannot be verified by the cluster.  Even when "
+                         "--force is set, using tags is not recommended, although we continue to allow it for "
+                         "backwards compatibility")
+    print("warning: Using by-tag pull specs is dangerous, and while we still allow it in combination with --force "
+          "for backward compatibility, it would be much safer to pass a by-digest pull spec instead",
+          file=sys.stderr)
+
+
+def check_explicit(cv: dict[str, Any] | None, spec: str, image: str, allow: bool) -> None:
+    """An image that is not among ``status.availableUpdates`` needs ``--allow-explicit-upgrade`` (oc's rule)."""
+    from cvo.payload.fields import dig
+
+    available = dig(cv or {}, "status", "availableUpdates")
+    images = {u.get("image") for u in available if isinstance(u, dict)} if isinstance(available, list) else set()
+    if spec in images or image in images:
+        return
+    if not allow:
+        raise UsageError("the update is not one of the available updates; specify --allow-explicit-upgrade to "
+                         "continue with the update")
+    print("warning: The requested upgrade image is not one of the available updates. You have used "
+          "--allow-explicit-upgrade for the update to proceed anyway", file=sys.stderr)
 
 
 def _loader(payload: PayloadOptions) -> Callable[[Path, str | None], Release]:
@@ -471,8 +528,8 @@ def run_upgrade(args: argparse.Namespace) -> int:
 
     if vars(args).get("from_file") and not args.dry_run:
         raise UsageError("--from-file: saved objects are read-only; use it with --dry-run")
+    upgrade = UpgradeFlags.from_args(args)  # a by-tag image is refused before anything is pulled
     cmd = SweepCommand.from_args(args)
-    upgrade = UpgradeFlags.from_args(args)
     target = load(cmd.payload, cmd.output.log_format)
     target_dir = cmd.payload.directory  # --to
     assert target_dir is not None
@@ -492,8 +549,15 @@ def run_upgrade(args: argparse.Namespace) -> int:
         # the current release, moved: known by the image the cluster recorded
         current = (start.current_release_from(cv, upgrade.from_dir, _loader(cmd.payload)) if upgrade.from_dir
                    else None)
+        retriever = Retriever(cmd.images.pull_options())
+        verified, risks = False, ""
         try:  # the controller's decision, on the ClusterVersion as it would be with the target asked for
-            plan = for_upgrade(cv, target, upgrade.force, current, cmd.payload.load_filter)
+            if cmd.payload.image is not None:
+                check_explicit(cv, cmd.payload.image, target.image, upgrade.allow_explicit)
+                verified, risks = await _check_signature(backend, cv, target, upgrade.force, current,
+                                                         cmd.payload.load_filter, retriever)
+            plan = for_upgrade(cv, target, upgrade.force, current, cmd.payload.load_filter, retriever,
+                               verified=verified, accepted_risks=risks)
         except RetrieveFailed as err:
             raise UsageError(f"the cluster's current release: {err.message}") from None
         if upgrade.no_wait:
@@ -519,6 +583,28 @@ def run_upgrade(args: argparse.Namespace) -> int:
 
     return _sweep(cmd, prepare, f"upgrade to {target.version}",
                   forecast_of=forecast_of, client=lambda holder: _upgrade_through_controller(cmd, upgrade, target, holder))
+
+
+async def _check_signature(backend: Backend, cv: dict[str, Any] | None, target: Release, force: bool,
+                           current: Release | None, load_filter: LoadFilter, retriever: Retriever) -> tuple[bool, str]:
+    """The target image's signature, checked as the CVO's ``RetrievePayload`` checks it against the release the
+    cluster runs; refused: ``ReleaseAccepted=False`` is written and the command fails."""
+    from cvo.runner.decide import upgrade_releases
+    from cvo.runner.releases import Desired, retrieve_failure
+    from cvo.runner.retrieve import RetrieveError, check_signature, read_trust
+    from cvo.runner.status_writer import StatusWriter
+    from cvo.status.parts import Accepted
+
+    releases = upgrade_releases(cv, target, current, load_filter, retriever)
+    running = str(dig(cv or {}, "status", "desired", "image") or "")
+    trust = await read_trust(backend.steady, current or releases.by_image(running), cv)
+    try:
+        return check_signature(target.image, target.version, force, trust)
+    except RetrieveError as err:
+        failure = retrieve_failure("RetrievePayload", Desired(target.version, target.image, force), target.image, str(err))
+        writer = StatusWriter(backend.cluster, backend.clock, budget=backend.budget)
+        await writer.report(Accepted("False", failure.reason, failure.message), force=True, must_land=True)
+        raise CommandFailed(f"{target.image}: {err}") from None
 
 
 def _dry_run(cmd: SweepCommand, upgrade: UpgradeFlags, target: Release, target_dir: Path) -> int:
@@ -578,12 +664,15 @@ def _upgrade_through_controller(cmd: SweepCommand, upgrade: UpgradeFlags, target
         async with open_backend(cmd.cluster, clock, simulate_operators=False, create=False, budget=budget,
                                 say_where=True) as backend:
             log.info("controller.leads", controller=holder)
+            cv = await backend.steady.get(cv_ref())
             try:
-                begin = start.check_upgrade(await backend.steady.get(cv_ref()), target)
+                begin = start.check_upgrade(cv, target)
             except start.NotInstalled as err:
                 raise CommandFailed(str(err)) from None
             if begin.already_there:
                 return _already_there(output, target)
+            if cmd.payload.image is not None:  # the controller verifies the image's signature
+                check_explicit(cv, cmd.payload.image, target.image, upgrade.allow_explicit)
             await set_desired_update(backend.steady, desired_update(target, upgrade.force), budget)
             log.info("upgrade.requested", controller=holder, version=target.version, image=target.image,
                      force=upgrade.force)
@@ -655,7 +744,8 @@ def run_reconcile(args: argparse.Namespace) -> int:
 
     async def prepare(backend: Backend) -> tuple[str, MakeRunner] | int:
         plan = for_reconcile(await backend.steady.get(cv_ref()), given, cmd.payload.directory,
-                             bool(cmd.payload.release_image), _loader(cmd.payload))
+                             bool(cmd.payload.release_image), _loader(cmd.payload),
+                             Retriever(cmd.images.pull_options()))
         return f"reconcile {plan.release.version}", _runs(plan, backend)
 
     return _sweep(cmd, prepare, "reconcile")

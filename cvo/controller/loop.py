@@ -150,6 +150,7 @@ class Controller:
                 try:
                     cv = await cluster.get(cv_ref())
                     key = work_key(cv or {})
+                    await self.releases.prepare_trust(cluster, cv)
                     plan = decide(cv, self.releases, self.options.own_image)
                     if plan is None:
                         if not self._idle_logged:

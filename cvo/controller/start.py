@@ -23,6 +23,7 @@ from cvo.controller.lease import LEASE_NAMESPACE, LeaderElector, LeaseTimings, l
 from cvo.controller.loop import Controller, ControllerOptions
 from cvo.controller.metrics import MetricsReporter, Snapshot
 from cvo.controller.replica import Replica
+from cvo.images.pull import PullOptions
 from cvo.log import get_logger
 from cvo.operators.behaviour import Behaviours
 from cvo.operators.simulated import OperatorSimulator
@@ -30,6 +31,7 @@ from cvo.payload.filters import ApplyFilter, LoadFilter
 from cvo.payload.loader import Release
 from cvo.runner.events import Fanout, Reporter
 from cvo.runner.releases import FILE_SCHEME, Catalogue, Releases, default_loader
+from cvo.runner.retrieve import Retriever
 
 log = get_logger("cvo.controller")
 
@@ -43,6 +45,8 @@ class Options:
     timings: LeaseTimings = field(default_factory=LeaseTimings)  # --lease-duration, --renew-deadline, --retry-period
     lease_namespace: str = LEASE_NAMESPACE  # --lease-namespace: where the Lease named 'version' lives
     own_release: Path | None = None  # --release DIR: what to install into a cluster without a release
+    own_image: str = ""  # --release IMAGE: the same, as a pull spec (pulled when needed)
+    pull: PullOptions | None = None  # how release images are pulled (registry flags); None: the defaults
     releases: Path | None = None  # --releases DIR: the catalogue spec.desiredUpdate.version is looked up in
     load_filter: LoadFilter | None = None  # the payload selection flags: what is read of a release
     capabilities: ApplyFilter | None = None  # --capabilities, --feature-gates: what the sweeps apply
@@ -93,8 +97,9 @@ async def run(options: Options, context: Context) -> None:
         elector = LeaderElector(backend.cluster, context.clock, options.identity, options.timings,
                                 lease_ref(options.lease_namespace))
         leading = _Leading(context, elector)
-        releases = Releases(Catalogue(options.releases), default_loader(options.load_filter))
-        own = FILE_SCHEME + str(options.own_release.resolve()) if options.own_release else ""
+        own = FILE_SCHEME + str(options.own_release.resolve()) if options.own_release else options.own_image
+        retriever = Retriever(options.pull or PullOptions(), own_image=own)
+        releases = Releases(Catalogue(options.releases), default_loader(options.load_filter), retriever)
         reporter = Fanout(context.reporter, MetricsReporter(snapshot))
         controller_options = ControllerOptions(interval=options.interval, capabilities=options.capabilities,
                                                own_image=own)

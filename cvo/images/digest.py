@@ -9,12 +9,18 @@ the stream, when its reader calls :meth:`VerifyingReader.finish`.
 from __future__ import annotations
 
 import hashlib
-from typing import IO
+from typing import Protocol
 
 from cvo.images.errors import ImageError, Problem
 from cvo.images.reference import SHA256
 
 CHUNK = 1 << 20
+
+
+class Readable(Protocol):
+    """What a stream of bytes needs to be read: ``read(n)``."""
+
+    def read(self, n: int = -1, /) -> bytes: ...
 
 
 def sha256_of(data: bytes) -> str:
@@ -32,7 +38,7 @@ class VerifyingReader:
     """A binary stream over ``source`` that hashes what it reads; ``read`` raises :class:`ImageError`
     as soon as more than ``size`` bytes arrive, :meth:`finish` when the total or the digest is wrong."""
 
-    def __init__(self, source: IO[bytes], image: str, digest: str, size: int | None, what: str = "blob") -> None:
+    def __init__(self, source: Readable, image: str, digest: str, size: int | None, what: str = "blob") -> None:
         self._source = source
         self._image = image
         self.digest = check_digest(image, digest)

@@ -10,13 +10,15 @@ a pull by digest does not even ask for the manifest.
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from collections.abc import Iterable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from cvo.images.cache import TREE, PullCache
+from cvo.images.cache import TREE, CachedTree, PullCache
 from cvo.images.digest import VerifyingReader
 from cvo.images.errors import ImageError, Problem
 from cvo.images.extract import extract_layers
@@ -199,17 +201,22 @@ def _layers(repo: _Counting, manifest: ImageManifest
         yield layer, repo.open_blob(layer)
 
 
-def pull_release(spec: str, options: PullOptions | None = None) -> PulledRelease:
+def pull_release(spec: str, options: PullOptions | None = None, *, into: Path | None = None) -> PulledRelease:
     """Pull the release image ``spec`` (``REGISTRY/REPO[:TAG][@DIGEST]``, ``oci:DIR[:TAG]``) into the cache.
 
     :class:`ImageError` for anything that is wrong with the spec, the repository or the image; nothing
-    is written outside the cache's temporary directory before the image is complete and checked."""
+    is written outside the cache's temporary directory before the image is complete and checked.
+    ``into`` (``cvo release extract``): the two payload directories are written there instead (a directory that
+    does not exist yet): copied from the cache when the image is cached, else extracted straight into it, each
+    file written once as ``tar -x`` would, without filling the cache."""
     options = options or PullOptions()
     stats = PullStats()
     ref, digest, manifest, index, repo = fetch_image(spec, options, stats=stats)
     cache = PullCache(options.cache_dir)
     try:
         hit = cache.tree(manifest.digest)
+        if into is not None:
+            return _pull_into(spec, ref, digest, manifest, index, repo, stats, hit, into)
         if hit is None:
             config = read_config(spec, repo, manifest)
             parse_config(spec, config)
@@ -231,3 +238,52 @@ def pull_release(spec: str, options: PullOptions | None = None) -> PulledRelease
              manifest_requests=stats.manifest_requests, blob_requests=stats.blob_requests)
     return PulledRelease(ref, digest, str(ref.by_digest(digest)), hit.directory, manifest,
                          parse_config(spec, hit.config), index, stats)
+
+
+def _pull_into(spec: str, ref: ImageRef, digest: str, manifest: ImageManifest, index: ImageIndex | None,
+               repo: _Counting, stats: PullStats, hit: CachedTree | None, into: Path) -> PulledRelease:
+    into.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".cvo-extract-", dir=into.parent))
+    try:
+        if hit is not None:
+            stats.cached = True
+            config = hit.config
+            for name in ("manifests", "release-manifests"):
+                if (hit.directory / name).is_dir():
+                    shutil.copytree(hit.directory / name, staging / name, symlinks=True)
+        else:
+            config = read_config(spec, repo, manifest)
+            parse_config(spec, config)
+            _extract_layers()(spec, _layers(repo, manifest), staging)
+            metadata = staging / METADATA
+            if not metadata.is_file() or metadata.is_symlink():
+                raise ImageError(spec, f"not a release image: no {METADATA}")
+        staging.rename(into)
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging, ignore_errors=True)
+    return PulledRelease(ref, digest, str(ref.by_digest(digest)), into, manifest, parse_config(spec, config), index,
+                         stats)
+
+
+def cached_directory(spec: str, options: PullOptions | None = None) -> Path | None:
+    """The cached tree of a pull spec by digest, without a request; ``None`` when it is not cached (or not a pull
+    spec by digest).  For the read-only views (``cvo report``, ``cvo upgrade status``), which never pull."""
+    try:
+        ref = parse_image(spec)
+    except ImageError:
+        return None
+    if not ref.digest:
+        return None
+    options = options or PullOptions()
+    cache = PullCache(options.cache_dir)
+    try:
+        raw = cache.manifest(ref.digest)
+        parsed = parse_manifest(spec, raw) if raw is not None else None
+        if isinstance(parsed, ImageIndex):
+            raw = cache.manifest(select_platform(spec, parsed, options.architecture).digest)
+            parsed = parse_manifest(spec, raw) if raw is not None else None
+        hit = cache.tree(parsed.digest) if isinstance(parsed, ImageManifest) else None
+    except (ImageError, OSError):
+        return None
+    return hit.directory if hit is not None else None

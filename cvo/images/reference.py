@@ -74,6 +74,8 @@ def looks_like_image(spec: str) -> bool:
     """Whether ``spec`` is meant as an image rather than a directory (it may still be invalid)."""
     if spec.startswith((OCI, DOCKER)):
         return True
+    if "://" in spec:  # file://DIR and other URLs are not pull specs
+        return False
     first, slash, _ = spec.partition("/")
     return bool(slash) and ("." in first or ":" in first or first == "localhost") and (
         "@sha256:" in spec or not spec.startswith((".", "/", "~")))

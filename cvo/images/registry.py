@@ -492,7 +492,7 @@ class RegistryRepository:
         check_digest(self._image, descriptor.digest)
         stream = _BlobStream(self, descriptor)
         try:
-            yield VerifyingReader(stream, self._image, descriptor.digest, descriptor.size)  # type: ignore[arg-type]  # _BlobStream reads like IO[bytes]
+            yield VerifyingReader(stream, self._image, descriptor.digest, descriptor.size)
         finally:
             stream.close()
 

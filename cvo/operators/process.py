@@ -33,6 +33,9 @@ from cvo.cluster.api import (
 from cvo.cluster.informer import Backoff, Informer
 from cvo.cluster.intercept import Call, Interceptor, read_hooks
 from cvo.gates.olm import OC_GROUP, OC_KIND
+from cvo.images.errors import ImageError
+from cvo.images.pull import PullOptions, pull_release
+from cvo.images.reference import looks_like_image
 from cvo.operators.behaviour import Behaviours
 from cvo.operators.simulated import OperatorSimulator
 from cvo.payload.loader import LoadError, Release, load_release
@@ -142,11 +145,18 @@ def release_images(cv: Object | None) -> list[str]:
     return images
 
 
-def load_image(image: str) -> Release:
-    """The release a ``file://`` image names; :class:`LoadError` for anything else."""
-    if not image.startswith("file://"):
-        raise LoadError([f"{image}: not a local release directory (file://…); pass --release DIR"])
-    return load_release(Path(image[len("file://"):]))
+def load_image(image: str, pull: PullOptions | None = None) -> Release:
+    """The release a ``file://`` image or a pull spec names (pulled into the image cache with ``pull``, the
+    defaults without); :class:`LoadError` for anything else."""
+    if image.startswith("file://"):
+        return load_release(Path(image[len("file://"):]))
+    if not looks_like_image(image):
+        raise LoadError([f"{image}: neither a release directory (file://…) nor a pull spec; pass --release DIR"])
+    try:
+        pulled = pull_release(image, pull or PullOptions())
+    except ImageError as err:
+        raise LoadError([str(err)]) from None
+    return load_release(pulled.directory, release_image=image)
 
 
 class SimOperators:
@@ -272,8 +282,8 @@ class SimOperators:
         if not self.ready.is_set():
             self.ready.set()
             if not self.releases:
-                self._say("waiting for a ClusterVersion whose status.desired.image is a file:// release "
-                          "directory (cvo install RELEASE_DIR)")
+                self._say("waiting for a ClusterVersion whose status.desired.image is a release "
+                          "(cvo install RELEASE)")
 
     async def _cluster_version_changed(self, event: WatchEvent) -> None:
         await self.follow(event.obj)
@@ -299,10 +309,12 @@ class Outcome:
 
 async def run_operators(cluster: Cluster, clock: Clock, behaviours: Behaviours, explicit: list[Release],
                         stop: asyncio.Event, once: bool, duration: float | None,
-                        out: TextIO | None = None, err: TextIO | None = None) -> Outcome:
+                        out: TextIO | None = None, err: TextIO | None = None,
+                        pull: PullOptions | None = None) -> Outcome:
     """Simulate the operators until ``stop`` is set, ``duration`` has passed on the cluster's clock, or (with
     ``once``) the rollouts the cluster's current state starts are done."""
-    runner = SimOperators(cluster, clock, behaviours, explicit, out=out, err=err)
+    runner = SimOperators(cluster, clock, behaviours, explicit, load=lambda image: load_image(image, pull),
+                          out=out, err=err)
     started = clock.monotonic()
     follower = asyncio.create_task(runner.watch_cluster_version(stop), name="sim-operators clusterversion")
     stopped = asyncio.create_task(stop.wait(), name="sim-operators stop")

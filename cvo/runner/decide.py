@@ -15,6 +15,7 @@ The controller (:mod:`cvo.controller.loop`) takes it at every turn; ``cvo instal
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +23,7 @@ from typing import Protocol
 
 from cvo.clock import Clock
 from cvo.cluster.api import Cluster, Object
+from cvo.images.reference import looks_like_image
 from cvo.payload.fields import dig
 from cvo.payload.filters import LoadFilter
 from cvo.payload.graph import Mode
@@ -29,6 +31,7 @@ from cvo.payload.loader import Release
 from cvo.runner import start
 from cvo.runner.events import Progress, Reporter
 from cvo.runner.releases import Catalogue, Desired, Releases, default_loader
+from cvo.runner.retrieve import Retriever
 from cvo.runner.status_writer import StatusWriter
 from cvo.runner.sweep import SweepOptions, SweepResult
 from cvo.runner.upgrade import UpgradeController
@@ -43,6 +46,8 @@ class Plan:
     release: Release  # the release applied (the target of an update)
     current: Release | None = None  # an update's current release
     force: bool = False  # an update goes ahead despite blocking preconditions (spec.desiredUpdate.force)
+    verified: bool = False  # the release image's signature was verified (history's ``verified``)
+    accepted_risks: str = ""  # a forced verification failure, recorded on the history entry
 
     def describe(self) -> str:
         if self.state == "Updating" and self.current is not None and self.current.version != self.release.version:
@@ -88,13 +93,21 @@ def decide(cv: Object | None, releases: Releases, own_image: str = "", *, desire
             release = releases.by_image(own_image)
         else:
             return None
-        return Plan("Initializing", release)
+        return _with_retrieval(Plan("Initializing", release), releases)
     target = releases.resolve(desired) if desired is not None else releases.by_image(running)
     head = history[0] if history else {}
     if target.image == running and head.get("image") == running and head.get("state") == "Completed":
         return Plan("Reconciling", target)
     current = target if target.image == running else releases.by_image(running)
-    return Plan("Updating", target, current, force=bool(desired and desired.force))
+    return _with_retrieval(Plan("Updating", target, current, force=bool(desired and desired.force)), releases)
+
+
+def _with_retrieval(plan: Plan, releases: Releases) -> Plan:
+    """``plan`` with what retrieving its release image found: verified, or forced past verification."""
+    retrieved = releases.retrieved.get(plan.release.image)
+    if retrieved is None:
+        return plan
+    return dataclasses.replace(plan, verified=retrieved.verified, accepted_risks=retrieved.accepted_risks)
 
 
 def _running(cv: Object | None) -> str:
@@ -115,26 +128,44 @@ def for_install(cv: Object | None, release: Release) -> Plan | None:
 
 
 def for_upgrade(cv: Object | None, target: Release, force: bool, current: Release | None,
-                load_filter: LoadFilter | None) -> Plan:
+                load_filter: LoadFilter | None, retriever: Retriever | None = None, *, verified: bool = False,
+                accepted_risks: str = "") -> Plan:
     """``cvo upgrade --to``: ``target`` asked for as ``spec.desiredUpdate``.  ``current``: the cluster's
     release read from where ``--from`` says it is now; else it is read from the image the cluster recorded
     (:class:`~cvo.runner.start.Moved` when that directory is gone, a
     :class:`~cvo.runner.releases.RetrieveFailed` when it cannot be read).  The caller has checked
-    :func:`~cvo.runner.start.check_upgrade`."""
-    releases = Releases(Catalogue(None), default_loader(load_filter))
+    :func:`~cvo.runner.start.check_upgrade`.  ``retriever`` pulls a current release the cluster knows by a pull
+    spec; ``verified`` and ``accepted_risks``: what checking the target image's signature found
+    (:func:`cvo.runner.retrieve.check_signature`)."""
+    releases = upgrade_releases(cv, target, current, load_filter, retriever)
+    plan = decide(cv, releases, desired=Desired(target.version, target.image, force))
+    assert plan is not None  # a desired release always makes a plan
+    return dataclasses.replace(plan, verified=verified, accepted_risks=accepted_risks)
+
+
+def upgrade_releases(cv: Object | None, target: Release, current: Release | None, load_filter: LoadFilter | None,
+                     retriever: Retriever | None = None) -> Releases:
+    """The releases an upgrade to ``target`` involves: the target, and the current one (given, or to be read from
+    where the cluster recorded it: :class:`~cvo.runner.start.Moved` when that directory is gone)."""
+    releases = Releases(Catalogue(None), default_loader(load_filter), retriever)
     releases.add(target)
     if current is not None:
         releases.add(current)
     else:
         start.check_current_directory(cv, "--from")
-    plan = decide(cv, releases, desired=Desired(target.version, target.image, force))
-    assert plan is not None  # a desired release always makes a plan
-    return plan
+    return releases
 
 
 def for_reconcile(cv: Object | None, given: Release | None, where: Path | None, keep_image: bool,
-                  load: Callable[[Path, str | None], Release]) -> Plan:
-    """``cvo reconcile``: the release the cluster runs (:func:`cvo.runner.start.reconcile_release`)."""
+                  load: Callable[[Path, str | None], Release], retriever: Retriever | None = None) -> Plan:
+    """``cvo reconcile``: the release the cluster runs (:func:`cvo.runner.start.reconcile_release`; a release the
+    cluster knows by a pull spec is pulled by ``retriever``)."""
+    running = _running(cv)
+    if given is None and retriever is not None and looks_like_image(running):
+        releases = Releases(Catalogue(None), default_loader(), retriever)
+        plan = decide(cv, releases, reconcile=True)
+        assert plan is not None
+        return plan
     release = start.reconcile_release(cv, given, where, keep_image, load)
     releases = Releases(Catalogue(None), default_loader())
     releases.add(release, _running(cv))
@@ -156,9 +187,16 @@ def runner_for(plan: Plan, cluster: Cluster, reporter: Reporter, clock: Clock, o
     for release in (plan.current, plan.release):
         if release is not None and on_release is not None:
             on_release(release)
+    options = dataclasses.replace(options, verified=plan.verified,
+                                  accepted_risks=_joined(options.accepted_risks, plan.accepted_risks))
     if plan.state == "Updating":
         assert plan.current is not None
         return UpgradeController(cluster, plan.current, plan.release, reporter, clock, options,
                                  force=plan.force, write_spec=write_spec, status=status)
     mode = Mode.INSTALL if plan.state == "Initializing" else Mode.RECONCILE
     return Worker(cluster, plan.release, mode, reporter, clock, options, status=status)
+
+
+def _joined(*risks: str) -> str:
+    """Accepted risks, one a line (``loadUpdatedPayload`` joins them with a newline)."""
+    return "\n".join(r for r in risks if r)

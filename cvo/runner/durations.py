@@ -25,6 +25,7 @@ from typing import Any
 
 from cvo.clock import parse_rfc3339, to_rfc3339
 from cvo.cluster.api import ApiError, ApiErrorKind, Cluster, Ref
+from cvo.images.pull import cached_directory
 from cvo.log import get_logger
 from cvo.payload.filters import LoadFilter
 from cvo.payload.graph import Mode, build_graph, make_tasks
@@ -159,14 +160,18 @@ _GRAPHS: dict[tuple[str, LoadFilter, Mode], OperatorGraph] = {}
 
 
 def release_graph(image: str, load_filter: LoadFilter | None = None, mode: Mode = Mode.UPDATE) -> OperatorGraph | None:
-    """The graph (update mode, or ``mode``) of the release a ``file://`` image names (cached); ``None`` for another
-    image or a release that does not load."""
-    if not image.startswith(FILE_SCHEME):
+    """The graph (update mode, or ``mode``) of the release a ``file://`` image names, or a pull spec by digest
+    already in the image cache (cached); ``None`` for another image or a release that does not load."""
+    if image.startswith(FILE_SCHEME):
+        directory: Path | None = Path(image[len(FILE_SCHEME):])
+    else:
+        directory = cached_directory(image)
+    if directory is None:
         return None
     key = (image, load_filter or LoadFilter(), mode)
     if key not in _GRAPHS:
         try:
-            release = load_release(Path(image[len(FILE_SCHEME):]), release_image=image, load_filter=key[1])
+            release = load_release(directory, release_image=image, load_filter=key[1])
             _GRAPHS[key] = release_operator_graph(release, mode)
         except (LoadError, OSError, ValueError):
             return None

@@ -1,10 +1,12 @@
 """Finding the release a ClusterVersion asks for: ``spec.desiredUpdate`` → a loaded :class:`Release`.
 
 The CVO retrieves a payload by image pullspec (``pkg/cvo/updatepayload.go``); with only a version,
-it looks the version up in ``status.availableUpdates``.  cvo reads releases from directories:
+it looks the version up in ``status.availableUpdates``.  cvo reads releases from images and directories:
 
+* ``desiredUpdate.image`` a pull spec (``REGISTRY/REPO@sha256:…``, ``oci:DIR``) is verified and pulled by
+  :mod:`cvo.runner.retrieve`, then loaded from the cache;
 * ``desiredUpdate.image`` ``file://DIR`` is the release in DIR (loaded with that image, so the
-  history keeps the name the cluster knows);
+  history keeps the name the cluster knows; trusted, not verified);
 * ``desiredUpdate.version`` alone is looked up in the ``--releases`` catalogue: every sub-directory
   of it that is a release directory, by the version in its ``release-metadata``;
 * with both, the release found must be of that version (the CVO's ``VerifyPayloadVersion``).
@@ -20,15 +22,19 @@ the expected upstream version Y`` (``VerifyPayloadVersion``).  The controller wr
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cvo.cluster.api import Reader
+from cvo.images.reference import looks_like_image
+from cvo.payload.fields import dig
 from cvo.payload.filters import LoadFilter
 from cvo.payload.limits import InputError, read_input
 from cvo.payload.loader import LoadError, Release, load_release
 from cvo.payload.release import parse_release_metadata
+from cvo.runner.retrieve import Retrieved, RetrieveError, Retriever, Trust, read_pull_secret, read_trust
 
 FILE_SCHEME = "file://"
 METADATA = Path("release-manifests") / "release-metadata"
@@ -63,7 +69,7 @@ class RetrieveFailed(Exception):
         self.message = message
 
 
-def _failure(step: str, desired: Desired, image: str, failure: str) -> RetrieveFailed:
+def retrieve_failure(step: str, desired: Desired, image: str, failure: str) -> RetrieveFailed:
     verb = {"RetrievePayload": "Retrieving", "LoadPayload": "Loading", "VerifyPayloadVersion": "Verifying"}[step]
     return RetrieveFailed(step, f'{verb} payload failed version="{desired.version}" image="{image}" '
                                 f"failure={failure}")
@@ -108,10 +114,13 @@ def default_loader(load_filter: LoadFilter | None = None) -> Loader:
 class Releases:
     """Resolves and loads releases, keeping each loaded one (by image) for the next sweep."""
 
-    def __init__(self, catalogue: Catalogue, load: Loader) -> None:
+    def __init__(self, catalogue: Catalogue, load: Loader, retriever: Retriever | None = None) -> None:
         self.catalogue = catalogue
         self._load = load
         self._cache: dict[str, Release] = {}
+        self.retriever = retriever
+        self.trust: Trust | None = None  # what images are verified against (set by the caller, read_trust)
+        self.retrieved: dict[str, Retrieved] = {}  # pulled images: verified, accepted risks
 
     def add(self, release: Release, image: str = "") -> None:
         """Know ``release`` by its image without reading it again (a command has loaded it already); with
@@ -124,31 +133,61 @@ class Releases:
         if not image:
             found = self.catalogue.find(desired.version)
             if found is None:
-                raise _failure("RetrievePayload", desired, "",
+                raise retrieve_failure("RetrievePayload", desired, "",
                                f"no release {desired.version} in the releases catalogue "
                                f"({self.catalogue.describe()})")
             image = FILE_SCHEME + str(found.resolve())
-        release = self.by_image(image, desired)
+        release = self.by_image(image, desired, verify=True)
         if desired.version and release.version != desired.version:
-            raise _failure("VerifyPayloadVersion", desired, image,
+            raise retrieve_failure("VerifyPayloadVersion", desired, image,
                            f"release image version {release.version} does not match the expected upstream "
                            f"version {desired.version}")
         return release
 
-    def by_image(self, image: str, desired: Desired | None = None) -> Release:
-        """The release of a ``file://`` image (cached)."""
+    async def prepare_trust(self, cluster: Reader, cv: Mapping[str, Any] | None) -> None:
+        """Before a decision that may pull ``spec.desiredUpdate.image``: read what verifies it (the release the
+        cluster runs, its signature ConfigMaps, ``spec.signatureStores``) into :attr:`trust`."""
+        desired = Desired.of(dig(cv or {}, "spec", "desiredUpdate"))
+        running = dig(cv or {}, "status", "desired", "image")
+        if (self.retriever is None or desired is None or not looks_like_image(desired.image)
+                or desired.image == running or desired.image in self._cache):
+            return
+        self.retriever.use_pull_secret(await read_pull_secret(cluster))
+        current = None
+        if isinstance(running, str) and running:
+            try:
+                current = self.by_image(running)
+            except RetrieveFailed:
+                current = None  # the decision reports it
+        self.trust = await read_trust(cluster, current, cv)
+
+    def by_image(self, image: str, desired: Desired | None = None, verify: bool = False) -> Release:
+        """The release of a ``file://`` image or a pull spec (cached); ``verify``: a target, whose signature is
+        checked against :attr:`trust` (a release the cluster runs already is not)."""
         desired = desired or Desired(image=image)
         if image in self._cache:
             return self._cache[image]
-        if not image.startswith(FILE_SCHEME):
-            raise _failure("RetrievePayload", desired, image,
-                           "cvo reads releases from directories only (file://DIR)")
-        directory = Path(image[len(FILE_SCHEME):])
-        if not directory.is_dir():
-            raise _failure("RetrievePayload", desired, image, f"{directory}: no such release directory")
+        if image.startswith(FILE_SCHEME):
+            directory = Path(image[len(FILE_SCHEME):])
+            if not directory.is_dir():
+                raise retrieve_failure("RetrievePayload", desired, image, f"{directory}: no such release directory")
+        elif looks_like_image(image) and self.retriever is not None:
+            try:
+                retrieved = self.retriever.retrieve(image, desired.version, desired.force,
+                                                    self.trust if verify else None)
+            except RetrieveError as err:
+                raise retrieve_failure("RetrievePayload", desired, image, str(err)) from None
+            self.retrieved[image] = retrieved
+            directory = retrieved.directory
+        elif looks_like_image(image):
+            raise retrieve_failure("RetrievePayload", desired, image, "release images are not pulled here")
+        else:
+            raise retrieve_failure("RetrievePayload", desired, image,
+                                   "not a release directory (file://DIR) or a pull spec "
+                                   "(REGISTRY/REPO@sha256:…, oci:DIR)")
         try:
             release = self._load(directory, image)
         except LoadError as err:
-            raise _failure("LoadPayload", desired, image, "; ".join(err.errors)) from None
+            raise retrieve_failure("LoadPayload", desired, image, "; ".join(err.errors)) from None
         self._cache[image] = release
         return release

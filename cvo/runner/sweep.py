@@ -22,6 +22,7 @@ class SweepOptions:
     status_throttle: float = 15.0  # seconds between unforced ClusterVersion status writes (the CVO's status notifier)
     capabilities: ApplyFilter | None = None  # what the cluster is given (capabilities, feature gates); None: the defaults
     accepted_risks: str = ""  # recorded on the history entry (warnings the update went ahead with)
+    verified: bool = False  # the release image's signature was verified (the history entry's ``verified``)
     implicit_capabilities: frozenset[str] = frozenset()  # kept enabled by an upgrade (GetImplicitlyEnabledCapabilities)
     release_accepted: Accepted | None = None  # default: True/PayloadLoaded for this release
     # How long the reads and writes around the walk (the ClusterVersion, the watches' first lists)

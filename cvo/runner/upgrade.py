@@ -179,7 +179,9 @@ class UpgradeController:
         remaining = None if deadline is None else max(0.0, deadline - loop.time())
         options = SweepOptions(interval=self.options.interval, timeout=remaining,
                                max_workers=self.options.max_workers, capabilities=self.options.capabilities,
-                               accepted_risks=check.verdict.accepted_risks, budget=self.options.budget,
+                               accepted_risks="\n".join(r for r in (self.options.accepted_risks,
+                                                                     check.verdict.accepted_risks) if r),
+                               verified=self.options.verified, budget=self.options.budget,
                                implicit_capabilities=await self._implicit_capabilities())
         if self.write_spec:
             await set_desired_update(self.steady, desired_update(self.target, self.force), self.options.budget)

@@ -147,6 +147,7 @@ class Worker:
             total=self.progress.total, completed=completed, reconciling=self.mode is Mode.RECONCILE,
             failure=current, errors=errors, initial=self.mode is Mode.INSTALL,
             co_start_times=dict(self.waits.co_start_times), accepted_risks=self.options.accepted_risks,
+            verified=self.options.verified,
             capabilities=self.capabilities, version_hash=self.release.manifest_hash))]
         if force or must_land:
             parts.append(await self.blockers.inputs())  # what blocks upgrades, on every edge

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cvo.images.reference import looks_like_image
 from cvo.operators.behaviour import Behaviours, parse_duration
 from cvo.payload.arch import go_arch
 from cvo.payload.limits import InputError, display_name, printable, read_input
@@ -66,7 +67,7 @@ class Scenario:
     behaviours: Behaviours
     actions: list[Action]
     expect: dict[str, Any]
-    installed: Path | None = None  # a release installed before the timeline starts
+    installed: Path | str | None = None  # a release installed before the timeline starts (a directory, or an image)
     objects: list[dict[str, Any]] = field(default_factory=list)
     openshift_apis: bool = True
     interval: float = 180.0
@@ -198,7 +199,7 @@ def load_scenario(path: Path) -> Scenario:
         raise ScenarioError(f"{shown}: options.capabilities: expected a list of capability names")
     installed = cluster.get("installed")
     if installed is not None and not isinstance(installed, str):
-        raise ScenarioError(f"{shown}: cluster.installed: expected a release directory path")
+        raise ScenarioError(f"{shown}: cluster.installed: expected a release directory path or image")
     scenario = Scenario(
         path=path,
         name=str(data.get("name") or path.stem),
@@ -213,7 +214,8 @@ def load_scenario(path: Path) -> Scenario:
         capabilities=capabilities,
     )
     if cluster.get("installed"):
-        scenario.installed = scenario.resolve(str(cluster["installed"]))
+        given = str(cluster["installed"])
+        scenario.installed = given if looks_like_image(given) else scenario.resolve(given)
     unknown_expect = sorted(str(k) for k in expect if k not in EXPECTATIONS)
     if unknown_expect:
         raise ScenarioError(f"{shown}: unknown expectation {printable(repr(unknown_expect[0]), 60)} in expect; "

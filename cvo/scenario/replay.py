@@ -13,6 +13,9 @@ from cvo.clock import Clock, run_virtual, to_rfc3339
 from cvo.cluster.api import ApiErrorKind, Ref, cv_ref
 from cvo.cluster.embedded.server import SimCluster
 from cvo.gates.olm import OC_GROUP, OC_KIND
+from cvo.images.errors import ImageError
+from cvo.images.pull import pull_release
+from cvo.images.reference import looks_like_image
 from cvo.operators.behaviour import Behaviour, Behaviours, parse_duration
 from cvo.operators.library.clusteroperator import Condition, report_status
 from cvo.operators.simulated import OperatorSimulator
@@ -89,8 +92,23 @@ class Replay:
         self.recorder.emit(kind(self.clock.now(), *args, **fields))
 
     def release(self, value: Any, where: str) -> Release:
+        """A release directory (relative to the scenario file) or a release image (``oci:DIR[:TAG]`` relative to
+        it too, or a registry's pull spec), pulled into the image cache."""
         if not isinstance(value, str):
-            raise ScenarioError(f"{self.scenario.path}: {where}: expected a release directory path")
+            raise ScenarioError(f"{self.scenario.path}: {where}: expected a release directory path or image")
+        if looks_like_image(value):
+            spec = value
+            if spec.startswith("oci:") and not spec[4:].startswith("/"):
+                spec = f"oci:{self.scenario.resolve(spec[4:])}"
+            key = Path(spec)
+            if key not in self.releases:
+                try:
+                    pulled = pull_release(spec)
+                    self.releases[key] = load_release(pulled.directory, release_image=pulled.pull_spec)
+                except (ImageError, LoadError) as err:
+                    problem = str(err) if isinstance(err, ImageError) else err.errors[0]
+                    raise ScenarioError(f"{self.scenario.path}: {where}: {problem}") from None
+            return self.releases[key]
         path = self.scenario.resolve(value)
         if path not in self.releases:
             try:
@@ -167,7 +185,7 @@ class Replay:
                 return release
         raise ScenarioError(f"{self.scenario.path}: the cluster runs {image!r}, which no action loaded")
 
-    async def _install_before(self, path: Path) -> None:
+    async def _install_before(self, path: Path | str) -> None:
         """``cluster.installed``: a completed install before the timeline starts (operators quick)."""
         release = self.release(str(path), "cluster.installed")
         quick = OperatorSimulator(self.cluster, self.clock, Behaviours(default=Behaviour(delay=1.0)))

@@ -19,7 +19,8 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> subprocess.CompletedProces
     """``make demo``, piped (no terminal: the log lines are the progress), at a high DEMO_SPEED."""
     cvo = Path(sys.executable).parent / "cvo"
     env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "NO_COLOR")}
-    env.update(CVO=str(cvo), DEMO_STATE=str(tmp_path_factory.mktemp("demo") / "demo.db"), DEMO_SPEED="6000")
+    work = tmp_path_factory.mktemp("demo")
+    env.update(CVO=str(cvo), DEMO_STATE=str(work / "demo.db"), DEMO_SPEED="6000", DEMO_WORK=str(work / "images"))
     return subprocess.run(["bash", str(REPO / "hack" / "demo.sh")], cwd=REPO, env=env, capture_output=True,
                           text=True, timeout=600)
 
@@ -31,13 +32,18 @@ def test_the_demo_tells_its_story(demo: subprocess.CompletedProcess[str]) -> Non
     lines = done.stdout.splitlines()
     steps = [i for i, line in enumerate(lines) if re.match(r"^\d+\. \S", line)]
     commands = [i for i, line in enumerate(lines) if line.startswith("$ cvo ")]
-    assert len(steps) == 9
+    assert len(steps) == 13
     for i in commands:  # every command is introduced by a narrated step before it
         assert any(s < i for s in steps)
     for s in steps:  # every step is one line, then what it runs
         assert lines[s + 1].startswith("$ "), lines[s:s + 2]
     assert '--message "storage migration checked by the admin"' in done.stdout
     assert "(exit 1, as expected: the upgrade is blocked" in done.stdout
+    # the releases are signed images: 4.16.3 verified, unsigned images refused (twice), the rebuild forced
+    assert done.stdout.count("$ cvo release new --from-dir ") == 4
+    assert done.stdout.count("(exit 1, as expected: an unsigned image is refused)") == 2
+    assert out.count("The update cannot be verified: unable to verify sha256:") == 2
+    assert re.search(r"^\$ cvo upgrade --to-image oci:\S+@sha256:[0-9a-f]{64} .*--force", done.stdout, re.M)
     assert "Error" not in out and "(ignored)" not in out and "Traceback" not in out
     assert "condition.changed" not in out  # -v detail, not the story
     status = done.stdout[done.stdout.rindex("$ cvo status"):]
@@ -56,11 +62,12 @@ def test_the_piped_demo_is_one_line_per_meaningful_event(demo: subprocess.Comple
     events = [m.group(2).strip() for line in lines if (m := LOG_LINE.match(line))]
     assert "operator rolling out" not in events
     assert not [line for line in lines if line.startswith("[debug")]
-    assert len(events) < 130, len(events)  # 110 today: install, patch, the blocked wait, the minor update
+    assert len(events) < 150, len(events)  # 116 today: install, patch, the blocked wait, the minor update, the rebuild
     # the only reconciles are the blocked upgrade's, of 4.16.3 every interval while it waits: said once
     assert demo.stderr.count("mode=reconcile") == 1
     sweeps = re.split(r"^\[info *\] sweep\.started ", demo.stderr, flags=re.M)
-    assert len(sweeps) == 1 + 4  # install 4.16.0, update 4.16.3, the reconcile while blocked, update 4.17.0
+    # install 4.16.0, update 4.16.3, the reconcile while blocked, update 4.17.0, the forced rebuild
+    assert len(sweeps) == 1 + 5
     for sweep in sweeps:
         waits = re.findall(r"^\[info *\] task\.waiting +message='([^']*)'", sweep, re.M)
         assert len(waits) == len(set(waits)), [w for w in waits if waits.count(w) > 1]

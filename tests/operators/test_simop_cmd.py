@@ -173,13 +173,13 @@ def test_nothing_to_simulate(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     path = tmp_path / "state.json"
     code, lines, err = sim(capsys, "--state", str(path), "--once")
     assert (code, lines) == (0, [])
-    assert "waiting for a ClusterVersion whose status.desired.image is a file:// release directory" in err
+    assert "waiting for a ClusterVersion whose status.desired.image is a release" in err
 
     make_state(path, clusterversion("quay.io/openshift-release-dev/ocp-release@sha256:aa"), deployed=None)
     code, lines, err = sim(capsys, "--state", str(path), "--once")
     assert (code, lines) == (0, [])
     assert "cannot simulate the operators of quay.io/openshift-release-dev/ocp-release@sha256:aa: " in err
-    assert "not a local release directory" in err
+    assert "image quay.io/openshift-release-dev/ocp-release@sha256:aa: not a pull spec" in err
 
 
 def test_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -102,7 +102,7 @@ def test_upgrade_and_reconcile_go_through_the_decision(three: tuple[Release, Rel
     with pytest.raises(start.Moved, match="give its new place with --from DIR"):
         for_upgrade(moved, new, False, None, None)
     unreadable = cv([entry(old)], "quay.io/x:4.16.0", "4.16.0")
-    with pytest.raises(RetrieveFailed, match="directories only"):
+    with pytest.raises(RetrieveFailed, match="release images are not pulled here"):
         for_upgrade(unreadable, new, False, None, None)
 
     def load(directory: Path, image: str | None) -> Release:

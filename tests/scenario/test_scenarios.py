@@ -295,3 +295,31 @@ def test_cvo_replay_prints_the_timeline(tmp_path: Path, capsys: pytest.CaptureFi
     assert "task.applied" not in out
     assert main(["replay", "--all", str(_write(tmp_path, GOOD))]) == 0
     assert "task.applied" in capsys.readouterr().out
+
+
+# --- releases as images -----------------------------------------------------------------------------
+
+
+def test_a_scenario_names_releases_as_images(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``oci:DIR:TAG`` relative to the scenario file, pulled into the image cache, replays as the directory does;
+    an image that is not there is a ScenarioError naming the file, the action and the image."""
+    from cvo.images.build import build_release
+    from cvo.images.pull import PullOptions
+
+    monkeypatch.setenv("CVO_CACHE_DIR", str(tmp_path / "cache"))
+    build_release(REPO / "payloads" / "demo-4.16.0", f"oci:{tmp_path / 'images'}:4.16.0", PullOptions())
+    build_release(REPO / "payloads" / "demo-4.16.3", f"oci:{tmp_path / 'images'}:4.16.3", PullOptions())
+    scenario = tmp_path / "images.yaml"
+    scenario.write_text(yaml.safe_dump({
+        "name": "a patch upgrade between release images",
+        "cluster": {"installed": "oci:images:4.16.0"},
+        "operators": {"default": {"delay": "1m"}},
+        "actions": [{"upgrade": "oci:images:4.16.3"}],
+        "expect": {"result": "completed", "history": {"count": 2, "entries": [
+            {"version": "4.16.3", "state": "Completed"}, {"version": "4.16.0", "state": "Completed"}]}},
+    }))
+    checks = _run(scenario)
+    assert checks and all(c.ok for c in checks), [c for c in checks if not c.ok]
+    scenario.write_text(scenario.read_text().replace("oci:images:4.16.3", "oci:images:4.99.9"))
+    with pytest.raises(ScenarioError, match=r"images\.yaml: .*image oci:.*images:4\.99\.9: no image tagged '4\.99\.9'"):
+        _run(scenario)

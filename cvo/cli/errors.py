@@ -1,0 +1,11 @@
+"""The command line's two errors, apart so that any CLI module can raise them without importing the rest."""
+
+from __future__ import annotations
+
+
+class UsageError(Exception):
+    """A one-line problem with the command line or its input; exits 2."""
+
+
+class CommandFailed(Exception):
+    """The command could not do its work for a reason outside its input (no cluster, a busy one); exits 1."""
