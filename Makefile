@@ -15,10 +15,13 @@ $(STAMP): pyproject.toml
 DEMO_STATE := .cvo-demo-state.db
 DEMO_SPEED ?= 600
 
-## make demo: on the embedded simulated cluster, install 4.16.0, upgrade to 4.16.3, watch the 4.17.0
-## upgrade be blocked by etcd's OperatorCondition, and while it waits, override the block from another
-## command: the waiting upgrade sees it and goes ahead by itself (hack/demo.sh narrates each step)
+## make demo: on the embedded simulated cluster, build the demo releases as release images signed with a
+## throwaway GnuPG key, install 4.16.0, upgrade to 4.16.3 by digest (verified), see an unsigned 4.17.0
+## refused, watch the signed 4.17.0 be blocked by etcd's OperatorCondition and, while it waits, override the
+## block from another command: the waiting upgrade goes ahead by itself; finally an unsigned rebuild is
+## refused and forced (hack/demo.sh narrates each step). gpg is installed when missing.
 demo: $(STAMP)
+	@command -v gpg >/dev/null 2>&1 || sh hack/install-registry.sh
 	@CVO=$(BIN)/cvo DEMO_STATE=$(DEMO_STATE) DEMO_SPEED=$(DEMO_SPEED) hack/demo.sh
 
 ## make browser: Debian's chromium (headless) for the report's browser tests, installed when missing
