@@ -181,3 +181,17 @@ def test_an_upload_that_fails_half_way_starts_again(proxy: FaultProxy, image: Bu
     with repo.open_blob(Descriptor("x", digest, len(data))) as reader:
         assert reader.read() == data
         reader.finish()
+
+
+def test_a_blob_still_streaming_when_the_timeout_runs_out_is_abandoned(proxy: FaultProxy, image: BuiltImage,
+                                                                       request: pytest.FixtureRequest) -> None:
+    clock = StepClock()
+    repo = open_via(proxy, request, clock, seconds=10)
+    layer = image.layer_digests[-1]
+    with repo.open_blob(Descriptor("x", layer, len(image.blobs[layer]))) as reader:
+        assert reader.read(100) == image.blobs[layer][:100]
+        clock.now = 10.0  # the command's time is up while the layer streams
+        err = error_of(lambda: reader.read(100))
+    assert err.problem is Problem.TRANSIENT
+    assert str(err) == (f"image {repo.image}: reading blob {layer}: the timeout of 10 s ran out after 100 of "
+                        f"{len(image.blobs[layer])} bytes")
