@@ -195,3 +195,13 @@ def test_a_blob_still_streaming_when_the_timeout_runs_out_is_abandoned(proxy: Fa
     assert err.problem is Problem.TRANSIENT
     assert str(err) == (f"image {repo.image}: reading blob {layer}: the timeout of 10 s ran out after 100 of "
                         f"{len(image.blobs[layer])} bytes")
+
+
+def test_head_is_retried_and_keeps_the_size(proxy: FaultProxy, image: BuiltImage,
+                                            request: pytest.FixtureRequest) -> None:
+    clock = StepClock()
+    repo = open_via(proxy, request, clock)
+    proxy.fail_next("HEAD", manifest_path(repo), Fault.UNAVAILABLE)
+    assert repo.head_manifest("4.16.3") == Descriptor(image.media_type, image.manifest_digest, len(image.manifest))
+    assert clock.sleeps == [0.5]
+    assert [r.method for r in proxy.records if r.path == manifest_path(repo)] == ["HEAD", "HEAD"]  # no GET needed
