@@ -621,6 +621,9 @@ class _BlobStream:
     def read(self, n: int = -1) -> bytes:
         while True:
             assert self._response is not None
+            if self._repo.deadline.expired():
+                raise self._repo._error(f"{self._what}: the timeout of {self._repo.deadline.seconds:g} s ran out "
+                                        f"after {self._offset} of {self._descriptor.size} bytes", Problem.TRANSIENT)
             try:
                 data = self._response.read(n if n >= 0 else None)
                 self._offset += len(data)

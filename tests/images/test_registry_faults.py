@@ -181,3 +181,27 @@ def test_an_upload_that_fails_half_way_starts_again(proxy: FaultProxy, image: Bu
     with repo.open_blob(Descriptor("x", digest, len(data))) as reader:
         assert reader.read() == data
         reader.finish()
+
+
+def test_a_blob_still_streaming_when_the_timeout_runs_out_is_abandoned(proxy: FaultProxy, image: BuiltImage,
+                                                                       request: pytest.FixtureRequest) -> None:
+    clock = StepClock()
+    repo = open_via(proxy, request, clock, seconds=10)
+    layer = image.layer_digests[-1]
+    with repo.open_blob(Descriptor("x", layer, len(image.blobs[layer]))) as reader:
+        assert reader.read(100) == image.blobs[layer][:100]
+        clock.now = 10.0  # the command's time is up while the layer streams
+        err = error_of(lambda: reader.read(100))
+    assert err.problem is Problem.TRANSIENT
+    assert str(err) == (f"image {repo.image}: reading blob {layer}: the timeout of 10 s ran out after 100 of "
+                        f"{len(image.blobs[layer])} bytes")
+
+
+def test_head_is_retried_and_keeps_the_size(proxy: FaultProxy, image: BuiltImage,
+                                            request: pytest.FixtureRequest) -> None:
+    clock = StepClock()
+    repo = open_via(proxy, request, clock)
+    proxy.fail_next("HEAD", manifest_path(repo), Fault.UNAVAILABLE)
+    assert repo.head_manifest("4.16.3") == Descriptor(image.media_type, image.manifest_digest, len(image.manifest))
+    assert clock.sleeps == [0.5]
+    assert [r.method for r in proxy.records if r.path == manifest_path(repo)] == ["HEAD", "HEAD"]  # no GET needed

@@ -281,3 +281,15 @@ def test_credentials_stay_out_of_the_logs(basic_registry: Registry, tmp_path: Pa
         configure("text", 0)
     assert "registry credentials found" in err  # the debug line naming where they came from was written
     assert PASSWORD not in err and base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode() not in err
+
+
+def test_the_pull_secret_answers_for_the_cluster(basic_registry: Registry, tmp_path: Path) -> None:
+    built = write_oci_layout(tmp_path / "layout")
+    spec = push_with_skopeo(basic_registry, built, "pull/secret")
+    secret = {"auths": {basic_registry.host: {"auth": base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode(),
+                                              "email": "ignored@example.com"}}}
+    options = RegistryOptions(registry_config=tmp_path / "none.json", ca_file=basic_registry.ca_path,
+                              pull_secret=secret)
+    repo = open_registry(parse_image(spec), options, Deadline(30))
+    assert repo.get_manifest("4.16.3").digest == built.manifest_digest
+    assert repo.credentials is not None and repo.credentials.source == f"the pull secret ({basic_registry.host})"

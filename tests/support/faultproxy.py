@@ -569,7 +569,8 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header(key, value)
         self.send_header("Content-Length", str(len(data) if length is None else length))
         self.end_headers()
-        self.wfile.write(data)
+        if self.command != "HEAD":  # a HEAD answer has no body, whatever its Content-Length says
+            self.wfile.write(data)
 
     def _abort(self, reset: bool = True) -> NoReturn:
         """Drop the client's connection without a TLS close_notify and stop handling it.
