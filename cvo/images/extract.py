@@ -48,6 +48,9 @@ GIB = 1 << 30
 MAX_HEADER_BYTES = 1 << 20
 # Keys of global pax headers ('g'), which tarfile copies into every later entry (git archive writes one key).
 MAX_GLOBAL_PAX_KEYS = 64
+# pax and long-name headers in a row before an entry, which tarfile reads by recursion (a real entry has at
+# most a global header, an extended one, a long name and a long link).
+MAX_HEADER_CHAIN = 8
 # Linux's MAXSYMLINKS: the links the kernel follows in one path lookup before ELOOP.
 MAX_SYMLINK_FOLLOWS = 40
 _META_TYPES = (tarfile.XHDTYPE, tarfile.XGLTYPE, tarfile.SOLARIS_XHDTYPE, tarfile.GNUTYPE_LONGNAME,
@@ -101,19 +104,36 @@ class _Corrupt(Exception):
     """The layer's bytes are not what its media type says."""
 
 
+class _Archive(tarfile.TarFile):
+    """A tar stream read by :class:`_Header`; ``chain`` counts the pax and long-name headers being read in a row."""
+
+    chain = 0
+
+
 class _Header(tarfile.TarInfo):
-    """tarfile's header, refusing what tarfile would otherwise read whole into memory: a pax or GNU long-name
-    header over :data:`MAX_HEADER_BYTES`, and GNU sparse maps (no layer writer makes sparse files: Go's
-    archive/tar never writes them, and the OCI image-spec ``layer.md`` says they SHOULD NOT be used)."""
+    """tarfile's header, refusing what tarfile would otherwise read whole into memory or by unbounded
+    recursion: a pax or GNU long-name header over :data:`MAX_HEADER_BYTES`, more than :data:`MAX_HEADER_CHAIN`
+    of them in a row, and GNU sparse maps (no layer writer makes sparse files: Go's archive/tar never writes
+    them, and the OCI image-spec ``layer.md`` says they SHOULD NOT be used)."""
 
     # CPython Lib/tarfile.py TarInfo._proc_member: where tarfile dispatches on a header's type.
     def _proc_member(self, archive: tarfile.TarFile) -> Any:
-        if self.type in _META_TYPES and self.size > MAX_HEADER_BYTES:
-            raise _Refused(f"a pax or long-name header of {self.size} bytes (at tar byte {self.offset}) is "
-                           f"over the limit of {MAX_HEADER_BYTES}")
+        assert isinstance(archive, _Archive)
         if self.type == tarfile.GNUTYPE_SPARSE:
             raise _Refused(f"a GNU sparse file (at tar byte {self.offset}), which cvo does not extract")
-        return super()._proc_member(archive)  # type: ignore[misc]  # private in typeshed, public in Lib/tarfile.py
+        if self.type not in _META_TYPES:
+            return super()._proc_member(archive)  # type: ignore[misc]  # in Lib/tarfile.py; typeshed leaves it out
+        if self.size > MAX_HEADER_BYTES:
+            raise _Refused(f"a pax or long-name header of {self.size} bytes (at tar byte {self.offset}) is "
+                           f"over the limit of {MAX_HEADER_BYTES}")
+        if archive.chain >= MAX_HEADER_CHAIN:
+            raise _Refused(f"more than {MAX_HEADER_CHAIN} pax or long-name headers in a row (at tar byte "
+                           f"{self.offset})")
+        archive.chain += 1
+        try:
+            return super()._proc_member(archive)  # type: ignore[misc]  # as above
+        finally:
+            archive.chain -= 1
 
     # CPython Lib/tarfile.py TarInfo._proc_gnusparse_10: its sparse map is read whole, however long.
     def _proc_gnusparse_10(self, member: tarfile.TarInfo, pax: Any, archive: tarfile.TarFile) -> None:
@@ -269,8 +289,8 @@ class _Extraction:
                   files=self.stats.files, written_bytes=self.stats.written_bytes)
 
     def entries(self, stream: _TarBytes) -> None:
-        with tarfile.open(fileobj=stream, mode="r|", tarinfo=_Header, encoding="utf-8",
-                          errors="surrogateescape") as archive:
+        with _Archive.open(fileobj=stream, mode="r|", tarinfo=_Header, encoding="utf-8",
+                           errors="surrogateescape") as archive:
             start = 0
             while True:
                 self.previous, self.entry = self.entry, None
@@ -326,6 +346,8 @@ class _Extraction:
 
     def write_file(self, archive: tarfile.TarFile, member: tarfile.TarInfo, parts: tuple[str, ...]) -> None:
         cap = self.limits.max_written_bytes
+        if member.size < 0:  # a pax size record may say anything
+            raise _Refused(f"has a negative size ({member.size})")
         if self.stats.written_bytes + member.size > cap:
             raise _Refused(f"a file of {member.size} bytes would take the files written past the limit of "
                            f"{cap} bytes")

@@ -166,6 +166,11 @@ def _fresh(target: Path) -> Path:
     return target
 
 
+def test_a_negative_size_from_a_pax_record(target: Path) -> None:
+    blob = layer(entry("manifests/a", data=b"", pax={"size": "-5"}))
+    assert refused(target, blob) == where(blob, "manifests/a") + "has a negative size (-5)"
+
+
 def test_too_many_entries(target: Path) -> None:
     blob = layer(*(file(f"usr/{i}") for i in range(6)))
     assert refused(target, blob, limits=ExtractLimits(max_entries=5)) == where(blob, "usr/5") + (
@@ -202,6 +207,29 @@ def test_a_header_tarfile_would_read_whole_is_refused_before_it_is_read(target: 
     blob = Blob(gzipped(info.tobuf(tarfile.USTAR_FORMAT) + bytes(1024)))
     assert refused(target, blob) == f"image {IMAGE}: layer {blob.descriptor.digest}: at its start: " + (
         f"a pax or long-name header of {2 << 20} bytes (at tar byte 0) is over the limit of {MAX_HEADER_BYTES}")
+
+
+@pytest.mark.parametrize("kind", [tarfile.XHDTYPE, tarfile.XGLTYPE, tarfile.GNUTYPE_LONGNAME])
+def test_a_long_run_of_headers_is_refused_not_a_recursion_error(target: Path, kind: bytes) -> None:
+    # tarfile reads each pax or long-name header by recursion into the next: 5,000 in a row (2.5 MB, a few
+    # kB gzipped) made a RecursionError
+    info = tarfile.TarInfo("././@PaxHeader")
+    info.type, info.size = kind, 20
+    one = info.tobuf(tarfile.USTAR_FORMAT) + b"20 comment=aaaaaaaa\n".ljust(512, b"\0")
+    blob = Blob(gzipped(one * 5000 + tar(file("manifests/a", "a"))))
+    assert refused(target, blob) == f"image {IMAGE}: layer {blob.descriptor.digest}: at its start: " + (
+        "more than 8 pax or long-name headers in a row (at tar byte 8192)")
+
+
+def test_a_global_header_an_extended_one_and_long_names_in_a_row_are_read(target: Path) -> None:
+    name, link = "manifests/" + "n" * 200, "m" * 150
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT, pax_headers={"comment": "git"}) as archive:
+        info, data = entry(name, data=b"x", pax={"SCHILY.xattr.security.selinux": "system_u:object_r:etc_t:s0"})
+        archive.addfile(info, io.BytesIO(data))
+        archive.addfile(symlink("manifests/" + link, name.removeprefix("manifests/"))[0])
+    extract_layers(IMAGE, [Blob(gzipped(buf.getvalue())).pair()], target)
+    assert (target / "manifests" / link).read_text() == "x"
 
 
 def test_global_pax_headers_with_many_keys(target: Path) -> None:
