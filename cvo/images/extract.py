@@ -53,6 +53,9 @@ MAX_GLOBAL_PAX_KEYS = 64
 MAX_HEADER_CHAIN = 8
 # Linux's MAXSYMLINKS: the links the kernel follows in one path lookup before ELOOP.
 MAX_SYMLINK_FOLLOWS = 40
+# Path components looked up to check every symlink written (a release payload has none): bounds the work
+# links with long targets that lead through each other can make (40 follows of 2,000 components each).
+MAX_LINK_STEPS = 1_000_000
 _META_TYPES = (tarfile.XHDTYPE, tarfile.XGLTYPE, tarfile.SOLARIS_XHDTYPE, tarfile.GNUTYPE_LONGNAME,
                tarfile.GNUTYPE_LONGLINK)
 _GZIP_WBITS = 16 + zlib.MAX_WBITS
@@ -245,6 +248,7 @@ class _Extraction:
         self.dirs: set[tuple[str, ...]] = set()      # real directories under root, checked already
         self.written: set[tuple[str, ...]] = set()   # paths (and their parents) the current layer wrote
         self.links: dict[tuple[str, ...], str] = {}  # symlinks written -> the layer digest
+        self.link_steps = 0
         self.layer = ""
         self.entry: str | None = None
         self.previous: str | None = None
@@ -530,6 +534,10 @@ class _Extraction:
         follows = 0
         while todo:
             name = todo.popleft()
+            self.link_steps += 1
+            if self.link_steps > MAX_LINK_STEPS:
+                raise _Refused(f"is a symlink: following the symlinks written took more than {MAX_LINK_STEPS} "
+                               f"steps")
             if name in ("", "."):
                 continue
             if name == "..":

@@ -129,6 +129,17 @@ def test_a_chain_of_more_than_40_symlinks_is_refused(target: Path) -> None:
     assert refused(target, blob) == where(blob, "manifests/l41") + "is a symlink to 'l0', through more than 40 links"
 
 
+def test_symlinks_that_take_too_long_to_follow_are_refused(target: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # 2,000 components per target, 40 links deep: checking them would take 80,000 lookups each
+    from cvo.images import extract
+
+    monkeypatch.setattr(extract, "MAX_LINK_STEPS", 10_000)
+    long = "/".join(["."] * 2000)
+    blob = layer(*(symlink(f"manifests/l{i}", f"{long}/l{i + 1}") for i in range(40)))
+    message = refused(target, blob)
+    assert message.endswith("is a symlink: following the symlinks written took more than 10000 steps"), message
+
+
 def test_outside_the_payload_links_and_devices_are_only_counted(target: Path) -> None:
     # an OS layer's absolute symlinks, links leaving it, device nodes: never written, so never a risk
     blob = layer(symlink("etc/localtime", "/usr/share/zoneinfo/UTC"), symlink("lib/x", "../../../../outside"),
