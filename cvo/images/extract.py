@@ -247,6 +247,7 @@ class _Extraction:
         self.stats = ExtractStats()
         self.dirs: set[tuple[str, ...]] = set()      # real directories under root, checked already
         self.written: set[tuple[str, ...]] = set()   # paths (and their parents) the current layer wrote
+        self.cleared: set[tuple[str, ...]] = set()   # whiteouts the current layer applied already
         self.links: dict[tuple[str, ...], str] = {}  # symlinks written -> the layer digest
         self.link_steps = 0
         self.layer = ""
@@ -275,7 +276,7 @@ class _Extraction:
             raise ImageError(self.image, f"layer {self.layer} is of media type {_quote(descriptor.media_type)}, "
                                          f"not a tar layer")
         gzip = descriptor.media_type in media.LAYERS_GZIP
-        self.written = set()
+        self.written, self.cleared = set(), set()
         with opener as reader:
             stream = _TarBytes(reader, gzip, self.stats, self.limits.max_tar_bytes)
             try:
@@ -411,7 +412,8 @@ class _Extraction:
                 self.stats.skipped += 1
                 return
             path = self.existing_dir(directory)
-            if path is not None:
+            if path is not None and parts not in self.cleared:  # once is all it takes, however often it comes
+                self.cleared.add(parts)
                 for child in sorted(os.listdir(path)):
                     self.remove_lower((*directory, child))
                 self.stats.whiteouts += 1
@@ -426,7 +428,8 @@ class _Extraction:
         if not _kept(victim):
             self.stats.skipped += 1
             return
-        if self.existing_parent(victim) is not None:
+        if self.existing_parent(victim) is not None and victim not in self.cleared:
+            self.cleared.add(victim)
             self.remove_lower(victim)
             self.stats.whiteouts += 1
 
