@@ -48,8 +48,14 @@ GIB = 1 << 30
 MAX_HEADER_BYTES = 1 << 20
 # Keys of global pax headers ('g'), which tarfile copies into every later entry (git archive writes one key).
 MAX_GLOBAL_PAX_KEYS = 64
+# pax and long-name headers in a row before an entry, which tarfile reads by recursion (a real entry has at
+# most a global header, an extended one, a long name and a long link).
+MAX_HEADER_CHAIN = 8
 # Linux's MAXSYMLINKS: the links the kernel follows in one path lookup before ELOOP.
 MAX_SYMLINK_FOLLOWS = 40
+# Path components looked up to check every symlink written (a release payload has none): bounds the work
+# links with long targets that lead through each other can make (40 follows of 2,000 components each).
+MAX_LINK_STEPS = 1_000_000
 _META_TYPES = (tarfile.XHDTYPE, tarfile.XGLTYPE, tarfile.SOLARIS_XHDTYPE, tarfile.GNUTYPE_LONGNAME,
                tarfile.GNUTYPE_LONGLINK)
 _GZIP_WBITS = 16 + zlib.MAX_WBITS
@@ -101,19 +107,36 @@ class _Corrupt(Exception):
     """The layer's bytes are not what its media type says."""
 
 
+class _Archive(tarfile.TarFile):
+    """A tar stream read by :class:`_Header`; ``chain`` counts the pax and long-name headers being read in a row."""
+
+    chain = 0
+
+
 class _Header(tarfile.TarInfo):
-    """tarfile's header, refusing what tarfile would otherwise read whole into memory: a pax or GNU long-name
-    header over :data:`MAX_HEADER_BYTES`, and GNU sparse maps (no layer writer makes sparse files: Go's
-    archive/tar never writes them, and the OCI image-spec ``layer.md`` says they SHOULD NOT be used)."""
+    """tarfile's header, refusing what tarfile would otherwise read whole into memory or by unbounded
+    recursion: a pax or GNU long-name header over :data:`MAX_HEADER_BYTES`, more than :data:`MAX_HEADER_CHAIN`
+    of them in a row, and GNU sparse maps (no layer writer makes sparse files: Go's archive/tar never writes
+    them, and the OCI image-spec ``layer.md`` says they SHOULD NOT be used)."""
 
     # CPython Lib/tarfile.py TarInfo._proc_member: where tarfile dispatches on a header's type.
     def _proc_member(self, archive: tarfile.TarFile) -> Any:
-        if self.type in _META_TYPES and self.size > MAX_HEADER_BYTES:
-            raise _Refused(f"a pax or long-name header of {self.size} bytes (at tar byte {self.offset}) is "
-                           f"over the limit of {MAX_HEADER_BYTES}")
+        assert isinstance(archive, _Archive)
         if self.type == tarfile.GNUTYPE_SPARSE:
             raise _Refused(f"a GNU sparse file (at tar byte {self.offset}), which cvo does not extract")
-        return super()._proc_member(archive)  # type: ignore[misc]  # private in typeshed, public in Lib/tarfile.py
+        if self.type not in _META_TYPES:
+            return super()._proc_member(archive)  # type: ignore[misc]  # in Lib/tarfile.py; typeshed leaves it out
+        if self.size > MAX_HEADER_BYTES:
+            raise _Refused(f"a pax or long-name header of {self.size} bytes (at tar byte {self.offset}) is "
+                           f"over the limit of {MAX_HEADER_BYTES}")
+        if archive.chain >= MAX_HEADER_CHAIN:
+            raise _Refused(f"more than {MAX_HEADER_CHAIN} pax or long-name headers in a row (at tar byte "
+                           f"{self.offset})")
+        archive.chain += 1
+        try:
+            return super()._proc_member(archive)  # type: ignore[misc]  # as above
+        finally:
+            archive.chain -= 1
 
     # CPython Lib/tarfile.py TarInfo._proc_gnusparse_10: its sparse map is read whole, however long.
     def _proc_gnusparse_10(self, member: tarfile.TarInfo, pax: Any, archive: tarfile.TarFile) -> None:
@@ -224,7 +247,9 @@ class _Extraction:
         self.stats = ExtractStats()
         self.dirs: set[tuple[str, ...]] = set()      # real directories under root, checked already
         self.written: set[tuple[str, ...]] = set()   # paths (and their parents) the current layer wrote
+        self.cleared: set[tuple[str, ...]] = set()   # whiteouts the current layer applied already
         self.links: dict[tuple[str, ...], str] = {}  # symlinks written -> the layer digest
+        self.link_steps = 0
         self.layer = ""
         self.entry: str | None = None
         self.previous: str | None = None
@@ -251,7 +276,7 @@ class _Extraction:
             raise ImageError(self.image, f"layer {self.layer} is of media type {_quote(descriptor.media_type)}, "
                                          f"not a tar layer")
         gzip = descriptor.media_type in media.LAYERS_GZIP
-        self.written = set()
+        self.written, self.cleared = set(), set()
         with opener as reader:
             stream = _TarBytes(reader, gzip, self.stats, self.limits.max_tar_bytes)
             try:
@@ -269,8 +294,8 @@ class _Extraction:
                   files=self.stats.files, written_bytes=self.stats.written_bytes)
 
     def entries(self, stream: _TarBytes) -> None:
-        with tarfile.open(fileobj=stream, mode="r|", tarinfo=_Header, encoding="utf-8",
-                          errors="surrogateescape") as archive:
+        with _Archive.open(fileobj=stream, mode="r|", tarinfo=_Header, encoding="utf-8",
+                           errors="surrogateescape") as archive:
             start = 0
             while True:
                 self.previous, self.entry = self.entry, None
@@ -326,6 +351,8 @@ class _Extraction:
 
     def write_file(self, archive: tarfile.TarFile, member: tarfile.TarInfo, parts: tuple[str, ...]) -> None:
         cap = self.limits.max_written_bytes
+        if member.size < 0:  # a pax size record may say anything
+            raise _Refused(f"has a negative size ({member.size})")
         if self.stats.written_bytes + member.size > cap:
             raise _Refused(f"a file of {member.size} bytes would take the files written past the limit of "
                            f"{cap} bytes")
@@ -385,7 +412,8 @@ class _Extraction:
                 self.stats.skipped += 1
                 return
             path = self.existing_dir(directory)
-            if path is not None:
+            if path is not None and parts not in self.cleared:  # once is all it takes, however often it comes
+                self.cleared.add(parts)
                 for child in sorted(os.listdir(path)):
                     self.remove_lower((*directory, child))
                 self.stats.whiteouts += 1
@@ -400,7 +428,8 @@ class _Extraction:
         if not _kept(victim):
             self.stats.skipped += 1
             return
-        if self.existing_parent(victim) is not None:
+        if self.existing_parent(victim) is not None and victim not in self.cleared:
+            self.cleared.add(victim)
             self.remove_lower(victim)
             self.stats.whiteouts += 1
 
@@ -508,6 +537,10 @@ class _Extraction:
         follows = 0
         while todo:
             name = todo.popleft()
+            self.link_steps += 1
+            if self.link_steps > MAX_LINK_STEPS:
+                raise _Refused(f"is a symlink: following the symlinks written took more than {MAX_LINK_STEPS} "
+                               f"steps")
             if name in ("", "."):
                 continue
             if name == "..":

@@ -155,6 +155,17 @@ def test_an_opaque_directory_hides_what_lower_layers_had_in_it(target: Path, opa
                             "manifests/new": "n", "manifests/sub": "/", "manifests/sub/new": "sn"}
 
 
+def test_a_whiteout_repeated_in_a_layer_is_applied_once(target: Path) -> None:
+    # each application walks what the layer wrote there: 5,000 repeats of it would walk it 5,000 times
+    lower = layer(*(file(f"manifests/old{i}") for i in range(50)))
+    upper = layer(*(file(f"manifests/new{i}", "n") for i in range(50)),
+                  *(file("manifests/.wh..wh..opq") for _ in range(5000)),
+                  *(file("./manifests/.wh.new0") for _ in range(5000)))
+    stats = extract(target, lower, upper)
+    assert sorted(os.listdir(target / "manifests")) == sorted(f"new{i}" for i in range(50))
+    assert stats.whiteouts == 2
+
+
 def test_an_opaque_root_hides_both_payload_directories_below(target: Path) -> None:
     extract(target, layer(file("manifests/a", "a"), file("release-manifests/r", "r")),
             layer(file(".wh..wh..opq"), file("release-manifests/release-metadata", "{}")))

@@ -129,6 +129,17 @@ def test_a_chain_of_more_than_40_symlinks_is_refused(target: Path) -> None:
     assert refused(target, blob) == where(blob, "manifests/l41") + "is a symlink to 'l0', through more than 40 links"
 
 
+def test_symlinks_that_take_too_long_to_follow_are_refused(target: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # 2,000 components per target, 40 links deep: checking them would take 80,000 lookups each
+    from cvo.images import extract
+
+    monkeypatch.setattr(extract, "MAX_LINK_STEPS", 10_000)
+    long = "/".join(["."] * 2000)
+    blob = layer(*(symlink(f"manifests/l{i}", f"{long}/l{i + 1}") for i in range(40)))
+    message = refused(target, blob)
+    assert message.endswith("is a symlink: following the symlinks written took more than 10000 steps"), message
+
+
 def test_outside_the_payload_links_and_devices_are_only_counted(target: Path) -> None:
     # an OS layer's absolute symlinks, links leaving it, device nodes: never written, so never a risk
     blob = layer(symlink("etc/localtime", "/usr/share/zoneinfo/UTC"), symlink("lib/x", "../../../../outside"),
@@ -164,6 +175,11 @@ def _fresh(target: Path) -> Path:
     shutil.rmtree(target)
     target.mkdir()
     return target
+
+
+def test_a_negative_size_from_a_pax_record(target: Path) -> None:
+    blob = layer(entry("manifests/a", data=b"", pax={"size": "-5"}))
+    assert refused(target, blob) == where(blob, "manifests/a") + "has a negative size (-5)"
 
 
 def test_too_many_entries(target: Path) -> None:
@@ -202,6 +218,29 @@ def test_a_header_tarfile_would_read_whole_is_refused_before_it_is_read(target: 
     blob = Blob(gzipped(info.tobuf(tarfile.USTAR_FORMAT) + bytes(1024)))
     assert refused(target, blob) == f"image {IMAGE}: layer {blob.descriptor.digest}: at its start: " + (
         f"a pax or long-name header of {2 << 20} bytes (at tar byte 0) is over the limit of {MAX_HEADER_BYTES}")
+
+
+@pytest.mark.parametrize("kind", [tarfile.XHDTYPE, tarfile.XGLTYPE, tarfile.GNUTYPE_LONGNAME])
+def test_a_long_run_of_headers_is_refused_not_a_recursion_error(target: Path, kind: bytes) -> None:
+    # tarfile reads each pax or long-name header by recursion into the next: 5,000 in a row (2.5 MB, a few
+    # kB gzipped) made a RecursionError
+    info = tarfile.TarInfo("././@PaxHeader")
+    info.type, info.size = kind, 20
+    one = info.tobuf(tarfile.USTAR_FORMAT) + b"20 comment=aaaaaaaa\n".ljust(512, b"\0")
+    blob = Blob(gzipped(one * 5000 + tar(file("manifests/a", "a"))))
+    assert refused(target, blob) == f"image {IMAGE}: layer {blob.descriptor.digest}: at its start: " + (
+        "more than 8 pax or long-name headers in a row (at tar byte 8192)")
+
+
+def test_a_global_header_an_extended_one_and_long_names_in_a_row_are_read(target: Path) -> None:
+    name, link = "manifests/" + "n" * 200, "m" * 150
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT, pax_headers={"comment": "git"}) as archive:
+        info, data = entry(name, data=b"x", pax={"SCHILY.xattr.security.selinux": "system_u:object_r:etc_t:s0"})
+        archive.addfile(info, io.BytesIO(data))
+        archive.addfile(symlink("manifests/" + link, name.removeprefix("manifests/"))[0])
+    extract_layers(IMAGE, [Blob(gzipped(buf.getvalue())).pair()], target)
+    assert (target / "manifests" / link).read_text() == "x"
 
 
 def test_global_pax_headers_with_many_keys(target: Path) -> None:

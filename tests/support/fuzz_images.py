@@ -161,7 +161,26 @@ SAFE_LINKS = ["a", "a.yaml", "../a", "../release-manifests", "../release-manifes
 WILD_LINKS = ["..", "../..", "../../outside/canary", "../../../outside", "/etc/passwd", "/", "etc/a", "", "b/../.."]
 SAFE_KINDS = [tarfile.REGTYPE, tarfile.REGTYPE, tarfile.REGTYPE, tarfile.AREGTYPE, tarfile.CONTTYPE, tarfile.DIRTYPE,
               tarfile.DIRTYPE, tarfile.SYMTYPE, tarfile.SYMTYPE, tarfile.LNKTYPE]
-WILD_KINDS = [tarfile.CHRTYPE, tarfile.BLKTYPE, tarfile.FIFOTYPE, tarfile.GNUTYPE_SPARSE, b"V", b"7", b"x"]
+# pax and GNU long-name headers written as entries: their data is read as the next entry's header records
+WILD_KINDS = [tarfile.CHRTYPE, tarfile.BLKTYPE, tarfile.FIFOTYPE, tarfile.GNUTYPE_SPARSE, b"V", b"7",
+              tarfile.XHDTYPE, tarfile.XHDTYPE, tarfile.XGLTYPE, tarfile.GNUTYPE_LONGNAME, tarfile.GNUTYPE_LONGLINK]
+
+
+def _record(key: str, value: str) -> bytes:
+    """One pax record, ``LEN key=value\\n`` with LEN counting itself."""
+    body = f" {key}={value}\n".encode()
+    length = len(body) + 1
+    while len(str(length)) + len(body) != length:
+        length += 1
+    return str(length).encode() + body
+
+
+PAX_DATA = [_record("path", "manifests/../../x"), _record("path", "/etc/passwd"), _record("path", "manifests/p"),
+            _record("linkpath", "/"), _record("linkpath", "../../outside"), _record("size", "-5"),
+            _record("size", "99999999999999999999"), _record("size", "x"), _record("mtime", "1e999"),
+            _record("uid", "-1"), _record("GNU.sparse.major", "1") + _record("GNU.sparse.minor", "0"),
+            _record("GNU.sparse.map", "0,1,x"), _record("GNU.sparse.size", "10"), _record("hdrcharset", "BINARY"),
+            b"0 path=x\n", b"99 path=short\n", b"manifests/long-name\0"]
 
 
 def _names(components: st.SearchStrategy[str], prefixes: list[str]) -> st.SearchStrategy[str]:
@@ -174,9 +193,11 @@ def _entries(wild: bool) -> st.SearchStrategy[tuple[str, bytes, bytes, str]]:
     def pick(safe: list[Any], bad: list[Any]) -> st.SearchStrategy[Any]:
         return st.integers(0, 9).flatmap(lambda n: st.sampled_from(bad if wild and n == 0 else safe))
 
-    names = _names(pick(SAFE_COMPONENTS, WILD_COMPONENTS), ["", "", "", "./", "/"] if wild else ["", "./"])
-    return st.tuples(names, pick(SAFE_KINDS, WILD_KINDS), st.binary(max_size=40) | st.sampled_from([b"", b"kind: A\n"]),
-                     pick(SAFE_LINKS, WILD_LINKS) | names)
+    names = _names(pick(SAFE_COMPONENTS, WILD_COMPONENTS), ["", "", "", "", "", "", "./", "/"] if wild else ["", "./"])
+    data = st.binary(max_size=40) | st.sampled_from([b"", b"kind: A\n"])
+    if wild:
+        data |= st.lists(st.sampled_from(PAX_DATA), min_size=1, max_size=3).map(b"".join)
+    return st.tuples(names, pick(SAFE_KINDS, WILD_KINDS), data, pick(SAFE_LINKS, WILD_LINKS) | names)
 
 
 layers_spec = st.fixed_dictionaries({
@@ -208,7 +229,8 @@ def build_layer(spec: dict[str, Any]) -> Blob:
         for name, kind, data, linkname in spec["entries"]:
             info = tarfile.TarInfo(name)
             info.type, info.linkname, info.mtime = kind, linkname, 1_700_000_000
-            regular = kind in tarfile.REGULAR_TYPES
+            regular = kind in tarfile.REGULAR_TYPES or kind in (tarfile.XHDTYPE, tarfile.XGLTYPE,
+                                                                tarfile.GNUTYPE_LONGNAME, tarfile.GNUTYPE_LONGLINK)
             info.size = len(data) if regular else 0
             archive.addfile(info, io.BytesIO(data) if regular else None)
     where, at, splice = spec["damage"]
