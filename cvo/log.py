@@ -89,6 +89,13 @@ class _LazyLogger:
         else:
             self.debug(event, **fields)
 
+    def debug(self, event: str, *args: Any, **fields: Any) -> Any:
+        """As structlog's, but a line below the level never imports structlog (a cached image pull in a warm
+        ``cvo plan`` logs at debug and must not cost the import)."""
+        if self._logger is None and "structlog" not in sys.modules and int(_settings["verbosity"]) < 2:
+            return None
+        return self.__getattr__("debug")(event, *args, **fields)
+
     def __getattr__(self, attr: str) -> Any:
         if self._logger is None:
             with _lock:  # watch threads log too: configure exactly once, before anyone writes

@@ -234,8 +234,9 @@ def pull_release(spec: str, options: PullOptions | None = None, *, into: Path | 
             stats.cached = True
     except OSError as err:
         raise ImageError(spec, f"cannot write the pull cache {options.cache_dir}: {err}", Problem.UNAVAILABLE) from None
-    log.info("pulled release image", image=spec, digest=digest, manifest=manifest.digest, cached=stats.cached,
-             manifest_requests=stats.manifest_requests, blob_requests=stats.blob_requests)
+    (log.debug if stats.cached else log.info)(  # a cached pull imports no logging (cvo.log)
+        "pulled release image", image=spec, digest=digest, manifest=manifest.digest, cached=stats.cached,
+        manifest_requests=stats.manifest_requests, blob_requests=stats.blob_requests)
     return PulledRelease(ref, digest, str(ref.by_digest(digest)), hit.directory, manifest,
                          parse_config(spec, hit.config), index, stats)
 
