@@ -143,7 +143,7 @@ class HttpStore:
                                                    _NoUnsafeRedirects())
 
     def url_of(self, digest: str, n: int) -> str:
-        path = self._parts.path.rstrip("/") + "/" + quote(key_prefix(digest, "=")) + f"/signature-{n}"
+        path = self._parts.path.rstrip("/") + "/" + quote(key_prefix(digest, "="), safe="=+") + f"/signature-{n}"
         return urlunsplit((self._parts.scheme, self._parts.netloc, path, self._parts.query, ""))
 
     def signatures(self, digest: str, deadline: Deadline) -> Iterator[Found | Problem]:

@@ -161,6 +161,9 @@ class Verifier:
             if not remaining:
                 break
         if remaining:
+            if not reasons:
+                searched = [s.name for s in self._stores() if s is not self._configmaps or self._configmaps.configmaps]
+                reasons.append(f"no other signature in {', '.join(searched)}")
             for reason in reasons:
                 log.debug("signature not accepted", digest=digest, reason=reason)
             message = f"unable to verify {digest} against keyrings: {', '.join(sorted(remaining))}"
