@@ -51,7 +51,7 @@ def test_signature_json_is_what_containers_image_marshals() -> None:
 
 
 def test_another_digest_is_refused() -> None:
-    with pytest.raises(SignatureInvalid, match="^signature digest does not match$"):
+    with pytest.raises(SignatureInvalid, match=r"^signature digest does not match$"):
         check_signature(raw(doc()), OTHER_DIGEST)
 
 

@@ -16,8 +16,18 @@ from cvo.verify.sign import sign
 from cvo.verify.signature import signature_json
 from cvo.verify.verifier import Verifier
 from tests.support.gpgkeys import (
-    DAY, DIGEST, OTHER_DIGEST, REFERENCE, Keys, closed_port_url, gpg_sign, put_signature, signatures_configmap,
-    silent_server, store_server, verifier_configmap,
+    DAY,
+    DIGEST,
+    OTHER_DIGEST,
+    REFERENCE,
+    Keys,
+    closed_port_url,
+    gpg_sign,
+    put_signature,
+    signatures_configmap,
+    silent_server,
+    store_server,
+    verifier_configmap,
 )
 
 
