@@ -89,8 +89,9 @@ class Keyrings:
         if result.sec_read:
             raise ValueError("it holds a secret key")
         if not fingerprints:
-            problems = sorted({r.get("text", "").strip() for r in result.results if "problem" in r} - {""})
-            raise ValueError("; ".join(problems) or "no OpenPGP public key found")
+            problems = sorted({r.get("text", "").strip() for r in result.results if "problem" in r}
+                              - {"", "No valid data found"})
+            raise ValueError("no OpenPGP public key found" + (f" ({'; '.join(problems)})" if problems else ""))
         return fingerprints
 
     def close(self) -> None:

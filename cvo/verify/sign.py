@@ -43,15 +43,17 @@ def sign(digest: str, docker_reference: str, key: str, store: Path, *, gnupg_hom
     with _signing_home(key, gnupg_home) as (home, key_id):
         gpg = _gpg(home)
         fingerprint = _secret_key(gpg, key_id, key)
-        result = gpg.sign(message, keyid=fingerprint, passphrase=passphrase, binary=True, clearsign=False,
-                          extra_args=["--pinentry-mode", "loopback"] if passphrase else None)
+        # --local-user, not python-gnupg's keyid (--default-key): gpg falls back to another key for that one
+        result = gpg.sign(message, passphrase=passphrase, binary=True, clearsign=False,
+                          extra_args=["--local-user", fingerprint])
         signed: bytes = result.data or b""
         if not signed or result.returncode != 0:
             raise SigningFailed(f"gpg could not sign with key {key}: {_last_line(result)}")
         check = gpg.verify(signed)
-        if not check.valid or (check.pubkey_fingerprint or check.fingerprint) != fingerprint:
-            raise SigningFailed(f"gpg signed with key {key}, but the signature does not verify: "
-                                f"{check.status or _last_line(check)}")
+        signer = check.pubkey_fingerprint or check.fingerprint
+        if not check.valid or signer != fingerprint:
+            raise SigningFailed(f"gpg signed with key {key}, but the signature does not verify as {fingerprint}'s: "
+                                f"{check.key_status or check.status or _last_line(check)} (signer {signer})")
     path = write_signature(store, digest, signed)
     log.info("release signed", digest=digest, key=fingerprint, signature=str(path))
     return path
