@@ -127,9 +127,35 @@ class StoreServer:
         self.httpd.server_close()
 
 
+def make_tls(directory: Path) -> tuple[Path, Path, Path]:
+    """A CA made with openssl and a certificate it signed for 127.0.0.1: (ca.pem, cert.pem, key.pem)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    ca, ca_key, cert, key, csr = (directory / n for n in ("ca.pem", "ca.key", "cert.pem", "key.pem", "req.csr"))
+    ext = directory / "ext.cnf"
+    ext.write_text("subjectAltName = IP:127.0.0.1\nbasicConstraints = CA:FALSE\n")
+    for args in (["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                  "-keyout", ca_key, "-out", ca, "-days", "2", "-subj", "/CN=cvo test CA"],
+                 ["req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", key,
+                  "-out", csr, "-subj", "/CN=127.0.0.1"],
+                 ["x509", "-req", "-in", csr, "-CA", ca, "-CAkey", ca_key, "-CAcreateserial", "-out", cert,
+                  "-days", "2", "-extfile", ext]):
+        result = subprocess.run(["openssl", *map(str, args)], capture_output=True, timeout=60, check=False)
+        if result.returncode != 0:
+            raise AssertionError(f"openssl {args[0]} failed: {result.stderr.decode(errors='replace')}")
+    return ca, cert, key
+
+
 @contextlib.contextmanager
-def store_server(root: Path) -> Iterator[StoreServer]:
+def store_server(root: Path, tls: tuple[Path, Path] | None = None) -> Iterator[StoreServer]:
+    """A :class:`StoreServer`; ``tls``: (cert, key) to serve HTTPS with."""
     server = StoreServer(root)
+    if tls is not None:
+        import ssl
+
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(str(tls[0]), str(tls[1]))
+        server.httpd.socket = context.wrap_socket(server.httpd.socket, server_side=True)
+        server.url = server.url.replace("http://", "https://")
     try:
         yield server
     finally:

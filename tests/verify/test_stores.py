@@ -6,6 +6,8 @@ import base64
 import os
 from pathlib import Path
 
+import pytest
+
 from cvo.verify.gpg import MAX_MESSAGE
 from cvo.verify.stores import ConfigMapStore, Deadline, FileStore, Found, HttpStore, Problem
 from tests.support.gpgkeys import DIGEST, put_signature, signatures_configmap, store_server
@@ -69,3 +71,22 @@ def test_an_expired_deadline_asks_nothing(store: Path) -> None:
 
 def read_with(store, deadline: Deadline) -> list[Found | Problem]:
     return list(store.signatures(DIGEST, deadline))
+
+
+def test_an_https_store_is_verified_against_the_ca_file(keys, store: Path, tmp_path: Path) -> None:
+    from cvo.verify.config import VerifierConfig
+    from cvo.verify.errors import VerificationFailed
+    from cvo.verify.sign import sign
+    from cvo.verify.verifier import Verifier
+    from tests.support.gpgkeys import REFERENCE, make_tls, verifier_configmap
+
+    ca, cert, key = make_tls(tmp_path / "tls")
+    sign(DIGEST, REFERENCE, keys.fingerprints["signer"], store, gnupg_home=keys.home)
+    with store_server(store, tls=(cert, key)) as server:
+        config = VerifierConfig.from_configmap(verifier_configmap({"a": keys.public("signer")}, [server.url]))
+        with Verifier(config, ca_file=ca) as verifier:
+            assert verifier.verify(DIGEST).signed_by["verifier-public-key-a"].source.startswith("https://127.0.0.1:")
+        with Verifier(config) as verifier, pytest.raises(VerificationFailed) as err:
+            verifier.verify(DIGEST)
+        assert f"{server.url}: unable to retrieve signature from {server.url}/sha256={DIGEST[7:]}/signature-1: TLS: " \
+            "unable to get local issuer certificate" in err.value.message
