@@ -6,5 +6,8 @@ verifier's keyrings and stores come from the current release's ConfigMap annotat
 (``file://``, ``http(s)://``, ``STORE/sha256=HEX/signature-N``) and from ConfigMaps labelled
 ``release.openshift.io/verification-signatures``.  Inputs are plain data (ConfigMaps as dicts); the
 caller reads them from the cluster.
+Modules: ``config`` (VerifierConfig, find_verifier_config), ``verifier`` (Verifier, Verified), ``sign`` (sign),
+``signature`` (the signed JSON), ``gpg`` (GnuPG in a throwaway home), ``stores`` (file, HTTP, ConfigMaps),
+``errors`` (VerificationFailed, InvalidVerifierConfig, SigningFailed), ``digests``.  docs/images-signatures.md.
 May import: ``cvo.payload`` only.
 """
