@@ -108,6 +108,8 @@ class _Gpg:
         self.keyrings = Keyrings({"verifier-public-key-signer": self.keys.public("signer")})
         self.good = gpg_sign(self.keys, "signer", signature_json(DIGEST, "quay.io/x:1"))
         self.plain = gpg_sign(self.keys, "signer", signature_json(DIGEST, "quay.io/x:1"), "--compress-algo", "none")
+        self.other = gpg_sign(self.keys, "signer", signature_json("sha256:" + "cd" * 32, "quay.io/x:1"))
+        stop_agent(self.keys.home)   # no more signing: no agent left behind whatever way the process ends
 
         def clean() -> None:
             self.keyrings.close()
@@ -246,14 +248,10 @@ def store_responses(draw: st.DrawFn) -> dict[str, Any]:
 def store_response_target(spec: dict[str, Any]) -> None:
     from cvo.verify.config import VerifierConfig
     from cvo.verify.errors import VerificationFailed
-    from cvo.verify.signature import signature_json
     from cvo.verify.verifier import Verifier
-    from tests.support.gpgkeys import gpg_sign
 
     made, server = _Gpg.get(), _Server.get()
-    other = gpg_sign(made.keys, "signer", signature_json("sha256:" + "cd" * 32, "quay.io/x:1")) \
-        if b"@OTHER@" in spec["body"] else b""
-    body = spec["body"].replace(b"@GOOD@", made.good).replace(b"@OTHER@", other)
+    body = spec["body"].replace(b"@GOOD@", made.good).replace(b"@OTHER@", made.other)
     server.response = (spec["status"], spec["headers"], body)
     binary = {k: (base64.b64encode(made.good).decode() if v == "@GOOD@" else v) for k, v in spec["binaryData"].items()}
     cms = [{"kind": "ConfigMap", "metadata": {"name": "s", "namespace": "openshift-config-managed",
