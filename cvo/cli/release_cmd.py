@@ -197,7 +197,8 @@ def run_sign(args: argparse.Namespace) -> int:
     """Resolve the image to its digest and write a signature of it with GnuPG."""
     from cvo.images.errors import ImageError
     from cvo.images.pull import resolve
-    from cvo.verify import sign
+    from cvo.verify.errors import SigningFailed
+    from cvo.verify.sign import sign
 
     check_image(args.image, "IMAGE")
     flags = ImageFlags.from_args(args)
@@ -207,7 +208,7 @@ def run_sign(args: argparse.Namespace) -> int:
         raise fail(err) from None
     try:
         path = sign(digest, ref.name, args.key, args.store, gnupg_home=args.gnupg_home)
-    except (OSError, ValueError) as err:
+    except (OSError, ValueError, SigningFailed) as err:
         raise CommandFailed(f"cannot sign {args.image}: {err}") from None
     print(f"signed {ref.name}@{digest}: {path}")
     return EXIT_OK

@@ -30,7 +30,9 @@ from cvo.images.errors import ImageError
 from cvo.images.pull import PullOptions, pull_release
 from cvo.payload.fields import dig
 from cvo.payload.loader import Release
-from cvo.verify import VerificationFailed, Verifier, VerifierConfig, find_verifier_config
+from cvo.verify.config import VerifierConfig, find_verifier_config
+from cvo.verify.errors import VerificationFailed
+from cvo.verify.verifier import Verifier
 
 SIGNATURES_NAMESPACE = "openshift-config-managed"
 SIGNATURES_LABEL = "release.openshift.io/verification-signatures"
@@ -45,6 +47,7 @@ class Trust:
     config: VerifierConfig | None = None
     signature_configmaps: tuple[Mapping[str, Any], ...] = ()
     signature_stores: tuple[str, ...] | None = None  # spec.signatureStores: replace the release's stores
+    problem: str = ""  # the release's verifier ConfigMap cannot be used: every image is refused with this
 
 
 @dataclass(frozen=True)
@@ -86,14 +89,20 @@ def check_signature(image: str, version: str, force: bool, trust: Trust | None) 
     """(verified, accepted risks) for ``image``: verified against ``trust``'s verifier by the digest after its
     ``@``; a failure is a :class:`RetrieveError` unless ``force``, which records it as an accepted risk.  With no
     verifier (an install, a release without one) nothing is verified and nothing refused."""
-    if trust is None or trust.config is None:
+    if trust is None or (trust.config is None and not trust.problem):
         return False, ""
     _, at, digest = image.rpartition("@")
     try:
+        if trust.problem or trust.config is None:
+            raise VerificationFailed(trust.problem)
         if not at or not digest:
             raise VerificationFailed("release images that are not accessed via digest cannot be verified")
-        Verifier(trust.config, signature_configmaps=trust.signature_configmaps,
-                 signature_stores=trust.signature_stores).verify(digest)
+        verifier = Verifier(trust.config, signature_configmaps=trust.signature_configmaps,
+                            signature_stores=trust.signature_stores)
+        try:
+            verifier.verify(digest)
+        finally:
+            verifier.close()
     except VerificationFailed as err:
         if not force:
             raise RetrieveError(f"The update cannot be verified: {err}") from None
@@ -130,7 +139,10 @@ async def read_trust(cluster: Reader, current: Release | None, cv: Mapping[str, 
     ConfigMaps of ``openshift-config-managed`` and ``spec.signatureStores``."""
     if current is None:
         return Trust()
-    config = find_verifier_config(m.obj for m in current.manifests)
+    try:
+        config = find_verifier_config(m.obj for m in current.manifests)
+    except VerificationFailed as err:  # InvalidVerifierConfig: library-go's NewFromManifests refuses it
+        return Trust(problem=str(err))
     if config is None:
         return Trust()
     try:

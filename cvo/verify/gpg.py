@@ -1,89 +1,175 @@
-"""OpenPGP through GnuPG (python-gnupg over the ``gpg`` binary): checking a signed message against one keyring.
+"""OpenPGP through GnuPG (python-gnupg drives the ``gpg`` binary): import keyrings, verify and make
+signed messages.
 
-library-go ``pkg/verify/verify.go`` ``verifySignatureWithKeyring`` reads the message with
-``openpgp.ReadMessage``: it must be signed, by a key of the keyring, with a good signature that has not
-expired.  Here each keyring gets a throwaway GnuPG home holding only its keys (never the user's keyring),
-and ``gpg --decrypt`` of the opaque signed message (``gpg --sign``, as containers/image writes signatures)
-both returns the content and reports the signature: ``GOODSIG`` is required; ``EXPSIG``, ``EXPKEYSIG``,
-``REVKEYSIG``, ``BADSIG``, ``ERRSIG`` and ``NO_PUBKEY`` are refusals, each with its reason.
+library-go verifies with ``golang.org/x/crypto/openpgp`` (pkg/verify/verify.go
+``verifySignatureWithKeyring``); cvo asks GnuPG, as containers/image's ``mechanism_gpgme.go`` does.
+Verification runs in a throwaway GNUPGHOME holding only the configured public keys, with
+``--no-autostart`` (no gpg-agent: no secret key, no passphrase prompt can ever be involved) and
+``--max-output`` (a compressed message cannot expand past :data:`MAX_CONTENT`).  GnuPG refuses expired
+keys (``EXPKEYSIG``), expired signatures (``EXPSIG``), revoked keys and unknown keys (``NO_PUBKEY``).
 """
 
 from __future__ import annotations
 
-import logging
 import shutil
-import subprocess
 import tempfile
+import weakref
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import gnupg
 
-MAX_SIGNATURE_BYTES = 64 << 10
-# python-gnupg logs gpg's non-zero exits as warnings (an unknown key is one): the reasons reach the caller
-# as NotVerified instead, and nothing is printed behind cvo's own log
-logging.getLogger("gnupg").addHandler(logging.NullHandler())
-logging.getLogger("gnupg").propagate = False
+from cvo.log import get_logger
+from cvo.verify.errors import SignatureInvalid
+from cvo.verify.signature import MAX_CONTENT
+
+log = get_logger("cvo.verify.gpg")
+
+MAX_MESSAGE = 50 * 1024  # library-go pkg/verify/store/sigstore/sigstore.go reads at most 50 KiB of a signature
+# OpenPGP packet tags a signed message may start with (RFC 4880 §11.3): a signature (old style), a
+# one-pass signature, or compressed data (what ``gpg --sign`` writes).  Anything else (an encrypted
+# message, a key, armor, a clear-signed text) is not what a signature store serves.
+SIGNED_MESSAGE_TAGS = {2: "signature", 4: "one-pass signature", 8: "compressed data"}
+VERIFY_OPTIONS = ["--no-autostart", "--max-output", str(MAX_CONTENT), "--no-auto-key-retrieve",
+                  "--no-auto-key-locate", "--trust-model", "always"]
 
 
-class KeyringError(ValueError):
-    """A keyring that cannot be imported."""
+class GpgUnavailable(Exception):
+    """The ``gpg`` binary cannot be run."""
 
 
-class NotVerified(ValueError):
-    """A signed message this keyring does not verify; ``str()`` is the reason."""
+def open_gpg(home: Path, options: list[str]) -> Any:
+    """A ``gnupg.GPG`` on ``home`` (the binary is checked once here)."""
+    try:
+        return gnupg.GPG(gnupghome=str(home), options=options)
+    except (OSError, ValueError, RuntimeError) as err:
+        raise GpgUnavailable(f"cannot run gpg (GnuPG 2.2 or later is needed to verify signatures): {err}") from None
 
 
-class Keyring:
-    """The keys of one ``verifier-public-key-*`` in a GnuPG home of their own (remove with :meth:`close`)."""
+def packet_tag(message: bytes) -> int | None:
+    """The tag of the first OpenPGP packet of a binary message, None when the first byte is no packet."""
+    if not message or not message[0] & 0x80:
+        return None
+    first = message[0]
+    return first & 0x3F if first & 0x40 else (first >> 2) & 0x0F
 
-    def __init__(self, name: str, armored: str) -> None:
-        self.name = name
-        self.home = Path(tempfile.mkdtemp(prefix="cvo-keyring-"))
-        self._gpg = gnupg.GPG(gnupghome=str(self.home))
-        result = self._gpg.import_keys(armored)
-        self.fingerprints = frozenset(f.upper() for f in result.fingerprints or [])
-        if not self.fingerprints:
+
+@dataclass(frozen=True)
+class Signed:
+    """What a good signature vouches for: the signed bytes and the signing key."""
+
+    content: bytes
+    fingerprint: str         # the primary key's (a signature by a subkey counts for its primary key)
+    created: datetime | None
+
+
+class Keyrings:
+    """A throwaway GNUPGHOME holding each configured keyring's public keys.
+
+    ``fingerprints[name]`` are the primary fingerprints that keyring holds; a signature counts for
+    every keyring holding its key (library-go verifies it once per keyring, with the same result).
+    """
+
+    def __init__(self, keyrings: Mapping[str, str]) -> None:
+        self.home = Path(tempfile.mkdtemp(prefix="cvo-gnupg-"))
+        self._cleanup = weakref.finalize(self, shutil.rmtree, self.home, True)
+        try:
+            self._gpg = open_gpg(self.home, VERIFY_OPTIONS)
+            self.fingerprints = {name: self._import(name, data) for name, data in sorted(keyrings.items())}
+        except BaseException:
             self.close()
-            raise KeyringError(f"{name}: no OpenPGP public key could be read")
+            raise
 
-    def verify(self, signed: bytes) -> bytes:
-        """The content of ``signed`` when a key of this keyring made a good, unexpired signature of it."""
-        if len(signed) > MAX_SIGNATURE_BYTES:
-            raise NotVerified(f"the signature is over {MAX_SIGNATURE_BYTES} bytes")
-        result = self._gpg.decrypt(signed)
-        status = str(result.status or "")
-        # EXPKEYSIG/REVKEYSIG set key_status and valid=False; the VALIDSIG after them rewrites status
-        key_status = str(getattr(result, "key_status", None) or "")
-        if result.valid and not key_status and (result.fingerprint or "").upper() in self.fingerprints:
-            return bytes(result.data)
-        for reason in (key_status, status):
-            if "expired" in reason or "revoked" in reason:
-                raise NotVerified(reason.replace("signing key", "the signing key"))
-        if result.key_id and not result.valid and ("no public key" in status or status == ""):
-            raise NotVerified(f"signed by key {result.key_id}, which is not in the keyring")
-        if "bad signature" in status:
-            raise NotVerified("invalid signature")
-        if not result.key_id:
-            raise NotVerified("not signed")
-        raise NotVerified(f"signature error: {status or 'not verified'}")
+    def _import(self, name: str, data: str) -> frozenset[str]:
+        result = self._gpg.import_keys(data)
+        fingerprints = frozenset(f for f in result.fingerprints if f)
+        if result.sec_read:
+            raise ValueError("it holds a secret key")
+        if not fingerprints:
+            problems = sorted({r.get("text", "").strip() for r in result.results if "problem" in r}
+                              - {"", "No valid data found"})
+            raise ValueError("no OpenPGP public key found" + (f" ({'; '.join(problems)})" if problems else ""))
+        return fingerprints
 
     def close(self) -> None:
-        subprocess.run(["gpgconf", "--homedir", str(self.home), "--kill", "all"], capture_output=True,
-                       check=False, timeout=10)
-        shutil.rmtree(self.home, ignore_errors=True)
+        self._cleanup()
+
+    def __enter__(self) -> Keyrings:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def verify(self, message: bytes, now: datetime | None = None) -> Signed:
+        """The content of a signed message and its signer, or :class:`SignatureInvalid` worded as
+        library-go ``verifySignatureWithKeyring`` words it.  ``now``: judge expiry at that time
+        (``--faked-system-time``) instead of the system clock."""
+        if len(message) > MAX_MESSAGE:
+            raise SignatureInvalid(f"could not read the message: larger than {MAX_MESSAGE} bytes")
+        tag = packet_tag(message)
+        if tag not in SIGNED_MESSAGE_TAGS:
+            what = "no OpenPGP packet" if tag is None else f"an OpenPGP packet of tag {tag}"
+            raise SignatureInvalid(f"could not read the message: not a signed message (it starts with {what})")
+        extra = ["--faked-system-time", f"{int(now.timestamp())}!"] if now is not None else []
+        result = self._gpg.decrypt(message, extra_args=extra)
+        return _judge(result, self.fingerprints)
 
 
-def sign_message(content: bytes, key: str, gnupg_home: Path | None) -> bytes:
-    """``content`` as an opaque signed message (``gpg --sign``) by ``key`` of ``gnupg_home``'s keyring."""
-    gpg = gnupg.GPG(gnupghome=str(gnupg_home) if gnupg_home else None)
-    # gpg signs with its default key when --default-key names none: look the key up first, and check after
-    secret = {k["fingerprint"].upper() for k in gpg.list_keys(True, keys=[key])}
-    if not secret:
-        raise ValueError(f"gpg could not sign with {key!r}: no such secret key in "
-                         f"{gnupg_home or '$GNUPGHOME or ~/.gnupg'}")
-    if len(secret) > 1:
-        raise ValueError(f"gpg could not sign with {key!r}: it names {len(secret)} secret keys; give a fingerprint")
-    result = gpg.sign(content, keyid=next(iter(secret)), clearsign=False, detach=False, binary=True)
-    if not result.data or (result.fingerprint or "").upper() not in secret:
-        raise ValueError(f"gpg could not sign with {key!r}: {result.status or result.stderr.strip()[-200:]}")
-    return bytes(result.data)
+def _judge(result: Any, keyrings: Mapping[str, frozenset[str]]) -> Signed:
+    problems = [p.get("status", "") for p in result.problems]
+    content: bytes = result.data or b""
+    if len(content) >= MAX_CONTENT:
+        raise SignatureInvalid(f"could not read the message: its content is larger than {MAX_CONTENT} bytes")
+    if "no public key" in problems:
+        key = result.key_id or "?"
+        raise SignatureInvalid(f"invalid signature: signed by key {key}, which is in no keyring")
+    if "signing key has expired" in problems:
+        raise SignatureInvalid(f"signature error: the signing key {result.pubkey_fingerprint or result.key_id} has expired")
+    if "signing key was revoked" in problems:
+        raise SignatureInvalid(f"signature error: the signing key {result.pubkey_fingerprint or result.key_id} was revoked")
+    if "signature expired" in problems:
+        raise SignatureInvalid(f"signature expired (made {_date(result.sig_timestamp)})")
+    if "signature bad" in problems:
+        raise SignatureInvalid("signature error: bad signature")
+    if problems:
+        raise SignatureInvalid(f"signature error: {problems[0]}")
+    if not result.sig_info and not result.valid:
+        reason = _gpg_reason(result)
+        if reason == "not signed":
+            raise SignatureInvalid("not signed")
+        raise SignatureInvalid(f"could not read the message: {reason}")
+    if len(result.sig_info) != 1:
+        raise SignatureInvalid(f"invalid signature: {len(result.sig_info)} signatures in one message")
+    fingerprint = result.pubkey_fingerprint or result.fingerprint
+    if not result.valid or result.returncode != 0 or not fingerprint:
+        raise SignatureInvalid(f"invalid signature: {_gpg_reason(result)}")
+    if not any(fingerprint in fingerprints for fingerprints in keyrings.values()):
+        raise SignatureInvalid(f"invalid signature: signed by key {fingerprint}, which is in no keyring")
+    created = None
+    if result.sig_timestamp and str(result.sig_timestamp).isdigit():
+        created = datetime.fromtimestamp(int(result.sig_timestamp)).astimezone()
+    return Signed(content, fingerprint, created)
+
+
+def _date(timestamp: Any) -> str:
+    if timestamp and str(timestamp).isdigit():
+        return datetime.fromtimestamp(int(timestamp)).astimezone().isoformat(timespec="seconds")
+    return "at an unknown time"
+
+
+def _gpg_reason(result: Any) -> str:
+    """One line of what gpg said: its status, else its last ``gpg:`` message."""
+    lines = [line for line in (result.stderr or "").splitlines() if line.startswith("gpg: ")
+             and "faked system time" not in line]
+    if result.status and result.status not in ("signature valid", "decryption ok"):
+        reason = str(result.status)
+    elif lines:
+        reason = lines[-1].removeprefix("gpg: ")
+    else:
+        reason = "not signed"
+    if reason in ("no data was provided", "decryption ok"):
+        reason = "not signed" if result.data else "no valid OpenPGP data found"
+    return reason[:200]

@@ -1,143 +1,259 @@
-"""Verifying release digests with real GnuPG keys: the keyring rule, expired keys, stores over HTTP that 404,
-fail or never answer, the verifier ConfigMap's rules, signing into a store."""
+"""Verifier end to end: throwaway keys made by gpg, signatures written by cvo.verify.sign and read back from a
+file store, a real HTTP store on 127.0.0.1 and ConfigMaps; every refusal of the issue's bad-input list worded as
+library-go pkg/verify/verify.go ``releaseVerifier.Verify`` words it."""
 
 from __future__ import annotations
 
-import http.server
-import socket
-import subprocess
-import threading
-from collections.abc import Iterator
+import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
-from cvo.verify import ConfigError, VerificationFailed, Verifier, VerifierConfig, find_verifier_config, sign
-from cvo.verify.gpg import sign_message
-from cvo.verify.signature import signed_content
-from tests.support.signing import Key, make_key
-
-DIGEST = "sha256:" + "12" * 32
-OTHER = "sha256:" + "34" * 32
-
-
-@pytest.fixture(scope="module")
-def key(tmp_path_factory: pytest.TempPathFactory) -> Key:
-    return make_key(tmp_path_factory.mktemp("gpg") / "home", "releases <r@test.invalid>")
-
-
-def config(key: Key, *stores: str) -> VerifierConfig:
-    return VerifierConfig({"verifier-public-key-r": key.public}, tuple(stores), "configmap x/y")
-
-
-def test_a_signature_in_a_file_store_verifies_and_is_remembered(key: Key, tmp_path: Path) -> None:
-    written = sign(DIGEST, "quay.io/r", key.uid, tmp_path, gnupg_home=key.home)
-    assert written == tmp_path / f"sha256={DIGEST[7:]}" / "signature-1"
-    assert sign(DIGEST, "quay.io/r", key.uid, tmp_path, gnupg_home=key.home).name == "signature-2"  # next free N
-    verified = Verifier(config(key, f"file://{tmp_path}")).verify(DIGEST)
-    assert verified.keyrings == ("verifier-public-key-r",) and not verified.cached
-    written.unlink()
-    (tmp_path / f"sha256={DIGEST[7:]}" / "signature-2").unlink()
-    assert Verifier(config(key, f"file://{tmp_path}")).verify(DIGEST).cached  # nothing read the second time
+from cvo.verify import config as cfg
+from cvo.verify.errors import VerificationFailed
+from cvo.verify.sign import sign
+from cvo.verify.signature import signature_json
+from cvo.verify.verifier import Verifier
+from tests.support.gpgkeys import (
+    DAY,
+    DIGEST,
+    OTHER_DIGEST,
+    REFERENCE,
+    Keys,
+    closed_port_url,
+    gpg_sign,
+    put_signature,
+    signatures_configmap,
+    silent_server,
+    store_server,
+    verifier_configmap,
+)
 
 
-def test_an_expired_key_does_not_verify(tmp_path: Path) -> None:
-    """A key made (and used) in 2020 with a day's validity: its signature was good then, and is refused now."""
-    home = tmp_path / "old"
-    home.mkdir(mode=0o700)
-    fake = ["--faked-system-time", "20200101T000000"]
-    subprocess.run(["gpg", "--homedir", str(home), *fake, "--batch", "--passphrase", "", "--quick-gen-key",
-                    "old <old@test.invalid>", "ed25519", "sign", "1d"], check=True, capture_output=True)
-    public = subprocess.run(["gpg", "--homedir", str(home), "--armor", "--export"], check=True,
-                            capture_output=True, text=True).stdout
-    signed = subprocess.run(["gpg", "--homedir", str(home), "--faked-system-time", "20200101T120000", "--batch",
-                             "--sign"], input=signed_content(OTHER, "quay.io/r"), check=True,
-                            capture_output=True).stdout
-    store = tmp_path / "store" / f"sha256={OTHER[7:]}"
-    store.mkdir(parents=True)
-    (store / "signature-1").write_bytes(signed)
-    old = VerifierConfig({"verifier-public-key-old": public}, (f"file://{tmp_path / 'store'}",), "cm")
-    with pytest.raises(VerificationFailed, match="signature-1: the signing key has expired"):
-        Verifier(old).verify(OTHER)
+def config(keys: Keys, stores: list[str], *names: str) -> cfg.VerifierConfig:
+    return cfg.VerifierConfig.from_configmap(
+        verifier_configmap({n: keys.public(n) for n in (names or ("signer",))}, stores))
 
 
-@pytest.fixture
-def http_store(tmp_path: Path) -> Iterator[tuple[str, dict[str, int]]]:
-    """A real HTTP server on 127.0.0.1 serving ``tmp_path/served`` with one path answering 500."""
-    served = tmp_path / "served"
-    served.mkdir()
-    hits: dict[str, int] = {}
-
-    class Handler(http.server.SimpleHTTPRequestHandler):
-        def __init__(self, *args: object, **kwargs: object) -> None:
-            super().__init__(*args, directory=str(served), **kwargs)  # type: ignore[arg-type]
-
-        def do_GET(self) -> None:
-            hits[self.path] = hits.get(self.path, 0) + 1
-            if "broken" in self.path:
-                self.send_error(500)
-                return
-            super().do_GET()
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", hits
-    finally:
-        server.shutdown()
-        server.server_close()
+def refused(verifier: Verifier, digest: str = DIGEST) -> VerificationFailed:
+    with pytest.raises(VerificationFailed) as err:
+        verifier.verify(digest)
+    assert "\n" not in str(err.value)
+    return err.value
 
 
-def test_an_http_store_is_read_until_a_404(key: Key, tmp_path: Path, http_store: tuple[str, dict[str, int]]) -> None:
-    url, hits = http_store
-    digest = "sha256:" + "56" * 32  # verified nowhere else: the verifier remembers what it verified
-    sign(digest, "quay.io/r", key.uid, tmp_path / "served" / "sigs", gnupg_home=key.home)
-    assert Verifier(config(key, f"{url}/sigs")).verify(digest).keyrings == ("verifier-public-key-r",)
-    assert hits == {f"/sigs/sha256={digest[7:]}/signature-1": 1}
-    with pytest.raises(VerificationFailed, match=f"no signature of {OTHER} in {url}/sigs"):
-        Verifier(config(key, f"{url}/sigs")).verify(OTHER)
-    assert hits[f"/sigs/sha256={OTHER[7:]}/signature-1"] == 1  # the 404 ends the search
+def test_a_signature_written_by_sign_verifies_from_a_file_store(keys: Keys, store: Path) -> None:
+    path = sign(DIGEST, REFERENCE, keys.fingerprints["signer"], store, gnupg_home=keys.home)
+    assert path == store / f"sha256={DIGEST[7:]}" / "signature-1"
+    with Verifier(config(keys, [store.as_uri()])) as verifier:
+        verified = verifier.verify(DIGEST)
+    assert verified.digest == DIGEST and not verified.cached
+    by = verified.signed_by["verifier-public-key-signer"]
+    assert (by.fingerprint, by.source, by.docker_reference) == (keys.fingerprints["signer"], str(path), REFERENCE)
 
 
-def test_a_store_that_fails_or_never_answers_is_named(key: Key, http_store: tuple[str, dict[str, int]]) -> None:
-    url, _ = http_store
-    with pytest.raises(VerificationFailed, match=r"unable to retrieve signature from .*/broken/.*response status 500"):
-        Verifier(config(key, f"{url}/broken")).verify(OTHER)
-    silent = socket.socket()
-    silent.bind(("127.0.0.1", 0))
-    silent.listen(8)  # accepts connections (the kernel does), never reads or answers
-    try:
-        port = silent.getsockname()[1]
-        with pytest.raises(VerificationFailed, match=rf"unable to retrieve signature from http://127.0.0.1:{port}/.*"
-                                                     r"(timed out|Read timed out)"):
-            Verifier(config(key, f"http://127.0.0.1:{port}"), timeout=0.5).verify(OTHER)
-    finally:
-        silent.close()
+def test_a_real_http_store(keys: Keys, store: Path) -> None:
+    sign(DIGEST, REFERENCE, keys.fingerprints["signer"], store, gnupg_home=keys.home)
+    with store_server(store) as server, Verifier(config(keys, [server.url + "/"])) as verifier:
+        assert verifier.verify(DIGEST).signed_by["verifier-public-key-signer"].source == (
+            f"{server.url}/sha256={DIGEST[7:]}/signature-1")
+        assert server.requests == [f"/sha256={DIGEST[7:]}/signature-1"]
 
 
-def test_the_verifier_configmap_rules() -> None:
-    annotated = {"kind": "ConfigMap", "metadata": {"namespace": "openshift-config-managed", "name": "rv",
-                                                   "annotations": {"release.openshift.io/verification-config-map": ""}}}
-    key = "-----BEGIN PGP PUBLIC KEY BLOCK-----\n\nx\n-----END PGP PUBLIC KEY BLOCK-----\n"
-    assert find_verifier_config([{"kind": "ConfigMap", "data": {}}]) is None  # not annotated: no verifier
-    found = find_verifier_config([{**annotated, "data": {"store-b": " https://b/ ", "store-a": "file:///a",
-                                                         "verifier-public-key-k": key, "other": "ignored"}}])
-    assert found is not None and found.stores == ("file:///a", "https://b/") and list(found.keyrings) == [
-        "verifier-public-key-k"]
-    with pytest.raises(ConfigError, match="did not provide any signature stores"):
-        find_verifier_config([{**annotated, "data": {"verifier-public-key-k": key}}])
-    with pytest.raises(ConfigError, match="did not provide any GPG public keys"):
-        find_verifier_config([{**annotated, "data": {"store-a": "file:///a"}}])
-    with pytest.raises(ConfigError, match="invalid key 'store-a': must be a valid URL with scheme file://"):
-        find_verifier_config([{**annotated, "data": {"store-a": "ftp://a", "verifier-public-key-k": key}}])
+def test_signatures_from_configmaps_come_first(keys: Keys, store: Path) -> None:
+    signed = gpg_sign(keys, "signer", signature_json(DIGEST, REFERENCE))
+    cms = [signatures_configmap(DIGEST, [b"junk", signed]),
+           {**signatures_configmap(DIGEST, [signed], "elsewhere"), "metadata": {"name": "x", "namespace": "default",
+            "labels": {"release.openshift.io/verification-signatures": ""}}}]
+    with store_server(store) as server, Verifier(config(keys, [server.url]), signature_configmaps=cms) as verifier:
+        by = verifier.verify(DIGEST).signed_by["verifier-public-key-signer"]
+        assert by.source == f"config map openshift-config-managed/sha256-{DIGEST[7:]} key sha256-{DIGEST[7:]}-2"
+        assert server.requests == []
 
 
-def test_signing_needs_a_key_that_exists(key: Key, tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match=r"gpg could not sign with 'nobody@test\.invalid': no such secret key"):
-        sign_message(b"x", "nobody@test.invalid", key.home)
-    with pytest.raises(ValueError, match="is not a sha256 digest"):
-        sign("sha256:12", "quay.io/r", key.uid, tmp_path, gnupg_home=key.home)
+def test_an_unsigned_image_is_refused_naming_the_store(keys: Keys, store: Path) -> None:
+    with Verifier(config(keys, [store.as_uri()])) as verifier:
+        err = refused(verifier)
+    assert err.message.startswith(f"unable to verify {DIGEST} against keyrings: verifier-public-key-signer (")
+    assert f"{store.as_uri()}: no signature for {DIGEST}" in err.message
+
+
+def test_a_store_that_404s(keys: Keys, store: Path) -> None:
+    with store_server(store) as server, Verifier(config(keys, [server.url])) as verifier:
+        err = refused(verifier)
+    assert f"{server.url}: no signature for {DIGEST} ({server.url}/sha256={DIGEST[7:]}/signature-1: 404 Not Found)" \
+        in err.message
+
+
+def test_a_store_that_never_answers_times_out(keys: Keys, store: Path) -> None:
+    sign(DIGEST, REFERENCE, keys.fingerprints["signer"], store, gnupg_home=keys.home)
+    with silent_server() as url:
+        verifier = Verifier(config(keys, [url, store.as_uri()]), timeout=0.5)
+        start = time.monotonic()
+        err = refused(verifier, OTHER_DIGEST)
+        assert time.monotonic() - start < 5
+        assert f"{url}: timed out after 0.5s reading {url}/sha256={OTHER_DIGEST[7:]}/signature-1" in err.message
+        # one slow store does not hide the others while the time lasts
+        verifier.timeout = 30
+        assert verifier.verify(DIGEST).signed_by
+        verifier.close()
+
+
+def test_a_store_that_refuses_connections_or_fails(keys: Keys, store: Path) -> None:
+    url = closed_port_url()
+    with store_server(store) as server, Verifier(config(keys, [url, server.url])) as verifier:
+        server.faults["signature-1"] = 500
+        err = refused(verifier)
+    assert f"{url}: unable to retrieve signature from {url}/sha256={DIGEST[7:]}/signature-1: connection refused" \
+        in err.message
+    assert f"{server.url}: unable to retrieve signature from {server.url}/sha256={DIGEST[7:]}/signature-1: " \
+        "response status 500" in err.message
+
+
+def test_a_signature_for_another_digest(keys: Keys, store: Path) -> None:
+    put_signature(store, DIGEST, 1, gpg_sign(keys, "signer", signature_json(OTHER_DIGEST, REFERENCE)))
+    with Verifier(config(keys, [store.as_uri()])) as verifier:
+        assert "signature-1: signature digest does not match" in refused(verifier).message
+
+
+def test_a_signature_by_an_unknown_key(keys: Keys, store: Path) -> None:
+    put_signature(store, DIGEST, 1, gpg_sign(keys, "stranger", signature_json(DIGEST, REFERENCE)))
+    with Verifier(config(keys, [store.as_uri()])) as verifier:
+        assert "signature-1: invalid signature: signed by key " in refused(verifier).message
+
+
+def test_a_signature_with_an_unknown_field(keys: Keys, store: Path) -> None:
+    data = signature_json(DIGEST, REFERENCE).replace(b'"optional":{', b'"optional":{"policy":"none"')
+    put_signature(store, DIGEST, 1, gpg_sign(keys, "signer", data))
+    with Verifier(config(keys, [store.as_uri()])) as verifier:
+        assert 'signature-1: the signature is not valid JSON: unknown field "optional.policy"' in refused(verifier).message
+
+
+def test_a_signature_by_an_expired_key(keys: Keys, store: Path) -> None:
+    # made 10 days ago by a key valid for one day: a good signature then, refused now
+    put_signature(store, DIGEST, 1, gpg_sign(keys, "expired", signature_json(DIGEST, REFERENCE),
+                                             faked_time=int(time.time()) - 10 * DAY + 60))
+    with Verifier(config(keys, [store.as_uri()], "expired")) as verifier:
+        message = refused(verifier).message
+    assert f"signature error: the signing key {keys.fingerprints['expired']} has expired" in message
+
+
+def test_an_expired_signature(keys: Keys, store: Path) -> None:
+    put_signature(store, DIGEST, 1, gpg_sign(keys, "old", signature_json(DIGEST, REFERENCE), "--default-sig-expire",
+                                             "1d", faked_time=int(time.time()) - 3 * DAY))
+    with Verifier(config(keys, [store.as_uri()], "old")) as verifier:
+        assert "signature-1: signature expired (made " in refused(verifier).message
+
+
+def test_expiry_is_judged_on_the_injected_clock(keys: Keys, store: Path) -> None:
+    sign(DIGEST, REFERENCE, keys.fingerprints["signer"], store, gnupg_home=keys.home)
+
+    class Later:
+        def now(self) -> datetime:
+            return datetime.now(UTC) + timedelta(days=400)   # the signer's key expires after a year
+
+    with Verifier(config(keys, [store.as_uri()]), clock=Later()) as verifier:
+        assert "has expired" in refused(verifier).message
+
+
+def test_every_keyring_must_sign(keys: Keys, store: Path) -> None:
+    sign(DIGEST, REFERENCE, keys.fingerprints["signer"], store, gnupg_home=keys.home)
+    two = config(keys, [store.as_uri()], "signer", "second")
+    with Verifier(two) as verifier:
+        err = refused(verifier)
+        assert err.message.startswith(f"unable to verify {DIGEST} against keyrings: verifier-public-key-second (")
+        sign(DIGEST, REFERENCE, keys.fingerprints["second"], store, gnupg_home=keys.home)
+        assert sorted(verifier.verify(DIGEST).signed_by) == ["verifier-public-key-second", "verifier-public-key-signer"]
+
+
+def test_a_keyring_of_several_keys_needs_one_of_them(keys: Keys, store: Path) -> None:
+    cm = verifier_configmap({"both": keys.public("signer", "second")}, [store.as_uri()])
+    sign(DIGEST, REFERENCE, keys.fingerprints["second"], store, gnupg_home=keys.home)
+    with Verifier(cfg.VerifierConfig.from_configmap(cm)) as verifier:
+        assert verifier.verify(DIGEST).signed_by["verifier-public-key-both"].fingerprint == keys.fingerprints["second"]
+
+
+def test_later_signatures_are_read_until_one_verifies(keys: Keys, store: Path) -> None:
+    put_signature(store, DIGEST, 1, b"not a signature")
+    put_signature(store, DIGEST, 2, gpg_sign(keys, "stranger", signature_json(DIGEST, REFERENCE)))
+    path = sign(DIGEST, REFERENCE, keys.fingerprints["signer"], store, gnupg_home=keys.home)
+    assert path.name == "signature-3"
+    with Verifier(config(keys, [store.as_uri()])) as verifier:
+        assert verifier.verify(DIGEST).signed_by["verifier-public-key-signer"].source == str(path)
+
+
+def test_signature_stores_of_the_clusterversion_replace_the_configmaps(keys: Keys, store: Path, tmp_path: Path) -> None:
+    sign(DIGEST, REFERENCE, keys.fingerprints["signer"], store, gnupg_home=keys.home)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    with store_server(elsewhere) as server:
+        with Verifier(config(keys, [store.as_uri()]), signature_stores=[server.url]) as verifier:
+            message = refused(verifier).message
+        assert message.endswith("; ClusterVersion spec.signatureStores exhausted without finding a valid signature)")
+        assert store.as_uri() not in message
+        with Verifier(config(keys, [server.url]), signature_stores=[store.as_uri()]) as verifier:
+            assert verifier.verify(DIGEST).signed_by
+        assert server.requests == [f"/sha256={DIGEST[7:]}/signature-1"]
+    with Verifier(config(keys, [store.as_uri()]), signature_stores=[]) as verifier:
+        assert "ClusterVersion spec.signatureStores is an empty array. Unset signatureStores entirely" in \
+            refused(verifier).message
+
+
+def test_verified_digests_are_cached(keys: Keys, store: Path) -> None:
+    path = sign(DIGEST, REFERENCE, keys.fingerprints["signer"], store, gnupg_home=keys.home)
+    with Verifier(config(keys, [store.as_uri()])) as verifier:
+        first = verifier.verify(DIGEST)
+        signed = path.read_bytes()
+        path.unlink()
+        again = verifier.verify(DIGEST)
+        assert again.cached and again.signed_by == first.signed_by
+        assert verifier.signatures() == {DIGEST: (signed,)}
+        refused(verifier, OTHER_DIGEST)           # a failure is not cached, nor a success for another digest
+
+
+def test_the_cache_keeps_the_64_most_recent(keys: Keys, store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from cvo.verify import verifier as module
+
+    monkeypatch.setattr(module, "MAX_CACHE", 2)
+    digests = [f"sha256:{i:064x}" for i in range(3)]
+    for d in digests:
+        sign(d, REFERENCE, keys.fingerprints["signer"], store, gnupg_home=keys.home)
+    with Verifier(config(keys, [store.as_uri()])) as verifier:
+        for d in digests:
+            verifier.verify(d)
+        assert list(verifier.signatures()) == digests[1:]
+
+
+@pytest.mark.parametrize(("digest", "message"), [
+    ("", "release images that are not accessed via digest cannot be verified"),
+    ("!sha256:" + "a" * 64, 'the provided release image digest has an invalid format: "!sha256:'),
+    ("sha256:" + "a" * 64 + ":", "the provided release image digest has an invalid format: "),
+])
+def test_digests_that_cannot_be_verified(keys: Keys, store: Path, digest: str, message: str) -> None:
+    with Verifier(config(keys, [store.as_uri()])) as verifier:
+        assert refused(verifier, digest).message.startswith(message)
+
+
+def test_a_verifier_without_keyrings_is_misconfigured(store: Path) -> None:
+    with Verifier(cfg.VerifierConfig({}, (store.as_uri(),))) as verifier:
+        assert refused(verifier).message == "the release verifier is incorrectly configured, unable to verify digests"
+
+
+def test_the_verifier_describes_itself(keys: Keys, store: Path) -> None:
+    with Verifier(config(keys, [store.as_uri()])) as verifier:
+        assert str(verifier) == ("All release image digests must have GPG signatures from verifier-public-key-signer"
+                                 " - will check for signatures in containers/image format at config maps in "
+                                 "openshift-config-managed with label 'release.openshift.io/verification-signatures'"
+                                 f", {store.as_uri()}")
+
+
+def test_the_gnupg_home_is_private_and_removed(keys: Keys, store: Path) -> None:
+    sign(DIGEST, REFERENCE, keys.fingerprints["signer"], store, gnupg_home=keys.home)
+    verifier = Verifier(config(keys, [store.as_uri()]))
+    verifier.verify(DIGEST)
+    assert verifier._keyrings is not None
+    home = verifier._keyrings.home
+    assert home.is_dir() and home != keys.home and not (home / "S.gpg-agent").exists()
+    verifier.close()
+    assert not home.exists()
