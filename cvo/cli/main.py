@@ -55,6 +55,10 @@ Examples:
   cvo upgrade --to payloads/demo-4.17.0 --operators payloads/demo-operators.yaml
   cvo status
 
+  # Releases as images: build one, describe it, upgrade to it by digest (docs/images.md)
+  cvo release new --from-dir payloads/demo-4.16.3 --to oci:releases:4.16.3
+  cvo release info oci:releases:4.16.3
+
   # Every command's own examples
   cvo install --help
 """

@@ -59,18 +59,21 @@ middle of an update retargets it), and once complete re-applies the release ever
 repairing drift.  It never exits on API errors: it reports them in conditions and logs and retries
 with the CVO's back-off.
 
-Releases are directories: spec.desiredUpdate.image file://DIR, or spec.desiredUpdate.version looked
-up in the --releases catalogue (its sub-directories, by release-metadata version).  A desired release
-that cannot be found is reported as ReleaseAccepted=False (reason RetrievePayload), and the
-controller keeps running.
+Releases are images, as on OpenShift: spec.desiredUpdate.image a pull spec (REGISTRY/REPO@sha256:...,
+oci:DIR), pulled with the registry flags and the cluster's pull secret (openshift-config/pull-secret),
+and verified against the running release's keys as the CVO verifies them (docs/images.md).  Directories
+work too: spec.desiredUpdate.image file://DIR, or spec.desiredUpdate.version looked up in the
+--releases catalogue (its sub-directories, by release-metadata version).  A desired release that
+cannot be pulled, verified or found is reported as ReleaseAccepted=False (reason RetrievePayload),
+and the controller keeps running.
 
 Replicas elect a leader on the Lease openshift-cluster-version/version (coordination.k8s.io/v1) with
 client-go's rules; only the leader writes, and one that loses the lease stops writing at once.
 Every replica serves /healthz, /readyz and /metrics (the CVO's metric names) on --listen.
 
-Set the target with 'cvo upgrade --to DIR' (which only sets spec.desiredUpdate and follows the status
-while a controller holds the lease) or 'kubectl patch clusterversion version --type merge -p
-{"spec":{"desiredUpdate":{"image":"file:///releases/4.17.0"}}}'.
+Set the target with 'cvo upgrade --to-image IMAGE' or '--to DIR' (which only set spec.desiredUpdate and
+follow the status while a controller holds the lease) or 'kubectl patch clusterversion version --type
+merge -p {"spec":{"desiredUpdate":{"image":"quay.example.com/ocp/release@sha256:..."}}}'.
 
 Backends: the embedded cluster (--state FILE, shared by processes; its simulated operators run in the
 leader; the clock runs at --speed, default real time), a kubeconfig (--kubeconfig/--context), or the
@@ -89,8 +92,11 @@ Examples:
   # Updates asked for by version alone are looked up in a directory of releases
   cvo run --release payloads/demo-4.16.0 --releases payloads
 
-  # In a pod, with its service account; metrics on another port
-  cvo run --in-cluster --releases /releases --listen 0.0.0.0:9100
+  # Its own release as an image; updates are pulled from the registry spec.desiredUpdate.image names
+  cvo run --release oci:releases:4.16.0
+
+  # In a pod, with its service account, pulling from a plain-HTTP registry; metrics on another port
+  cvo run --in-cluster --release kind-registry:5000/cvo/release:4.16.0 --insecure-registry --listen 0.0.0.0:9100
 """
 
 
