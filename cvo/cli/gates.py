@@ -30,8 +30,14 @@ def update_kind(current: str, target: str) -> str:
     return "patch update" if tgt > cur else "re-target"
 
 
-def _override_hint(kind: str, who: tuple[str, ...], release_dir: Path) -> str:
-    force = f"cvo upgrade --to {shlex.quote(str(release_dir))} --force"
+def upgrade_target(release_dir: Path, image: str | None) -> str:
+    """How ``cvo upgrade`` names the target again in a hint: ``--to-image IMAGE`` for an image (not the cache
+    directory it was pulled into), else ``--to DIR``."""
+    return f"--to-image {shlex.quote(image)}" if image else f"--to {shlex.quote(str(release_dir))}"
+
+
+def _override_hint(kind: str, who: tuple[str, ...], to: str) -> str:
+    force = f"cvo upgrade {to} --force"
     if kind == CONDITIONS_TYPE:
         return "; ".join(
             f"cvo override {name} Upgradeable=True --reason AdminAcknowledged --message {shlex.quote('upgrade reviewed')}"
@@ -49,7 +55,7 @@ def _state(check: Preflight, blocking: bool) -> str:
     return "BLOCKED" if blocking and not check.verdict.forced else "WARNING"
 
 
-def verdict_data(check: Preflight, target: Release, release_dir: Path) -> dict[str, Any]:
+def verdict_data(check: Preflight, target: Release, to: str) -> dict[str, Any]:
     """What :func:`print_verdict` prints, as the document of ``-o json|yaml``: every check's result (``pass``,
     ``blocked`` or ``warning``), who blocks minor and major updates and how to override each, and the verdict
     (``blocked``, ``proceed-with-warnings`` or ``proceed``) with, when blocked, the ``ReleaseAccepted=False``
@@ -76,7 +82,7 @@ def verdict_data(check: Preflight, target: Release, release_dir: Path) -> dict[s
         "update": update_kind(check.current, target.version),
         "preconditions": preconditions,
         "blockers": [{"type": b.type, "who": list(b.who), "reason": b.reason, "message": b.message,
-                      "override": _override_hint(b.type, b.who, release_dir)} for b in check.blockers],
+                      "override": _override_hint(b.type, b.who, to)} for b in check.blockers],
         "blocked": blocked,
         "forced": check.verdict.forced,
         "verdict": "blocked" if blocked else "proceed-with-warnings" if check.verdict.errors else "proceed",
@@ -86,7 +92,7 @@ def verdict_data(check: Preflight, target: Release, release_dir: Path) -> dict[s
     }
 
 
-def print_verdict(check: Preflight, target: Release, release_dir: Path) -> None:
+def print_verdict(check: Preflight, target: Release, to: str) -> None:
     print(f"Upgrade from {check.current} to {target.version} ({update_kind(check.current, target.version)})")
     print("\nPreconditions:")
     by_name = {e.name: e for e in check.verdict.errors}
@@ -108,7 +114,7 @@ def print_verdict(check: Preflight, target: Release, release_dir: Path) -> None:
             print(f"    reason:   {b.reason}")
             for i, line in enumerate(b.message.splitlines()):
                 print(f"    {'message:' if i == 0 else '':<9} {line}")
-            print(f"    override: {_override_hint(b.type, b.who, release_dir)}")
+            print(f"    override: {_override_hint(b.type, b.who, to)}")
     else:
         print("\nNothing blocks minor or major updates (no Upgradeable=False anywhere).")
     if check.verdict.blocked:

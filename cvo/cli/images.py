@@ -110,4 +110,4 @@ def check_image(spec: str, flag: str) -> None:
     try:
         parse_image(spec)
     except ImageError as err:
-        raise UsageError(f"{flag}: {err}") from None
+        raise UsageError(f"{flag}: {err}" if flag.startswith("--") else str(err)) from None

@@ -611,9 +611,10 @@ def _dry_run(cmd: SweepCommand, upgrade: UpgradeFlags, target: Release, target_d
     """``cvo upgrade --dry-run``: every gate, from a cluster only read (saved objects too), then exit 0 if the
     upgrade would start, 1 if it is blocked.  The current release is not needed (saved objects may name any
     image)."""
-    from cvo.cli.gates import print_verdict, verdict_data
+    from cvo.cli.gates import print_verdict, upgrade_target, verdict_data
     from cvo.runner.upgrade import preflight
 
+    to = upgrade_target(target_dir, cmd.payload.image)
     if not wants_live_display(cmd.output.log_format):  # as a sweep configures it
         configure(cmd.output.log_format, max(cmd.output.verbose, 1), details=cmd.output.verbose >= 1)
     clock, run_loop = backend_clock(cmd.cluster)
@@ -624,9 +625,9 @@ def _dry_run(cmd: SweepCommand, upgrade: UpgradeFlags, target: Release, target_d
                 return _already_there(cmd.output, target)
             verdict = await preflight(reader.steady, target, upgrade.force, clock.now())
         if is_structured(cmd.output.format):
-            sys.stdout.write(dump(verdict_data(verdict, target, target_dir), cmd.output.format))
+            sys.stdout.write(dump(verdict_data(verdict, target, to), cmd.output.format))
         else:
-            print_verdict(verdict, target, target_dir)
+            print_verdict(verdict, target, to)
         return EXIT_FAILED if verdict.verdict.blocked else EXIT_OK
 
     try:
