@@ -145,14 +145,18 @@ class Releases:
         return release
 
     async def prepare_trust(self, cluster: Reader, cv: Mapping[str, Any] | None) -> None:
-        """Before a decision that may pull ``spec.desiredUpdate.image``: read what verifies it (the release the
-        cluster runs, its signature ConfigMaps, ``spec.signatureStores``) into :attr:`trust`."""
+        """Before a decision that may pull: the cluster's pull secret for the retriever, and for
+        ``spec.desiredUpdate.image`` what verifies it (the release the cluster runs, its signature ConfigMaps,
+        ``spec.signatureStores``) into :attr:`trust`."""
+        if self.retriever is None:
+            return
+        # every pull the decision may make (the controller's own release too) uses the cluster's pull secret
+        self.retriever.use_pull_secret(await read_pull_secret(cluster))
         desired = Desired.of(dig(cv or {}, "spec", "desiredUpdate"))
         running = dig(cv or {}, "status", "desired", "image")
-        if (self.retriever is None or desired is None or not looks_like_image(desired.image)
-                or desired.image == running or desired.image in self._cache):
+        if desired is None or not looks_like_image(desired.image) or desired.image == running or (
+                desired.image in self._cache):
             return
-        self.retriever.use_pull_secret(await read_pull_secret(cluster))
         current = None
         if isinstance(running, str) and running:
             try:
