@@ -164,6 +164,14 @@ def _list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
+def _check_version_name(key: str) -> None:
+    """A component's name in ``io.openshift.build.versions`` and its display names (oc's ``parseComponentVersionsLabel``)."""
+    if len(key) < 2:
+        raise ValueError(f'the version name "{key}" must be at least 2 characters')
+    if not _VERSION_KEY.match(key):
+        raise ValueError(f'the version name "{key}" must only be ASCII alphanumerics and internal hyphens')
+
+
 def parse_component_versions(label: str, display_names: str) -> dict[str, ComponentVersion]:
     """image_mapper.go ``parseComponentVersionsLabel``; :class:`ValueError` with oc's message."""
     label = label.strip()
@@ -176,10 +184,7 @@ def parse_component_versions(label: str, display_names: str) -> dict[str, Compon
             key, eq, value = pair.partition("=")
             if not eq:
                 raise ValueError(f'the display name pair "{pair}" must be NAME=DISPLAYNAME')
-            if len(key) < 2:
-                raise ValueError(f'the version name "{key}" must be at least 2 characters')
-            if not _VERSION_KEY.match(key):
-                raise ValueError(f'the version name "{key}" must only be ASCII alphanumerics and internal hyphens')
+            _check_version_name(key)
             if not _DISPLAY_NAME.match(value):
                 raise ValueError(f'the display name "{value}" must only be alphanumerics, spaces, and symbols in '
                                  "[().:-]")
@@ -190,10 +195,7 @@ def parse_component_versions(label: str, display_names: str) -> dict[str, Compon
         key, eq, value = pair.partition("=")
         if not eq:
             raise ValueError(f'the version pair "{pair}" must be NAME=VERSION')
-        if len(key) < 2:
-            raise ValueError(f'the version name "{key}" must be at least 2 characters')
-        if not _VERSION_KEY.match(key):
-            raise ValueError(f'the version name "{key}" must only be ASCII alphanumerics and internal hyphens')
+        _check_version_name(key)
         try:
             version = semver.parse(value)
         except semver.SemverError as err:

@@ -7,6 +7,7 @@ repository names); a registry that cannot start FAILS the tests that need it, wi
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -42,3 +43,11 @@ def token_registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Registr
     with Registry(tmp_path_factory.mktemp("registry-token"), tls=True, users=USERS, token=True,
                   anonymous_actions=("pull",)) as registry:
         yield registry
+
+
+@pytest.fixture
+def target(tmp_path: Path) -> Path:
+    """The empty directory an extraction writes into."""
+    path = tmp_path / "tree"
+    path.mkdir()
+    return path

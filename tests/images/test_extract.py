@@ -28,13 +28,6 @@ from tests.support.layers import (
 )
 
 
-@pytest.fixture
-def target(tmp_path: Path) -> Path:
-    path = tmp_path / "tree"
-    path.mkdir()
-    return path
-
-
 def extract(target: Path, *blobs: Blob, limits: ExtractLimits | None = None) -> ExtractStats:
     return extract_layers(IMAGE, [blob.pair() for blob in blobs], target, limits or ExtractLimits())
 

@@ -32,13 +32,6 @@ from tests.support.layers import (
 )
 
 
-@pytest.fixture
-def target(tmp_path: Path) -> Path:
-    path = tmp_path / "tree"
-    path.mkdir()
-    return path
-
-
 def refused(target: Path, *blobs: Blob, limits: ExtractLimits | None = None) -> str:
     """The one-line message extraction of ``blobs`` is refused with; nothing was written beside ``target``."""
     with pytest.raises(ImageError) as err:
