@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test test-fast lint typecheck bench fuzz clean browser registry-tools
+.PHONY: demo test test-fast lint typecheck bench fuzz clean browser registry-tools monitoring-tools
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -33,13 +33,18 @@ browser:
 registry-tools:
 	sh hack/install-registry.sh
 
+## make monitoring-tools: Debian's prometheus and promtool for the update-graph, risk and alerting-rule tests,
+## installed when missing
+monitoring-tools:
+	sh hack/install-prometheus.sh
+
 ## make test: lint the code (ruff, mypy) and run the whole test suite
-test: $(STAMP) browser registry-tools lint
+test: $(STAMP) browser registry-tools monitoring-tools lint
 	$(BIN)/pytest -q
 
 ## make test-fast: lint, then every test but the real API server's (tests/e2e and the others marked e2e) and
 ## the browser's (tests/report/test_report_browser.py), over 4 worker processes (see pytest-xdist in pyproject.toml)
-test-fast: $(STAMP) registry-tools lint
+test-fast: $(STAMP) registry-tools monitoring-tools lint
 	$(BIN)/pytest -q -n 4 -m "not e2e" --ignore=tests/e2e --ignore=tests/report/test_report_browser.py
 
 ## make lint: ruff, and mypy strict on cvo/ (configured in pyproject.toml)
@@ -59,7 +64,7 @@ fuzz: $(STAMP)
 	$(BIN)/python tests/support/fuzz_main.py --seconds $(FUZZ_SECONDS) --out $(FUZZ_OUT)
 
 ## make bench: run the benchmarks and rewrite docs/benchmarks.md
-bench: $(STAMP) browser registry-tools
+bench: $(STAMP) browser registry-tools monitoring-tools
 	$(BIN)/python bench/run.py --output docs/benchmarks.md
 
 clean:

@@ -90,12 +90,19 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+# ``cvo upgrade WORD …`` -> the command ``upgrade-WORD``, as oc's ``oc adm upgrade status|channel|accept|recommend``
+UPGRADE_VIEWS = ("status", "channel", "accept", "recommend", "path", "ack")
+
+
 def _aliased(argv: list[str]) -> list[str]:
-    """``cvo upgrade status …`` is the command ``upgrade-status``: ``upgrade`` itself takes no positional
-    argument (its release is ``--to DIR``), so ``status`` right after it can only mean the view."""
+    """``cvo upgrade status …`` is the command ``upgrade-status`` (and so for :data:`UPGRADE_VIEWS`):
+    ``upgrade`` itself takes no positional argument (its release is ``--to``), so one of those words right
+    after it can only mean the view."""
     command = next((i for i, a in enumerate(argv) if a in COMMANDS), None)
-    if command is not None and argv[command] == "upgrade" and argv[command + 1:command + 2] == ["status"]:
-        return [*argv[:command], "upgrade-status", *argv[command + 2:]]
+    if command is not None and argv[command] == "upgrade":
+        word = argv[command + 1] if command + 1 < len(argv) else ""
+        if word in UPGRADE_VIEWS and f"upgrade-{word}" in COMMANDS:
+            return [*argv[:command], f"upgrade-{word}", *argv[command + 2:]]
     return argv
 
 

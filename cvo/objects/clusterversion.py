@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from cvo.objects.base import Kind, Object, crd
-from cvo.objects.condition import Condition, find
+from cvo.objects.condition import Condition, MetaCondition, find
 from cvo.objects.times import Time
 from cvo.objects.view import View
 
@@ -24,6 +24,40 @@ class Release(View):
     image: str = ""
     url: str = ""
     channels: tuple[str, ...] = ()
+    architecture: str = ""
+
+
+@dataclass(frozen=True)
+class PromQLRule(View):
+    promql: str = ""
+
+
+@dataclass(frozen=True)
+class MatchingRule(View):
+    """A ``ClusterCondition``: when a risk applies (``Always``, or ``PromQL`` with its query)."""
+
+    type: str = ""
+    promql: PromQLRule | None = None
+
+
+@dataclass(frozen=True)
+class ConditionalUpdateRisk(View):
+    url: str = ""
+    name: str = ""
+    message: str = ""
+    matching_rules: tuple[MatchingRule, ...] = ()
+
+
+@dataclass(frozen=True)
+class ConditionalUpdate(View):
+    """An entry of ``status.conditionalUpdates``: a release, its risks, and its ``Recommended`` condition."""
+
+    release: Release = field(default_factory=Release)
+    risks: tuple[ConditionalUpdateRisk, ...] = ()
+    conditions: tuple[MetaCondition, ...] = ()
+
+    def condition(self, type_: str) -> MetaCondition | None:
+        return find(self.conditions, type_)
 
 
 @dataclass(frozen=True)
@@ -91,6 +125,7 @@ class ClusterVersionStatus(View):
     capabilities: CapabilitiesStatus = field(default_factory=CapabilitiesStatus)
     conditions: tuple[Condition, ...] = ()
     available_updates: tuple[Release, ...] = ()
+    conditional_updates: tuple[ConditionalUpdate, ...] = ()
 
     def condition(self, type_: str) -> Condition | None:
         return find(self.conditions, type_)

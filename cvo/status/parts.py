@@ -22,9 +22,10 @@ from cvo.gates.upgradeable import Blocker, apply_upgradeable, blockers
 from cvo.payload.conditions import set_condition
 from cvo.payload.fields import dig
 from cvo.status.clusterversion import SyncStatus, update_cluster_version_status
+from cvo.updates.model import Updates
 
 # The order parts are applied in; each later one owns fields the earlier ones keep.
-SLOTS = ("sync", "upgradeable", "accepted")
+SLOTS = ("sync", "updates", "upgradeable", "accepted")
 
 
 class StatusPart(Protocol):
@@ -46,6 +47,40 @@ class Sync:
         generation = dig(cv, "metadata", "generation")
         sync = dataclasses.replace(self.status, generation=generation if isinstance(generation, int) else None)
         return update_cluster_version_status(status, sync, now)
+
+
+@dataclass(frozen=True)
+class AvailableUpdates:
+    """What the update graph offers (``syncAvailableUpdates`` in pkg/cvo/availableupdates.go):
+    ``availableUpdates``, ``conditionalUpdates`` and ``RetrievedUpdates``; written only while the
+    ClusterVersion's upstream and channel are still those it was computed for (``NeedsUpdate``)."""
+
+    slot: ClassVar[str] = "updates"
+    updates: Updates
+    gated: bool = False  # the ClusterUpdateAcceptRisks family: riskNames, conditionalUpdateRisks
+
+    def apply(self, status: dict[str, Any], cv: Mapping[str, Any], now: datetime) -> dict[str, Any]:
+        spec = cv.get("spec") if isinstance(cv.get("spec"), Mapping) else {}
+        upstream = spec.get("upstream") if isinstance(spec, Mapping) else None
+        channel = spec.get("channel") if isinstance(spec, Mapping) else None
+        if (upstream or "") != self.updates.upstream or (channel or "") != self.updates.channel:
+            return status
+        new = dict(status)
+        available = self.updates.available
+        new["availableUpdates"] = None if available is None else [r.to_json() for r in available]
+        if self.updates.conditional:
+            new["conditionalUpdates"] = [c.to_json(self.gated) for c in self.updates.conditional]
+        else:
+            new.pop("conditionalUpdates", None)
+        if self.gated and self.updates.risks:
+            new["conditionalUpdateRisks"] = [r.to_json(with_conditions=True) for r in self.updates.risks]
+        else:
+            new.pop("conditionalUpdateRisks", None)
+        conditions = [dict(c) for c in status.get("conditions") or [] if isinstance(c, dict)]
+        retrieved = self.updates.retrieved
+        set_condition(conditions, "RetrievedUpdates", retrieved.status, retrieved.reason, retrieved.message, now)
+        new["conditions"] = conditions
+        return new
 
 
 @dataclass(frozen=True)

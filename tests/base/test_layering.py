@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[2] / "cvo"
 SHARED = {"cvo", "cvo.log", "cvo.clock", "cvo.__main__"}
 # package -> rank; a module may import packages of a lower or equal rank (equal: only its own package,
 # except where ALSO allows siblings).
-RANK = {"cvo.payload": 0, "cvo.cluster": 1, "cvo.objects": 1, "cvo.images": 1, "cvo.verify": 1, "cvo.cluster.embedded": 2, "cvo.cluster.kube": 2,
+RANK = {"cvo.payload": 0, "cvo.cluster": 1, "cvo.objects": 1, "cvo.images": 1, "cvo.verify": 1, "cvo.updates": 1, "cvo.monitoring": 1, "cvo.cluster.embedded": 2, "cvo.cluster.kube": 2,
         "cvo.cluster.saved": 2, "cvo.plan": 2,
         "cvo.gates": 2, "cvo.status": 3, "cvo.operators": 4, "cvo.runner": 5, "cvo.controller": 6,
         "cvo.scenario": 7, "cvo.report": 8, "cvo.cli": 9}

@@ -1,0 +1,10 @@
+"""The update graph and what a cluster may update to: the update service's graph (Cincinnati), the
+releases and conditional updates the CVO derives from it, their risks, and the ``RetrievedUpdates`` and
+``Recommended`` conditions.
+
+``graph.py`` holds the graph (nodes, edges, conditional edges) as the update service serves it;
+``model.py`` the releases, risks and conditional updates as a ClusterVersion's status holds them.
+Decisions over data already read, and the update service's HTTP client; no cluster I/O.
+May import: ``cvo.payload`` (semantic versions, limits) only; the typed views of a ClusterVersion's
+conditional updates are ``cvo.objects.clusterversion``'s.
+"""
