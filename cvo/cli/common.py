@@ -206,13 +206,23 @@ def describe_api_error(err: ApiError) -> str:
 
 def terminal_width(stream: TextIO) -> int | None:
     """The width of the terminal ``stream`` writes to; ``None`` when it is not a terminal (piped output keeps its
-    lines whole)."""
+    lines whole).  As ``shutil.get_terminal_size``: ``COLUMNS`` when set to a positive number, else the
+    terminal's own width, else 80 (a pseudo-terminal nobody sized reports 0 columns)."""
     import os
 
     try:
-        return os.get_terminal_size(stream.fileno()).columns if stream.isatty() else None
-    except (OSError, ValueError, AttributeError):
+        if not stream.isatty():
+            return None
+    except (ValueError, AttributeError):
         return None
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    try:
+        width = os.get_terminal_size(stream.fileno()).columns
+    except (OSError, ValueError, AttributeError):
+        width = 0
+    return width if width > 0 else 80
 
 
 def print_error(message: str) -> None:

@@ -36,7 +36,7 @@ def add_registry_flags(parser: argparse.ArgumentParser, *, timeout: bool = False
                        help="allow plain HTTP and unverified TLS to registries (never for a production cluster)")
     if timeout:
         group.add_argument("--timeout", default=READ_TIMEOUT, metavar="DURATION",
-                           help=f"give up on the image after this long, retries included (default {READ_TIMEOUT})")
+                           help=f"give up on the image after this long, retries included (default {READ_TIMEOUT}; 0: the default)")
 
 
 @dataclass(frozen=True)
@@ -56,9 +56,11 @@ class ImageFlags:
         if timeout is None:
             text = flags.get("timeout") or READ_TIMEOUT
             try:
-                timeout = parse_duration(str(text), "--timeout", minimum=1.0)
+                timeout = parse_duration(str(text), "--timeout")
             except ValueError as err:
                 raise UsageError(str(err)) from None
+            if timeout == 0:  # a sweep's "0: never" leaves the pull its own limit
+                timeout = parse_duration(READ_TIMEOUT, "--timeout")
         config = flags.get("registry_config") or (Path(os.environ["REGISTRY_AUTH_FILE"])
                                                   if os.environ.get("REGISTRY_AUTH_FILE") else None)
         return cls(config, flags.get("registry_ca"), bool(flags.get("insecure_registry")), timeout)

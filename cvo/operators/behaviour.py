@@ -19,6 +19,7 @@ from typing import Any
 from cvo.payload.limits import printable
 
 _DURATION = re.compile(r"^(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m)?(?:(\d+(?:\.\d+)?)s)?$", re.ASCII)
+_SECONDS = re.compile(r"^\d+(?:\.\d+)?$", re.ASCII)
 # Longer than any simulated timeline; keeps clock arithmetic far from datetime's range.
 MAX_DURATION = 366 * 24 * 3600.0
 MAX_FLAPS = 10_000
@@ -42,7 +43,9 @@ def parse_duration(value: Any, what: str = "duration", minimum: float = 0.0) -> 
     elif isinstance(value, str):
         text = value.strip()
         match = _DURATION.match(text)
-        if text and match and any(match.groups()):
+        if _SECONDS.match(text):  # a bare number is seconds, as the help of every duration flag says
+            seconds = float(text)
+        elif text and match and any(match.groups()):
             h, m, s = (float(g) if g else 0.0 for g in match.groups())
             seconds = h * 3600 + m * 60 + s
     if seconds is None or math.isnan(seconds):

@@ -46,7 +46,8 @@ def test_spinning_or_absurd_timing_flags_are_refused_up_front(
 
 
 @pytest.mark.parametrize(("value", "minimum", "seconds"), [("90s", 0, 90.0), (90, 0, 90.0), ("1h30m", 1, 5400.0),
-                                                         ("0s", 0, 0.0), (0.5, 0, 0.5)])
+                                                         ("0s", 0, 0.0), (0.5, 0, 0.5),
+                                                         ("300", 0, 300.0), ("0", 0, 0.0), ("2.5", 0, 2.5)])
 def test_parse_duration_accepts(value: object, minimum: float, seconds: float) -> None:
     assert parse_duration(value, "d", minimum) == seconds
 
@@ -55,7 +56,8 @@ def test_parse_duration_accepts(value: object, minimum: float, seconds: float) -
     (-1, "d: -1 is too short: it must be at least 0s"), (float("nan"), "d: nan is not a duration"),
     (float("inf"), "d: inf is longer than a year"), (True, "d: True is not a duration"),
     ("１h", "d: '１h' is not a duration"), ("", "d: '' is not a duration"), ([1], "d: [1] is not a duration"),
-    (MAX_DURATION + 1, "is longer than a year"), ("x" * 100, "d: 'xxxxxxxxxx"),
+    (MAX_DURATION + 1, "is longer than a year"), ("x" * 100, "d: 'xxxxxxxxxx"), ("1e3", "d: '1e3' is not a duration"),
+    ("-5", "d: '-5' is not a duration"), (".5", "d: '.5' is not a duration"), ("40000000", "is longer than a year"),
 ])
 def test_parse_duration_refuses(value: object, problem: str) -> None:
     with pytest.raises(ValueError) as info:
@@ -299,3 +301,15 @@ def test_upgrade_no_wait_and_status_watch_of_any_text_end_in_one_error_line(
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 2 and all(line.startswith("error: ") for line in err), err
     assert "no cluster has been installed yet" in err[1]
+
+
+@pytest.mark.parametrize("timeout", ["300", "0"])
+def test_a_bare_number_is_seconds_and_0_is_never_as_the_timeout_flags_help_says(
+        timeout: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    state = str(tmp_path / "state.db")
+    assert main(["install", OLD, "--state", state, "--speed", "600"]) == 0
+    capsys.readouterr()
+    code = main(["upgrade", "--to", str(PAYLOADS / "demo-4.16.3"), "--dry-run", "--timeout", timeout, "--state", state])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "Verdict: would proceed." in out
