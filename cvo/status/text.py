@@ -216,12 +216,18 @@ def not_in_release(co: ClusterOperator, release: str) -> bool:
     return bool(release and version and version != release)
 
 
+SAME_VERSION = "="  # a VERSION cell equal to the cluster's, where the full version does not fit the terminal
+
+
 def clusteroperators_table(cos: Sequence[ClusterOperator], now: datetime, release: str = "", *,
                            wide: bool = False, headers: bool = True, width: int | None = None) -> str:
     """One row per ClusterOperator, sorted by name; SINCE is the age of the Available condition.  With the
     cluster's completed ``release``, a ClusterOperator it does not hold says so in MESSAGE.  ``wide`` adds
     UPGRADEABLE (the operator's own Upgradeable condition) and REASON (of the condition MESSAGE shows) before
-    MESSAGE."""
+    MESSAGE.
+
+    On a terminal (``width``) too narrow for the table, a VERSION equal to ``release`` is shown as ``=`` and a
+    line under the table says so: a nightly's 35-character version would otherwise push every row apart."""
     header = ["NAME", "VERSION", "AVAILABLE", "PROGRESSING", "DEGRADED", "SINCE"]
     rows = [header + (["UPGRADEABLE", "REASON"] if wide else []) + ["MESSAGE"]]
     for co in sorted(cos, key=lambda o: o.name):
@@ -237,7 +243,24 @@ def clusteroperators_table(cos: Sequence[ClusterOperator], now: datetime, releas
         if wide:
             row += [_field(status.condition("Upgradeable"), "status"), operator_reason(co)]
         rows.append([*row, message])
-    return format_table(rows, headers=headers, width=width)
+    note = ""
+    if width is not None and not _columns_fit(rows, width):
+        if release and len(release) > len(SAME_VERSION) and any(r[1] == release for r in rows[1:]):
+            rows = [rows[0]] + [[r[0], SAME_VERSION if r[1] == release else r[1], *r[2:]] for r in rows[1:]]
+            note = "".join(line + "\n" for line in _fit_line(f"{SAME_VERSION}: the cluster's version, {release}",
+                                                             width))
+        if not _columns_fit(rows, width):
+            rows = [[SHORT_HEADERS.get(h, h) for h in rows[0]], *rows[1:]]
+    return format_table(rows, headers=headers, width=width) + note
+
+
+# Shorter headers for a terminal too narrow for the long ones (a 40-character operator name leaves 39 columns)
+SHORT_HEADERS = {"AVAILABLE": "AVAIL", "PROGRESSING": "PROG", "DEGRADED": "DEGR", "UPGRADEABLE": "UPGR"}
+
+
+def _columns_fit(rows: Sequence[Sequence[str]], width: int) -> bool:
+    """Whether every column but the last fits ``width`` side by side (at the narrowest padding)."""
+    return all(len(line) <= width for line in _aligned([r[:-1] for r in rows], 1))
 
 
 def upgradeable_text(cv: ClusterVersion, cos: Sequence[ClusterOperator], ocs: Sequence[OperatorCondition] = (),
