@@ -225,6 +225,23 @@ def terminal_width(stream: TextIO) -> int | None:
     return width if width > 0 else 80
 
 
+def terminal_rows(stream: TextIO) -> int | None:
+    """The height of the terminal ``stream`` writes to (``LINES``, else the terminal's, else 24); ``None`` when
+    it is not a terminal."""
+    import os
+
+    if terminal_width(stream) is None:
+        return None
+    lines = os.environ.get("LINES", "")
+    if lines.isdigit() and int(lines) > 0:
+        return int(lines)
+    try:
+        rows = os.get_terminal_size(stream.fileno()).lines
+    except (OSError, ValueError, AttributeError):
+        rows = 0
+    return rows if rows > 0 else 24
+
+
 def print_error(message: str) -> None:
     """``error: …`` on stderr, a line per line of ``message``; with ``--log-format json`` JSON documents."""
     from cvo.log import error_line

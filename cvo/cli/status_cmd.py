@@ -1,9 +1,10 @@
 """``cvo status``: the ClusterVersion and the ClusterOperators, like ``oc get clusterversion,co``.
 
 ``-w``/``--watch`` prints them, then again whenever the ClusterVersion, a ClusterOperator or an
-OperatorCondition changes (``kubectl get -w``), until Ctrl-C: the way to follow a controller
-(``cvo run``) at work.  Text views are separated by a blank line; ``-o json`` prints one document per
-line, ``-o yaml`` one document after each ``---``.
+OperatorCondition changes (``kubectl get -w``), until Ctrl-C (which ends a watch normally: exit 0): the way
+to follow a controller (``cvo run``) at work.  On a terminal the text view is redrawn in place, cut to the
+terminal's height (as ``watch`` does), so the ClusterVersion's line never scrolls away; piped, text views are
+separated by a blank line; ``-o json`` prints one document per line, ``-o yaml`` one document after each ``---``.
 
 ``-o wide`` adds columns to the tables, ``-o name`` prints ``kubectl get -o name`` lines (the ClusterVersion,
 then every ClusterOperator), ``--no-headers`` leaves the tables' header lines out (:mod:`cvo.cli.output`).
@@ -25,7 +26,7 @@ from cvo.cli.backend import (
     open_reader,
     uses_saved_objects,
 )
-from cvo.cli.common import EXIT_OK, CommandFailed, UsageError, terminal_width
+from cvo.cli.common import EXIT_OK, CommandFailed, UsageError, terminal_rows, terminal_width
 from cvo.cli.output import (
     NAME,
     STRUCTURED,
@@ -163,7 +164,9 @@ def _watch(args: argparse.Namespace) -> int:
     In real time on either backend: on the embedded cluster, other processes' writes reach the watches
     through the store's poller (:mod:`cvo.cluster.embedded.poller`).
     """
-    from cvo.cli.signals import cancelled_by_signals
+    import signal
+
+    from cvo.cli.signals import Interrupted, cancelled_by_signals
     from cvo.clock import run_real
     from cvo.cluster.informer import Informer
 
@@ -182,6 +185,8 @@ def _watch(args: argparse.Namespace) -> int:
             await w.start()
         last, waiting_said = "", False
         seen: dict[str, bytes] = {}
+        rows = terminal_rows(sys.stdout)
+        redraw = rows if rows is not None and args.output in (TEXT, WIDE) else None
         try:
             while True:
                 marks = [w.mark() for w in watchers]
@@ -198,6 +203,8 @@ def _watch(args: argparse.Namespace) -> int:
                         view = _render(found, args.output, one_line=True, headers=not args.no_headers)
                         if view == last:
                             view = ""
+                        elif redraw is not None:
+                            last, view = view, _screen(view, redraw)
                         else:
                             view, last = ("\n" if last and args.output in (TEXT, WIDE) else "") + view, view
                     if view:
@@ -212,5 +219,23 @@ def _watch(args: argparse.Namespace) -> int:
         async with open_reader(backend_options, clock, say_where=True) as backend:
             await watch(backend)
 
-    run_real(lambda: cancelled_by_signals(main))
+    try:
+        run_real(lambda: cancelled_by_signals(main))
+    except Interrupted as stopped:
+        if stopped.signum != signal.SIGINT:
+            raise
+        print(file=sys.stderr)  # Ctrl-C ends a watch (as kubectl get -w): not an error
     return EXIT_OK
+
+
+CLEAR = "\x1b[H\x1b[2J"  # cursor home, clear the screen
+
+
+def _screen(view: str, rows: int) -> str:
+    """``view`` as one screen: cleared first, under a line saying how to stop, cut to ``rows`` lines (the
+    ClusterVersion's line first, so it is never what scrolls away) with a last line saying what was cut."""
+    lines = ["cvo status -w: redrawn on every change (Ctrl-C to stop)", "", *view.rstrip("\n").split("\n")]
+    if len(lines) > rows:
+        cut = len(lines) - (rows - 1)
+        lines = [*lines[:rows - 1], f"… {cut} more line{'s' if cut != 1 else ''} (cvo status shows them all)"]
+    return CLEAR + "\n".join(lines[:-1]) + "\n" + lines[-1]
