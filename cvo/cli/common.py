@@ -255,7 +255,7 @@ class Parser(argparse.ArgumentParser):
     naming the command and where its help is, instead of a usage block and ``cvo: error:``."""
 
     def error(self, message: str) -> NoReturn:
-        self.fail(self.prog, message)
+        self.fail(self.prog, _with_suggestion(message))
 
     def format_help(self) -> str:
         """argparse's help, then the epilog (a command's ``Examples:``) as written: its lines are command lines
@@ -283,8 +283,39 @@ class Parser(argparse.ArgumentParser):
             for action in self._actions:
                 if isinstance(action, argparse._SubParsersAction) and getattr(parsed, "command", None) in action.choices:
                     prog = action.choices[parsed.command].prog
-            self.fail(prog, f"unrecognized arguments: {' '.join(extras)}")
+            hint = ""
+            flags = [o for a in self._subparser(parsed)._actions for o in a.option_strings if o.startswith("--")]
+            if extras[0].startswith("--"):
+                import difflib
+
+                close = difflib.get_close_matches(extras[0].split("=", 1)[0], flags, n=1, cutoff=0.7)
+                hint = f"; did you mean {close[0]}?" if close else ""
+            self.fail(prog, f"unrecognized arguments: {' '.join(extras)}{hint}")
         return parsed
+
+    def _subparser(self, parsed: argparse.Namespace) -> argparse.ArgumentParser:
+        """The parser of the command ``parsed`` holds (this one when none)."""
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction) and getattr(parsed, "command", None) in action.choices:
+                chosen: argparse.ArgumentParser = action.choices[parsed.command]
+                return chosen
+        return self
+
+
+def _with_suggestion(message: str) -> str:
+    """argparse's "invalid choice: 'instal' (choose from …)" as "invalid choice: 'instal'; did you mean 'install'?"
+    when a choice is close (a typo); the list of choices otherwise."""
+    import difflib
+    import re
+
+    match = re.match(r"(.*invalid choice: '(.*)') \(choose from (.*)\)$", message, re.S)
+    if match is None:
+        return message
+    choices = re.findall(r"'([^']*)'", match.group(3))
+    close = difflib.get_close_matches(match.group(2), choices, n=2, cutoff=0.7)
+    if close:
+        return f"{match.group(1)}; did you mean {' or '.join(repr(c) for c in close)}?"
+    return message
 
 
 # The flags every command accepts, before or after its name (kubectl's global flags).  The top-level

@@ -42,7 +42,8 @@ Examples:
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser = sub.add_parser("override", help=HELP, description=DESCRIPTION, epilog=EXAMPLES)
-    parser.add_argument("name", metavar="NAME", help="the ClusterOperator whose OperatorCondition to override")
+    name = parser.add_argument("name", metavar="NAME", help="the ClusterOperator whose OperatorCondition to override")
+    name.completer = complete_names  # argcomplete reads this attribute
     parser.add_argument("condition", metavar="TYPE=STATUS", nargs="?",
                         help="e.g. Upgradeable=True (let upgrades through) or Upgradeable=False (block them)")
     parser.add_argument("--reason", default="AdminOverride", help="CamelCase reason (default AdminOverride)")
@@ -86,6 +87,40 @@ def _parse(args: argparse.Namespace) -> tuple[str, str]:
     return type_, status
 
 
+def complete_names(prefix: str, parsed_args: argparse.Namespace, **_: Any) -> list[str]:
+    """Shell completion of NAME: the cluster's OperatorConditions (the embedded one of ``--state``, or the
+    kubeconfig's); nothing when it cannot be read (completion never prints an error)."""
+    names: list[str] = []
+    try:
+        backend_options = ClusterOptions.from_args(parsed_args)
+        clock, run_loop = backend_clock(backend_options)
+
+        async def main() -> None:
+            async with open_backend(backend_options, clock, simulate_operators=False, create=False) as backend:
+                if await backend.cluster.serves(OC_API_VERSION, OC_KIND):
+                    names.extend(str(o.get("metadata", {}).get("name", ""))
+                                 for o in await backend.cluster.list(OC_GROUP, OC_KIND))
+
+        run_loop(main)
+    except Exception:  # a completion that cannot read the cluster offers nothing
+        return []
+    return sorted({n for n in names if n.startswith(prefix)})
+
+
+def no_such_name(name: str, names: list[str]) -> str:
+    """The error for an OperatorCondition that does not exist: the closest names (a typo), else those there are."""
+    import difflib
+
+    close = difflib.get_close_matches(name, names, n=3, cutoff=0.6)
+    if close:
+        return f"no OperatorCondition named {name!r}; did you mean {' or '.join(repr(c) for c in close)}?"
+    if not names:
+        return (f"no OperatorCondition named {name!r}, and none at all: cvo creates one when it applies an "
+                "operator's Deployment (cvo install / upgrade)")
+    shown = ", ".join(names[:12]) + (f" and {len(names) - 12} more" if len(names) > 12 else "")
+    return f"no OperatorCondition named {name!r}; the cluster has {shown}"
+
+
 def run(args: argparse.Namespace) -> int:
     type_, status = _parse(args)
     backend_options = ClusterOptions.from_args(args)
@@ -101,8 +136,7 @@ def run(args: argparse.Namespace) -> int:
             ocs = [OperatorCondition.read(o) for o in await cluster.list(OC_GROUP, OC_KIND)]
             matches = [oc for oc in ocs if oc.name == args.name]
             if not matches:
-                raise UsageError(f"no OperatorCondition named {args.name!r}: cvo creates one when it applies the "
-                                 f"operator's Deployment (cvo install / upgrade)")
+                raise UsageError(no_such_name(args.name, sorted({oc.name for oc in ocs})))
             if len(matches) > 1:
                 where = ", ".join(oc.namespace for oc in matches)
                 raise UsageError(f"several OperatorConditions named {args.name!r} (namespaces {where})")

@@ -313,3 +313,41 @@ def test_a_bare_number_is_seconds_and_0_is_never_as_the_timeout_flags_help_says(
     out, err = capsys.readouterr()
     assert code == 0, err
     assert "Verdict: would proceed." in out
+
+
+def parse_error(capsys: pytest.CaptureFixture[str], *args: str) -> str:
+    """The one line of an error argparse finds (exit 2 through SystemExit)."""
+    with pytest.raises(SystemExit) as exited:
+        main(list(args))
+    assert exited.value.code == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1
+    return lines[0]
+
+
+@pytest.mark.parametrize(("args", "line"), [
+    (["instal"], "error: cvo: argument COMMAND: invalid choice: 'instal'; did you mean 'install'? (see 'cvo --help')"),
+    (["status", "-o", "jsn"], "error: cvo status: argument -o/--output: invalid choice: 'jsn'; did you mean 'json'? "
+                              "(see 'cvo status --help')"),
+    (["upgrade", "--to", OLD, "--dryrun"], "error: cvo upgrade: unrecognized arguments: --dryrun; did you mean "
+                                           "--dry-run? (see 'cvo upgrade --help')"),
+])
+def test_a_typo_gets_a_suggestion(args: list[str], line: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert parse_error(capsys, *args) == line
+
+
+def test_an_unknown_choice_far_from_every_one_lists_them(capsys: pytest.CaptureFixture[str]) -> None:
+    line = parse_error(capsys, "xyzzy")
+    assert "did you mean" not in line and "(choose from 'plan', 'lint', 'install'" in line
+
+
+def test_override_of_a_misspelt_name_suggests_the_one_that_exists(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    state = str(tmp_path / "state.db")
+    assert main(["install", OLD, "--state", state, "--speed", "600"]) == 0
+    capsys.readouterr()
+    assert main(["override", "etdc", "Upgradeable=True", "--state", state]) == 2
+    assert capsys.readouterr().err.splitlines()[-1] == "error: no OperatorCondition named 'etdc'; did you mean 'etcd'?"
+    assert main(["override", "zzz", "Upgradeable=True", "--state", state]) == 2
+    line = capsys.readouterr().err.splitlines()[-1]
+    assert line.startswith("error: no OperatorCondition named 'zzz'; the cluster has ") and "etcd" in line

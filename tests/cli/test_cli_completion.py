@@ -51,3 +51,16 @@ def test_output_formats_complete_with_their_choices(tmp_path: Path) -> None:
     assert complete("cvo plan DIR -o n", tmp_path) == ["name"]
     assert complete("cvo upgrade --to DIR --dry-run -o y", tmp_path) == ["yaml"]
     assert "--no-headers" in complete("cvo status --no-h", tmp_path)
+
+
+def test_override_completes_the_clusters_operatorcondition_names(tmp_path: Path) -> None:
+    from tests.support.helpers import PAYLOADS
+
+    state = tmp_path / "state.db"
+    done = subprocess.run([sys.executable, "-m", "cvo", "install", str(PAYLOADS / "demo-4.16.0"), "--state", str(state),
+                           "--speed", "600"], capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert complete(f"cvo override --state {state} et", tmp_path) == ["etcd"]
+    names = complete(f"cvo override --state {state} ", tmp_path)
+    assert "etcd" in names and "kube-apiserver" in names and not any("/" in n for n in names)  # no files
+    assert complete(f"cvo override --state {tmp_path / 'none.db'} et", tmp_path) == [""]  # no cluster: nothing
