@@ -37,7 +37,7 @@ EXAMPLES = """\
 Examples:
   # Keep the events of an upgrade, then see them as a page
   cvo upgrade --to payloads/demo-4.16.3 --events upgrade.jsonl
-  cvo report upgrade.jsonl --output upgrade.html
+  cvo report upgrade.jsonl --output-file upgrade.html
 
   # The same in the terminal
   cvo report upgrade.jsonl -o text
@@ -65,9 +65,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser.add_argument("events", type=Path, metavar="EVENTS", nargs="?", default=None,
                         help="JSON lines of events: from --events FILE, or --log-format json -vv stderr ('-': stdin); "
                              "leave it out to read the cluster's records")
-    parser.add_argument("-o", "--format", dest="format", choices=["html", "text"], default="html",
-                        help="html (default): one page, no network needed to view it; text: for a terminal")
-    parser.add_argument("--output", type=Path, default=None, metavar="FILE", help="write to FILE (default: stdout)")
+    parser.add_argument("-o", "--output", "--format", dest="format", choices=["html", "text"], default=None,
+                        type=_format_name,
+                        help="html: one page, no network needed to view it; text: for a terminal (default: text on a "
+                             "terminal, html to a file or a pipe)")
+    parser.add_argument("--output-file", dest="output_file", type=Path, default=None, metavar="FILE",
+                        help="write to FILE (default: stdout)")
     parser.add_argument("--title", default=None, help="the page's title (default: from the events)")
     parser.add_argument("--sweep", type=sweep_number, default=None, metavar="N",
                         help="only the N-th sweep, counted from 1 in the file (its sweep.started events) or in the "
@@ -176,13 +179,35 @@ def _from_cluster(args: argparse.Namespace) -> tuple[Timeline, str]:
     return timeline, found["where"]
 
 
+def _format_name(text: str) -> str:
+    """-o's value; a file name there (what --output meant before it meant the format, as everywhere) says where
+    a file goes."""
+    if text not in ("html", "text") and ("." in text or "/" in text):
+        raise argparse.ArgumentTypeError(f"{text!r} looks like a file: -o/--output is the format (html or text); "
+                                         f"write to a file with --output-file {text}")
+    return text
+
+
+def _format(args: argparse.Namespace) -> str:
+    """-o/--output, as everywhere the format: text on a terminal, html to a file or a pipe unless given; an HTML
+    page is not printed on a terminal (a hint to write it to a file instead)."""
+    to_terminal = args.output_file is None and sys.stdout.isatty()
+    if args.format is None:
+        return "text" if to_terminal else "html"
+    if args.format == "html" and to_terminal:
+        raise UsageError("an HTML page is no use on a terminal: write it to a file (--output-file report.html) "
+                         "and open it in a browser, or show text (-o text)")
+    return str(args.format)
+
+
 def run(args: argparse.Namespace) -> int:
+    fmt = _format(args)
     if args.events is not None:
         timeline, source = _from_events(args)
     else:
         timeline, source = _from_cluster(args)
     title = args.title if args.title is not None else default_title(timeline, args.sweep)
-    if args.format == "text":
+    if fmt == "text":
         from cvo.report.text import render_text
 
         text = render_text(timeline, title)
@@ -190,6 +215,6 @@ def run(args: argparse.Namespace) -> int:
         from cvo.report.html import render_html
 
         text = render_html(timeline, title, source)
-    write_output(args.output, text)
+    write_output(args.output_file, text)
     return EXIT_OK
 

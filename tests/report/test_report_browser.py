@@ -61,7 +61,7 @@ def test_corpus_install_page_is_small_and_quick(browser: str, tmp_path: Path,
     events = tmp_path / "install.jsonl"
     assert main(["install", str(CORPUS), "--state", "none", "--events", str(events), "-o", "json"]) == 0
     page = tmp_path / "install.html"
-    assert main(["report", str(events), "--output", str(page)]) == 0
+    assert main(["report", str(events), "--output-file", str(page)]) == 0
     assert page.stat().st_size < MAX_PAGE_BYTES
     dom = headless.dump_dom(page)
     assert dom.console == []
@@ -88,7 +88,7 @@ def test_report_from_the_clusters_records_in_chromium(browser: str, tmp_path: Pa
     scenarios/upgrade-slow-operator.yaml), then ``cvo report`` from what they recorded on the embedded cluster."""
     state = install_and_upgrade(tmp_path)
     page = tmp_path / "records.html"
-    assert main(["report", "--state", str(state), "--output", str(page)]) == 0
+    assert main(["report", "--state", str(state), "--output-file", str(page)]) == 0
     assert page.stat().st_size < MAX_PAGE_BYTES
     dom = headless.dump_dom(page)
     assert dom.console == []

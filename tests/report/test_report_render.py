@@ -137,7 +137,7 @@ def test_cli_text_and_html(tmp_path: Path, capsys: pytest.CaptureFixture[str], s
     assert "\nrequests by verb:\n  get " in out
     page = tmp_path / "out" / "slow.html"
     page.parent.mkdir()
-    assert main(["report", str(events), "--output", str(page), "--title", "<slow>"]) == 0
+    assert main(["report", str(events), "--output-file", str(page), "--title", "<slow>"]) == 0
     assert capsys.readouterr().out == ""
     html = page.read_text()
     assert "<title>&lt;slow&gt;</title>" in html and html.endswith("</html>\n")
@@ -164,7 +164,7 @@ def test_cli_unwritable_output(tmp_path: Path, capsys: pytest.CaptureFixture[str
     events = tmp_path / "e.jsonl"
     events.write_bytes(event_line(decode(T0, "sweep.started", {})))
     capsys.readouterr()
-    assert main(["report", str(events), "--output", str(tmp_path)]) == 2
+    assert main(["report", str(events), "--output-file", str(tmp_path)]) == 2
     assert capsys.readouterr().err.splitlines() == [f"error: {tmp_path}: cannot write the report: Is a directory"]
 
 
@@ -205,3 +205,34 @@ def test_replay_report_into_a_file_is_one_error(tmp_path: Path, capsys: pytest.C
     captured = capsys.readouterr()
     assert captured.err.splitlines() == [f"error: {blocker}: cannot make the report directory: File exists"]
     assert captured.out == ""  # refused before anything was replayed
+
+
+def test_output_is_the_format_and_a_terminal_gets_text_not_a_page(tmp_path: Path, slow_events: list[Event]) -> None:
+    """-o/--output is the format, as in every command: 'cvo report F --output text' once wrote an HTML file
+    named 'text'. On a terminal the default is text, and an HTML page is refused with a hint."""
+    from tests.support.pty_run import run_on_pty
+
+    events = tmp_path / "slow.jsonl"
+    events.write_bytes(b"".join(event_line(e) for e in slow_events))
+    shown = run_on_pty(["report", str(events)], columns=100, rows=40, cwd=str(tmp_path))
+    assert shown.code == 0 and shown.output.startswith("cvo sweep report: update 4.16.3")
+    assert "<html" not in shown.output.lower()
+    as_text = run_on_pty(["report", str(events), "--output", "text"], columns=100, rows=40, cwd=str(tmp_path))
+    assert as_text.code == 0 and as_text.output == shown.output
+    assert not (tmp_path / "text").exists()
+    page = run_on_pty(["report", str(events), "-o", "html"], columns=100, rows=40, cwd=str(tmp_path))
+    assert page.code == 2 and page.output.strip() == (
+        "error: an HTML page is no use on a terminal: write it to a file (--output-file report.html) and open it "
+        "in a browser, or show text (-o text)")
+    old = run_on_pty(["report", str(events), "--output", "page.html"], columns=200, rows=40, cwd=str(tmp_path))
+    assert old.code == 2 and "write to a file with --output-file page.html" in old.output
+    assert "<html" not in old.output.lower() and not (tmp_path / "page.html").exists()
+
+
+def test_piped_the_default_is_the_page(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                       slow_events: list[Event]) -> None:
+    events = tmp_path / "slow.jsonl"
+    events.write_bytes(b"".join(event_line(e) for e in slow_events))
+    capsys.readouterr()
+    assert main(["report", str(events)]) == 0
+    assert capsys.readouterr().out.lstrip().lower().startswith("<!doctype html")
