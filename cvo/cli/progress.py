@@ -95,7 +95,7 @@ class LogReporter:
                 again = mode == "reconcile" and version in self._in_place
                 self._sweep = {"version": version, "mode": mode, "again": again, "said": False}
                 return again
-            case AttemptStarted(attempt=0) if self._sweep.get("again"):
+            case AttemptStarted(attempt=1) if self._sweep.get("again"):
                 return True
             case SweepCompleted(attempts=attempts):
                 quiet = not self._sweep.get("said")

@@ -82,7 +82,7 @@ def estimate_timeline(plan: Plan, behaviours: Durations | None) -> Timeline:
                 reason = "estimated" if behaviours is not None else "duration unknown"
                 span.wait = Wait(operator, cursor, cursor + seconds, ready=True, reason=reason,
                                  message=_how(behaviours, operator, seconds) if behaviours is not None else "",
-                                 attempt=0)
+                                 attempt=1)
             spans.append(span)
             cursor += seconds
         first = tasks[0] if tasks else None

@@ -157,6 +157,7 @@ class SweepSpan:
     # how many attempts a record says there were; None: len(attempts) (events), 0: not known (records)
     attempt_count: int | None = None
     note: str = ""  # what the sweep's times come from, when not from its events
+    from_zero: bool = False  # its events count attempts from 0 (an older cvo): shown from 1
 
     @property
     def duration(self) -> float:
@@ -220,7 +221,10 @@ class _Builder:
             backoff = sweep.attempts[-1].backoff
             backoff.end = max(backoff.start, min(backoff.end, t)) if backoff.woken else max(backoff.start, t)
         if number is None:
-            number = sweep.attempts[-1].number + 1 if sweep.attempts else 0
+            number = sweep.attempts[-1].number + 1 if sweep.attempts else 1
+        elif number == 0 or sweep.from_zero:  # events of a cvo that counted attempts from 0: shown from 1
+            sweep.from_zero = True
+            number += 1
         self.attempt = AttemptSpan(number, t, t)
         sweep.attempts.append(self.attempt)
         return self.attempt

@@ -271,7 +271,7 @@ def records_timeline(found: ClusterRecords, graph_of: GraphOf) -> Timeline:
             source, times = "", {}
         sweep = SweepSpan(i, entry.version, mode, start_s, end_s, _result(entry, newest, progressing))
         if times:
-            attempt = AttemptSpan(0, start_s, end_s, outcome=sweep.result)
+            attempt = AttemptSpan(1, start_s, end_s, outcome=sweep.result)
             attempt.nodes = _nodes(times, graph, base, (start_s, end_s), source)
             sweep.attempts.append(attempt)
             sweep.note = ("per-operator times from the sweep's record" if source == "recorded" else

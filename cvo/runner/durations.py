@@ -88,7 +88,7 @@ class DurationRecorder:
             case AttemptStarted(attempt=number):
                 self._close_attempt(event)
                 record.attempt_count += 1
-                record.attempts.append(AttemptTime(number if number is not None else record.attempt_count - 1,
+                record.attempts.append(AttemptTime(number if number is not None else record.attempt_count,
                                                    self._at(event.time)))
                 if len(record.attempts) > MAX_ATTEMPTS_KEPT:  # keep the first ones and the last ones
                     del record.attempts[FIRST_ATTEMPTS_KEPT]

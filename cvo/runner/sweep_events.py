@@ -153,7 +153,7 @@ class AttemptStarted(SweepEvent):
     """An attempt walks the task graph once (the CVO's apply of one payload sync)."""
 
     name: ClassVar[str] = "attempt.started"
-    attempt: int | None  # from 0 (None: the events do not say)
+    attempt: int | None  # from 1 (None: the events do not say; older events count from 0)
     nodes: int  # nodes of the task graph
     workers: int  # nodes run at once
 

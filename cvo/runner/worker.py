@@ -214,7 +214,7 @@ class Worker:
                 delay = attempt_backoff(self.options.interval, consecutive_errors, self._rng)
                 if deadline is not None:
                     delay = min(delay, max(0.0, deadline - loop.time()))
-                self.emit(AttemptFailed, attempt=attempt.number, reason=self._failure.reason if self._failure else "",
+                self.emit(AttemptFailed, attempt=attempt.number + 1, reason=self._failure.reason if self._failure else "",
                           message=self._failure.message if self._failure else "", retry_in=round(delay, 1))
                 mark = self.waits.operators.mark()
                 if await self.waits.operators.wait_change(None, mark, delay):
@@ -319,7 +319,7 @@ class Worker:
         self.progress.done = 0
         self.progress.total = len(tasks)
         self.progress.waiting.clear()
-        self.emit(AttemptStarted, attempt=number, nodes=graph.number_of_nodes(), workers=workers)
+        self.emit(AttemptStarted, attempt=number + 1, nodes=graph.number_of_nodes(), workers=workers)
         await self._report(force=True)
         timeout = self.options.interval * (1 if self.mode is Mode.INSTALL else 2)
         attempt_deadline = loop.time() + timeout

@@ -313,7 +313,7 @@ def test_a_reconcile_that_finds_everything_in_place_again_is_detail(monkeypatch:
         t = t0 + timedelta(minutes=3 * n)
         middle = [decode(t, "task.failed", {"task": "configmap a/b", "message": "drifted"})] if drift else []
         return [decode(t, "sweep.started", {"version": "4.16.3", "mode": "reconcile"}),
-                decode(t, "attempt.started", {"attempt": 0}), *middle,
+                decode(t, "attempt.started", {"attempt": 1}), *middle,
                 decode(t, "sweep.completed", {"version": "4.16.3", "attempts": 1})]
 
     def levels(verbose: bool) -> list[tuple[str, str]]:

@@ -153,7 +153,7 @@ def test_events_out_of_order_and_fields_of_the_wrong_type() -> None:
     s.at(1, "task.started", task={"a": 1}, node=0).at(1, "task.started", task="t", node=True)
     timeline = build_timeline(s.events)
     sweep = timeline.sweeps[0]
-    assert (sweep.version, sweep.total_tasks, sweep.attempts[0].number) == ("", None, 0)  # each read as absent
+    assert (sweep.version, sweep.total_tasks, sweep.attempts[0].number) == ("", None, 1)  # each read as absent (the first attempt: 1)
     node = sweep.attempts[0].nodes[0]
     assert (node.end, node.after, node.runlevel, node.outcome) == (10, None, None, "done")
     # a task without a name is no task; a node that is not a number leaves the task without one
