@@ -110,12 +110,15 @@ def check_speed(options: ClusterOptions) -> None:
         raise UsageError(f"--speed: {speed:g} is not a positive number of simulated seconds per real second")
 
 
-def add_backend_flags(parser: argparse.ArgumentParser) -> None:
-    """``--speed`` here; ``--state``, ``--kubeconfig`` and ``--context`` are global flags
-    (:func:`cvo.cli.common.add_global_flags`), accepted before or after the command."""
-    group = parser.add_argument_group("cluster")
-    group.add_argument("--speed", type=float, default=None, metavar="X",
-                       help="simulated seconds per real second (default: as fast as possible)")
+def add_backend_flags(parser: argparse.ArgumentParser, *, runs_the_clock: bool = True) -> None:
+    """``--speed`` here, for a command that runs the embedded cluster's clock (``runs_the_clock``: a sweep, the
+    controller, simulated operators; a command that only reads or writes an object does not offer it);
+    ``--state``, ``--kubeconfig`` and ``--context`` are global flags (:func:`cvo.cli.common.add_global_flags`),
+    accepted before or after the command."""
+    if runs_the_clock:
+        group = parser.add_argument_group("cluster")
+        group.add_argument("--speed", type=float, default=None, metavar="X",
+                           help="simulated seconds per real second (default: as fast as possible)")
 
 
 def saved_cluster(options: ClusterOptions) -> SavedCluster:

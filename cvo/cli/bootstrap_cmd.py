@@ -47,7 +47,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                         help="apply this directory of manifests instead of the one shipped with cvo")
     parser.add_argument("--timeout", default=f"{DEFAULT_TIMEOUT:g}s", metavar="DURATION",
                         help=f"how long to wait for the CRDs to be Established (default {DEFAULT_TIMEOUT:g}s)")
-    add_backend_flags(parser)
+    add_backend_flags(parser, runs_the_clock=False)
     parser.set_defaults(func=run)
 
 

@@ -87,6 +87,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
             sub.add_parser(command, help=help_text)
     for command_parser in {id(p): p for p in sub.choices.values()}.values():
         add_global_flags(command_parser, top=False)
+    for listed in sub._choices_actions:  # `cvo upgrade status` is how it is typed: listed so, not as upgrade-status
+        if listed.dest.startswith("upgrade-"):
+            listed.metavar = listed.dest.replace("-", " ", 1)
     return parser
 
 

@@ -53,7 +53,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                     "cvo override etcd Upgradeable=True --reason Checked -o yaml",
                     what="the OperatorCondition as written (json, yaml: the object, as 'kubectl patch -o' "
                          "prints it)")
-    add_backend_flags(parser)
+    add_backend_flags(parser, runs_the_clock=False)
     parser.set_defaults(func=run)
 
 

@@ -59,7 +59,8 @@ TIMELINE: frozenset[type[Event]] = frozenset({
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser = sub.add_parser("replay", help=HELP, description=DESCRIPTION, epilog=EXAMPLES)
-    parser.add_argument("files", nargs="+", type=Path, metavar="FILE")
+    parser.add_argument("files", nargs="+", type=Path, metavar="FILE",
+                        help="scenario files (YAML: a cluster, releases, operators' behaviour, steps and expectations; docs/scenarios.md), e.g. scenarios/*.yaml")
     parser.add_argument("--all", action="store_true", help="print every event, not only the main ones")
     parser.add_argument("-q", "--quiet", action="store_true", help="print only the verdicts")
     add_output_flag(parser, (TEXT, *STRUCTURED), "cvo replay scenarios/*.yaml -q -o json | jq '.scenarios[].passed'",

@@ -68,7 +68,7 @@ Examples:
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser = sub.add_parser("status", help=HELP, description=DESCRIPTION, epilog=EXAMPLES)
-    add_backend_flags(parser)
+    add_backend_flags(parser, runs_the_clock=False)
     add_saved_flags(parser)
     add_output_flag(parser, (TEXT, *STRUCTURED, WIDE, NAME), "cvo status -o wide; cvo status -o name",
                     what="the ClusterVersion and the ClusterOperators")

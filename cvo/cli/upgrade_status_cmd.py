@@ -50,7 +50,7 @@ MCO_DEPLOYMENT = Ref("apps", "Deployment", "openshift-machine-config-operator", 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser = sub.add_parser("upgrade-status", prog="cvo upgrade status", help=HELP, description=DESCRIPTION,
                             epilog=EXAMPLES)
-    add_backend_flags(parser)
+    add_backend_flags(parser, runs_the_clock=False)
     add_saved_flags(parser)
     parser.add_argument("--details", choices=DETAILS, default="none",
                         help="show the long form of a section: operators (the updating ClusterOperators, and the "

@@ -35,7 +35,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     add_output_flag(parser, (TEXT, *STRUCTURED), "cvo version -o json | jq -r .openshiftVersion",
                     what="the versions (json, yaml: clientVersion, cluster and openshiftVersion, as 'oc version "
                          "-o json' names them; null when unknown)")
-    add_backend_flags(parser)
+    add_backend_flags(parser, runs_the_clock=False)
     parser.set_defaults(func=run)
 
 

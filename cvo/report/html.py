@@ -56,6 +56,7 @@ li.backoff .sharebar span{background:#b58900}li.gap .sharebar span{background:#8
 .bar.crit{outline:2px solid #d33a2c;z-index:2}
 .bar .pct{position:absolute;left:100%;top:-3px;margin-left:4px;font-size:11px;color:#d33a2c;font-weight:600;white-space:nowrap}
 .bar.endish .pct{left:auto;right:100%;margin:0 4px 0 0}
+.bar.inside .pct{left:auto;right:0;margin:0 4px 0 0;top:-1px;color:#fff}
 .wait{position:absolute;top:4px;height:6px;background:#2e7d32;min-width:2px;z-index:3}
 .wait.notready{background:#ef6c00}
 .tk{position:absolute;top:1px;width:1px;height:12px;background:#1d2330;opacity:.35;z-index:3}
@@ -109,7 +110,10 @@ def _level_key(level: str | None) -> tuple[int, str]:
 
 def _node_html(node: NodeSpan, scale: _Scale, crit: dict[tuple[int | None, int], Link], estimated: bool) -> Iterator[str]:
     link = crit.get((node.attempt, node.node))
-    classes = f"bar {node.outcome}" + (" crit" if link else "") + (" endish" if scale.pct(node.end) > 92 else "")
+    # the share goes right of the bar; left of it when the bar ends near the right edge; inside it when the bar also
+    # starts near the left edge (left of it, it would cover the row's name)
+    place = "" if scale.pct(node.end) <= 92 else (" endish" if scale.pct(node.start) > 8 else " inside")
+    classes = f"bar {node.outcome}" + (" crit" if link else "") + place
     title = (f"attempt {node.attempt}, node {node.node}: {len(node.tasks)} tasks, {duration(node.duration)} "
              f"from {offset(node.start)} to {offset(node.end)} ({node.outcome})")
     if node.message:
@@ -200,7 +204,8 @@ def _path_html(sweep: SweepSpan, links: list[Link], estimated: bool, coarse: boo
     word = "estimated critical path" if estimated else "critical path"
     if coarse:
         word += " (from the recorded ClusterOperator waits and the release's task graph)"
-    yield f'<h3>The {word}: {duration(sweep.duration)}, {len([x for x in links if x.kind != "gap"])} links</h3>'
+    count = len([x for x in links if x.kind != "gap"])
+    yield f'<h3>The {word}: {duration(sweep.duration)}, {count} link{"" if count == 1 else "s"}</h3>'
     yield '<ol class="path">'
     for link in links:
         if link.kind == "gap" and link.share < 0.01:

@@ -3,6 +3,7 @@ log format, --no-color, one-line usage errors.  Through real processes, and argp
 
 from __future__ import annotations
 
+import argparse
 import os
 import subprocess
 import sys
@@ -133,3 +134,37 @@ def test_no_color_and_NO_COLOR_turn_colours_off(monkeypatch: pytest.MonkeyPatch)
         assert not log.use_color()
     finally:
         log.configure("text", 0, color=True)
+
+
+def test_the_command_list_shows_the_views_as_they_are_typed(capsys: pytest.CaptureFixture[str]) -> None:
+    from cvo.cli.main import main
+
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    listed = capsys.readouterr().out
+    assert "\n    upgrade status      show the progress" in listed and "upgrade-status" not in listed
+
+
+@pytest.mark.parametrize("command", [["status"], ["override", "etcd"], ["version"], ["upgrade", "status"],
+                                     ["bootstrap"]])
+def test_speed_is_offered_only_where_the_clusters_clock_runs(command: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    from cvo.cli.main import main
+
+    with pytest.raises(SystemExit):
+        main([*command, "--help"])
+    assert "--speed" not in capsys.readouterr().out
+    for runs in (["install", "DIR"], ["run"], ["sim-operators"]):
+        with pytest.raises(SystemExit):
+            main([*runs, "--help"])
+        assert "--speed X" in capsys.readouterr().out
+
+
+def test_every_positional_argument_is_described(capsys: pytest.CaptureFixture[str]) -> None:
+    from cvo.cli.main import COMMANDS, build_parser
+
+    for command in COMMANDS:
+        parser = build_parser(command)
+        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        for action in sub.choices[command]._actions:
+            if not action.option_strings and not isinstance(action, argparse._SubParsersAction):
+                assert action.help, f"cvo {command}: {action.metavar or action.dest} has no help"

@@ -113,3 +113,46 @@ def test_report_from_the_clusters_records_in_chromium(browser: str, tmp_path: Pa
     assert shot.console == [] and headless.png_size(png) == (1400, 1200)
     assert png.stat().st_size > 20_000
     assert headless.render_ms(page, tmp_path) < MAX_RENDER_MS
+
+
+OVERLAP_PROBE = """<script>
+let overlaps = 0, inside = 0;
+for (const pct of document.querySelectorAll('.bar .pct')) {
+  const row = pct.closest('.row'), label = row && row.querySelector('.label');
+  if (pct.closest('.bar').classList.contains('inside')) inside++;
+  if (!label) continue;
+  const a = pct.getBoundingClientRect(), b = label.getBoundingClientRect();
+  if (a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom) overlaps++;
+}
+document.body.dataset.overlaps = overlaps; document.body.dataset.inside = inside;
+</script>"""
+
+
+def test_a_critical_bar_as_wide_as_the_sweep_keeps_its_share_off_the_rows_name(browser: str, tmp_path: Path) -> None:
+    """The share of a critical bar that starts at the left edge and ends at the right one is drawn inside it:
+    left of it, it covered the row's name."""
+    from datetime import UTC, datetime, timedelta
+
+    from cvo.report.events_io import event_line
+    from cvo.runner.sweep_events import decode
+
+    t0 = datetime(2026, 1, 1, tzinfo=UTC)
+    events = [decode(t0, "sweep.started", {"version": "4.16.3", "mode": "update", "total": 2}),
+              decode(t0, "attempt.started", {"attempt": 1, "nodes": 2, "workers": 1}),
+              decode(t0, "node.started", {"node": 0, "tasks": 1, "runlevel": "10", "component": "kube-apiserver"}),
+              decode(t0 + timedelta(minutes=30), "node.done", {"node": 0}),
+              decode(t0 + timedelta(minutes=30), "sweep.completed", {"version": "4.16.3", "attempts": 1})]
+    source = tmp_path / "wide.jsonl"
+    source.write_bytes(b"".join(event_line(e) for e in events))
+    page = tmp_path / "wide.html"
+    assert main(["report", str(source), "--output-file", str(page)]) == 0
+    probe = tmp_path / "wide.probe.html"
+    probe.write_text(page.read_text(encoding="utf-8").replace("</body>", OVERLAP_PROBE + "</body>", 1),
+                     encoding="utf-8")
+    dom = headless.dump_dom(probe)
+    assert dom.console == []
+    inside = re.search(r'data-inside="(\d+)"', dom.stdout)
+    overlaps = re.search(r'data-overlaps="(\d+)"', dom.stdout)
+    assert inside is not None and overlaps is not None, dom.stderr[-1500:]
+    assert int(inside.group(1)) >= 1  # the case: a bar from edge to edge, its share shown
+    assert int(overlaps.group(1)) == 0
