@@ -309,7 +309,7 @@ async def open_reader(options: ClusterOptions, clock: Clock, *, budget: Budget |
     (without creating an embedded cluster or starting simulated operators)."""
     if not options.saved:
         async with open_backend(options, clock, simulate_operators=False, create=False, budget=budget,
-                                say_where=say_where) as backend:
+                                say_where=say_where, refused_at_once=True) as backend:
             yield backend
         return
     saved = saved_cluster(options)
@@ -324,7 +324,7 @@ async def open_reader(options: ClusterOptions, clock: Clock, *, budget: Budget |
 async def open_backend(options: ClusterOptions, clock: Clock, behaviours: Behaviours | None = None,
                        simulate_operators: bool = True, *, create: bool = True,
                        sweep: str | None = None, budget: Budget | None = None,
-                       say_where: bool = False) -> AsyncIterator[Backend]:
+                       say_where: bool = False, refused_at_once: bool = False) -> AsyncIterator[Backend]:
     """The cluster the command talks to.
 
     ``say_where``: say which cluster on stderr (:func:`announce`) as soon as it is known, before connecting
@@ -334,7 +334,9 @@ async def open_backend(options: ClusterOptions, clock: Clock, behaviours: Behavi
     embedded cluster; :class:`NoCluster` when there is none.  ``sweep``: what the command is about to
     run (``install 4.16.0``); on the embedded cluster only one sweep runs at a time
     (:mod:`cvo.cluster.embedded.sweep_lock`), and a second one is refused with who holds it.  ``budget`` (default
-    :data:`DEFAULT_BUDGET` from now) bounds the retries of a real cluster's transient errors.
+    :data:`DEFAULT_BUDGET` from now) bounds the retries of a real cluster's transient errors.  ``refused_at_once``
+    (the commands that only read, as kubectl): a server that refuses the first connection fails the command at once
+    (nothing listens there: a wrong address, or a server that is down) instead of retrying for the budget.
     """
     if budget is None:
         budget = Budget.of(DEFAULT_BUDGET)
@@ -342,7 +344,7 @@ async def open_backend(options: ClusterOptions, clock: Clock, behaviours: Behavi
         raise UsageError("--from-file: saved objects are read-only; only commands that read a cluster "
                          "(status, upgrade status, upgrade --dry-run, report, plan --recorded) can use them")
     if options.real:
-        async with _open_kube(options, clock, simulate_operators, budget, say_where) as backend:
+        async with _open_kube(options, clock, simulate_operators, budget, say_where, refused_at_once) as backend:
             yield backend
         return
     from cvo.cluster.embedded.server import SimCluster
@@ -433,7 +435,7 @@ def _refuse_simulator_flags(options: ClusterOptions, simulate_operators: bool) -
 
 @asynccontextmanager
 async def _open_kube(options: ClusterOptions, clock: Clock, simulate_operators: bool,
-                     budget: Budget, say_where: bool) -> AsyncIterator[Backend]:
+                     budget: Budget, say_where: bool, refused_at_once: bool = False) -> AsyncIterator[Backend]:
     """Connect (``GET /version`` and discovery), riding out an unreachable or failing server within ``budget``.
 
     A server that is still unreachable when the budget runs out raises the last error
@@ -453,8 +455,18 @@ async def _open_kube(options: ClusterOptions, clock: Clock, simulate_operators: 
     if say_where:
         announce(options, cluster.where)
     try:
+        connected = False
+        if refused_at_once:
+            try:
+                await cluster.connect(refused_at_once=True)
+                connected = True
+            except ApiError as err:
+                if err.refused:  # kubectl's words
+                    raise CommandFailed(f"the connection to the server {cluster.server} was refused - did you specify "
+                                        f"the right host or port? ({cluster.description})") from None
         try:
-            await persist(cluster.connect, budget, f"connecting to {cluster.description}")
+            if not connected:
+                await persist(cluster.connect, budget, f"connecting to {cluster.description}")
         except GaveUp:
             raise
         except ApiError as err:

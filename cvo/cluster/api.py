@@ -90,12 +90,13 @@ class ApiError(Exception):
     """
 
     def __init__(self, kind: ApiErrorKind, message: str, ref: Ref | None = None, retry_after: float | None = None,
-                 *, namespace_missing: str | None = None) -> None:
+                 *, namespace_missing: str | None = None, refused: bool = False) -> None:
         super().__init__(message)
         self.kind = kind
         self.ref = ref
         self.retry_after = retry_after
         self.namespace_missing = namespace_missing
+        self.refused = refused  # no server listens there (connection refused): transient, but maybe a wrong address
 
     @property
     def transient(self) -> bool:

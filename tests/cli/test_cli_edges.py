@@ -331,3 +331,17 @@ def test_a_reconcile_that_finds_everything_in_place_again_is_detail(monkeypatch:
     assert quiet == ["precondition.blocked", "sweep.started", "attempt.started", "sweep.completed",
                      "task.failed", "sweep.completed"]  # the first reconcile, then only what changed
     assert all(level == "info" for level, _ in levels(True))
+
+
+@pytest.mark.parametrize("command", [["status"], ["upgrade", "status"], ["report", "-o", "text"]])
+def test_a_read_only_command_fails_at_once_when_nothing_listens(command: list[str], tmp_path: Path) -> None:
+    """kubectl's rule: a refused connection is a wrong address or a server that is down, said at once (no 30 s
+    of retries); the commands that write keep riding out a restarting server within --timeout (above)."""
+    path = tmp_path / "kubeconfig"
+    path.write_text(KUBECONFIG_OK)
+    done = cvo(*command, "--kubeconfig", str(path))
+    assert done.returncode == 1, done.stderr
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and errors[0].startswith("error: the connection to the server https://127.0.0.1:") \
+        and "was refused - did you specify the right host or port?" in errors[0], done.stderr
+    assert "retrying" not in done.stderr and "t0ken-s3cret" not in done.stderr + done.stdout

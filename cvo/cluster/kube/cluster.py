@@ -224,9 +224,20 @@ class KubeCluster:
     def server(self) -> str:
         return self.transport.server
 
-    async def connect(self) -> str:
-        """Check that the server answers and accepts the credentials, and load discovery; its version."""
-        version = await self._call("GET", "/version", ref=None, what="get /version")
+    async def connect(self, *, refused_at_once: bool = False) -> str:
+        """Check that the server answers and accepts the credentials, and load discovery; its version.
+        ``refused_at_once``: a refused connection is raised at once, without this backend's retries (kubectl)."""
+        version: Object | None = None
+        if refused_at_once:
+            try:
+                version = await asyncio.get_running_loop().run_in_executor(
+                    self._executor, functools.partial(self.call_blocking, "GET", "/version", ref=None,
+                                                      what="get /version"))
+            except ApiError as err:
+                if err.refused:
+                    raise
+        if version is None:
+            version = await self._call("GET", "/version", ref=None, what="get /version")
         await self._retrying(self.discovery.ensure_loaded)
         return str((version or {}).get("gitVersion", ""))
 

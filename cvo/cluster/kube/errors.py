@@ -119,7 +119,8 @@ def from_exception(err: BaseException, ref: Ref | None, what: str, server: str) 
     if isinstance(cause, urllib3.exceptions.SSLError) and not _connection_lost(cause):
         return ApiError(ApiErrorKind.OTHER, f"{what}: TLS failure talking to {server}: {cause}", ref)
     if isinstance(cause, urllib3.exceptions.NewConnectionError | ConnectionRefusedError):
-        detail = "connection refused"
+        return ApiError(ApiErrorKind.TIMEOUT, f"{what}: the API server at {server} is unreachable (connection refused)",
+                        ref, refused=True)
     elif isinstance(cause, TimeoutError | socket.timeout | urllib3.exceptions.TimeoutError):
         detail = f"timed out: {cause}"
     else:
