@@ -32,6 +32,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "reconcile": ("sweep_cmd", "re-apply the current release once, repairing drift"),
     "release": ("release_cmd", "build, describe, extract and sign release images, as 'oc adm release'"),
     "status": ("status_cmd", "show the cluster's version and its operators"),
+    "get": ("get_cmd", "save what cvo reads from a cluster as one kind: List, for --from-file"),
     # `cvo upgrade status` (see _aliased): `cvo upgrade --to DIR` keeps its own parser
     "upgrade-status": ("upgrade_status_cmd", "show the update's progress and health, like 'oc adm upgrade status'"),
     "override": ("override_cmd", "let an operator's minor updates through, or hold them back: an admin override"),

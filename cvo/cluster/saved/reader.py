@@ -1,7 +1,7 @@
 """Saved Kubernetes objects from files and directories, as ``oc get -o yaml`` and must-gather write them.
 
-A PATH is a YAML or JSON file (several documents, each an object or a ``kind: List``/``…List`` whose
-``items`` are objects) or a directory, read recursively in byte-wise name order: every ``*.yaml``,
+A PATH is a YAML or JSON file (several documents, each an object, a ``kind: List``/``…List`` whose
+``items`` are objects — ``cvo get -o yaml`` writes one — or ``cvo status -o json|yaml``'s document) or a directory, read recursively in byte-wise name order: every ``*.yaml``,
 ``*.yml`` and ``*.json`` file under it (a must-gather's ``cluster-scoped-resources`` holds one object
 per file, its ``namespaces/*/core/*.yaml`` lists).  Everything goes through cvo's input limits
 (:mod:`cvo.payload.limits`: file size, documents per file, nesting depth, aliases) and the payload's
@@ -46,14 +46,31 @@ def _files(path: Path, shown: str) -> list[tuple[Path, str]]:
     return [(path, shown)]
 
 
+# `cvo status -o json|yaml`'s document: read back as the objects it holds
+STATUS_DOCUMENT = frozenset({"clusterVersion", "clusterOperators", "operatorConditions"})
+
+
+def _status_document(document: Mapping[str, Any], shown: str, number: int) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for key in ("clusterVersion", "clusterOperators", "operatorConditions"):
+        value = document.get(key)
+        for item in (value if isinstance(value, list) else [] if value is None else [value]):
+            if not isinstance(item, Mapping) or not item.get("kind"):
+                raise InputError(shown, f"{key}: an entry is not an object with a kind", number)
+            out.extend(_objects_of(item, shown, number))
+    return out
+
+
 def _objects_of(document: Any, shown: str, number: int) -> Iterable[dict[str, Any]]:
     if document is None:
         return []
     if not isinstance(document, Mapping):
         raise InputError(shown, f"expected an object (a mapping), got {type(document).__name__}", number)
     kind = document.get("kind")
+    if kind is None and STATUS_DOCUMENT.issuperset(document) and "clusterVersion" in document:
+        return _status_document(document, shown, number)
     if not isinstance(kind, str) or not kind:
-        raise InputError(shown, "object without a kind", number)
+        raise InputError(shown, "object without a kind (cvo get -o yaml saves a cluster as one kind: List)", number)
     if kind == "List" or (kind.endswith("List") and "items" in document):
         items = document.get("items")
         if items is None:

@@ -1,0 +1,86 @@
+"""Saved objects round-trip: what cvo writes (``cvo get -o yaml|json``, ``cvo status -o yaml|json``) its
+``--from-file`` reads back, and every read-only command sees the same cluster in the file as live."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+from pathlib import Path
+
+import pytest
+import yaml
+
+from cvo.cli.main import main
+from tests.support.helpers import PAYLOADS
+
+OPERATORS = str(PAYLOADS / "demo-operators.yaml")
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(list(args))
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture(scope="module")
+def state(tmp_path_factory: pytest.TempPathFactory) -> str:
+    path = str(tmp_path_factory.mktemp("saved") / "demo.db")
+    for args in (["install", str(PAYLOADS / "demo-4.16.0")], ["upgrade", "--to", str(PAYLOADS / "demo-4.16.3")]):
+        assert run(*args, "--state", path, "--operators", OPERATORS, "--speed", "600")[0] == 0
+    return path
+
+
+NOW = "2026-12-01T00:00:00Z"  # the same "now" for the live cluster and the file: the ages agree
+
+
+@pytest.mark.parametrize("fmt", ["yaml", "json"])
+def test_cvo_get_saves_a_list_every_read_only_command_reads_back(state: str, tmp_path: Path, fmt: str) -> None:
+    code, saved, _ = run("get", "-o", fmt, "--state", state)
+    assert code == 0
+    doc = yaml.safe_load(saved)
+    assert doc["kind"] == "List"
+    kinds = {item["kind"] for item in doc["items"]}
+    assert {"ClusterVersion", "ClusterOperator", "OperatorCondition", "ConfigMap"} <= kinds
+    assert any(i["kind"] == "ConfigMap" and i["metadata"]["name"] == "cvo-update-durations" for i in doc["items"])
+    path = tmp_path / f"cluster.{fmt}"
+    path.write_text(saved)
+    for view in (["status"], ["status", "-o", "wide"], ["upgrade", "status", "--details", "all"],
+                 ["report", "-o", "text"]):
+        now = ["--now", NOW] if view[0] == "upgrade" else []
+        live = run(*view, "--state", state, *now)
+        filed = run(*view, "--from-file", str(path), *now)
+        assert live[0] == filed[0] == 0, (view, live[2], filed[2])
+        if view[0] == "status":  # SINCE is measured from each cluster's own clock; the rest is the same
+            assert [line.split()[:5] for line in live[1].splitlines()] == \
+                   [line.split()[:5] for line in filed[1].splitlines()], view
+        else:
+            assert live[1] == filed[1], view
+
+
+@pytest.mark.parametrize("fmt", ["yaml", "json"])
+def test_cvo_status_output_reads_back(state: str, tmp_path: Path, fmt: str) -> None:
+    """'cvo status -o yaml > st.yaml; cvo status --from-file st.yaml' said "object without a kind"."""
+    code, saved, _ = run("status", "-o", fmt, "--state", state)
+    assert code == 0
+    path = tmp_path / f"status.{fmt}"
+    path.write_text(saved)
+    code, again, err = run("status", "-o", fmt, "--from-file", str(path))
+    assert code == 0, err
+    assert yaml.safe_load(again) == yaml.safe_load(saved)
+
+
+def test_get_one_resource_and_names(state: str) -> None:
+    code, names, _ = run("get", "clusteroperators", "-o", "name", "--state", state)
+    assert code == 0
+    lines = names.splitlines()
+    assert lines and all(line.startswith("clusteroperator.config.openshift.io/") for line in lines)
+    assert "clusteroperator.config.openshift.io/etcd" in lines
+
+
+def test_a_document_without_a_kind_says_how_to_save_one(tmp_path: Path) -> None:
+    path = tmp_path / "odd.yaml"
+    path.write_text("foo: 1\n")
+    code, _, err = run("status", "--from-file", str(path))
+    assert code == 2
+    assert err.strip().endswith("object without a kind (cvo get -o yaml saves a cluster as one kind: List)")
