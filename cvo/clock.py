@@ -30,12 +30,18 @@ class Clock:
     def __init__(self, epoch: datetime | None = None) -> None:
         self.epoch = (epoch or datetime.now(UTC)).astimezone(UTC)
         self.origin: float | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None  # the loop it was last read in
 
     def _loop_time(self) -> float:
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
-            return self.origin or 0.0
+            # another thread (a display redrawing on a timer): the time of the loop this clock runs on
+            if self._loop is None or self._loop.is_closed():
+                return self.origin or 0.0
+            loop = self._loop
+        else:
+            self._loop = loop
         now = loop.time()
         if self.origin is None:
             self.origin = now
@@ -87,6 +93,16 @@ class _VirtualSelector(selectors.BaseSelector):
         self._real = selectors.DefaultSelector()
         self._loop: VirtualTimeLoop | None = None
         self.speed = speed
+        self._sleeping: tuple[float, float] | None = None  # (real start, virtual timeout) of the jump under way
+
+    def in_flight(self) -> float:
+        """The virtual time a jump under way has covered so far (read by other threads: a display that redraws
+        while the loop sleeps sees the time pass at ``speed``, not stand still and then leap)."""
+        sleeping = self._sleeping
+        if sleeping is None or not self.speed:
+            return 0.0
+        started, timeout = sleeping
+        return min(timeout, (time.monotonic() - started) * self.speed)
 
     def register(self, fileobj: Any, events: int, data: Any = None) -> selectors.SelectorKey:
         return self._real.register(fileobj, events, data)
@@ -114,7 +130,11 @@ class _VirtualSelector(selectors.BaseSelector):
             return self._real.select(None)
         if self.speed:
             started = time.monotonic()
-            ready = self._real.select(timeout / self.speed)
+            self._sleeping = (started, timeout)
+            try:
+                ready = self._real.select(timeout / self.speed)
+            finally:
+                self._sleeping = None
             if ready:
                 # Woken early (a thread, a signal, another process's write): the simulated time that
                 # passed is the real time waited, at the speed asked for.
@@ -131,10 +151,13 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         selector = _VirtualSelector(speed)
         super().__init__(selector)
         selector._loop = self
+        self._selector_v = selector
         self._virtual_now = start
 
     def time(self) -> float:
-        return self._virtual_now
+        # in the loop's own thread the jump under way is 0 (the loop does not run while it sleeps); another
+        # thread reading the time during a jump at a given speed sees it pass smoothly
+        return self._virtual_now + self._selector_v.in_flight()
 
     def advance(self, seconds: float) -> None:
         self._virtual_now += max(0.0, seconds)

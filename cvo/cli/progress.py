@@ -116,9 +116,10 @@ class LogReporter:
             log.debug(event.name, **{"sim_time": event.time.isoformat(), **event.fields})
 
 
-def shorten(text: str, width: int) -> str:
-    """``text`` on one line of at most ``width`` characters, cut at a word boundary with an ellipsis."""
-    text = " ".join(text.split())
+def shorten(text: str, width: int, *, keep_spacing: bool = False) -> str:
+    """``text`` on one line of at most ``width`` characters, cut at a word boundary with an ellipsis.
+    ``keep_spacing``: runs of spaces stay (a table's padding); otherwise all whitespace becomes one space."""
+    text = " ".join(text.split()) if not keep_spacing else re.sub(r"[\r\n\t]+", " ", text).rstrip()
     if width <= 1:
         return text[:max(width, 0)]
     if len(text) <= width:
@@ -128,6 +129,16 @@ def shorten(text: str, width: int) -> str:
     if space >= width // 2:
         cut = cut[:space]
     return cut.rstrip(" ,;:") + "…"
+
+
+def because(name: str, message: str) -> str:
+    """A wait's message without the name its row already shows: "Cluster operator dns is not available" on dns's
+    row says "not available" (the CVO's ClusterOperator messages, pkg/cvo/internal/operatorstatus.go)."""
+    text = " ".join(message.split())
+    for prefix in (f"Cluster operator {name} is ", f"Cluster operator {name} ", f"{name} is ", f"{name} "):
+        if text.startswith(prefix) and len(text) > len(prefix):
+            return text[len(prefix):]
+    return text
 
 
 _BLOCKED = re.compile(r'^Precondition "(?P<check>[^"]+)" failed because of "(?P<reason>[^"]+)": (?P<message>.*)$', re.S)
@@ -165,7 +176,10 @@ class LiveDisplay:
         self.now = clock_now
         self.title = title
         self.console = console or Console(stderr=True, no_color=not use_color())
-        self.live = Live(console=self.console, refresh_per_second=8, transient=False)
+        # the panel is drawn from the state at each refresh (twice a second), not only on events: the "for" column
+        # counts on while nothing happens, as it does on a real cluster for minutes at a time
+        self.live = Live(_Redrawn(self), console=self.console, refresh_per_second=2, transient=False,
+                         auto_refresh=True)
         self.last_events: list[str] = []
 
     def __enter__(self) -> LiveDisplay:
@@ -173,7 +187,7 @@ class LiveDisplay:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.live.update(self._render())
+        self.live.refresh()
         self.live.__exit__(None, None, None)
 
     def emit(self, event: Event) -> None:
@@ -185,7 +199,7 @@ class LiveDisplay:
             line = f"{event.time:%H:%M:%S} {event.name} {said[0]} {said[1]}".strip()
             if not self.last_events or self.last_events[-1] != line:
                 self.last_events = [*self.last_events, line][-5:]
-        self.live.update(self._render())
+        self.live.refresh()
 
     def lines(self, width: int, height: int) -> list[tuple[str, str]]:
         """The panel as ``(text, style)`` lines, each at most ``width`` wide, at most ``height`` of them."""
@@ -216,10 +230,10 @@ class LiveDisplay:
             waits = sorted(p.waiting.items())
             shown = waits if len(waits) <= room else waits[:room - 1]
             name_w = max(len("waiting on"), *(len(n) for n, _ in shown))
-            out.append((shorten(f"{'waiting on':<{name_w}}  {'for':>6}  because", width), "bold"))
+            out.append((shorten(f"{'waiting on':<{name_w}}  {'for':>6}  because", width, keep_spacing=True), "bold"))
             for name, wait in shown:
                 out.append((shorten(f"{name:<{name_w}}  {format_duration(now - wait.since):>6}  "
-                                    f"{wait.error.message}", width), ""))
+                                    f"{because(name, wait.error.message)}", width, keep_spacing=True), ""))
             if len(shown) < len(waits):
                 out.append((f"… and {len(waits) - len(shown)} more", "dim"))
         return (out + events)[:height]
@@ -232,6 +246,16 @@ class LiveDisplay:
         styles = {"bar": "green", "dim": "dim", "bold": "bold", "": ""}
         return Group(*(Text(text, style=styles[style], no_wrap=True, overflow="ellipsis")
                        for text, style in self.lines(width, max(3, height - 1))))
+
+
+class _Redrawn:
+    """What the Live shows: the display's panel as of each refresh."""
+
+    def __init__(self, display: LiveDisplay) -> None:
+        self.display = display
+
+    def __rich__(self) -> Any:
+        return self.display._render()
 
 
 def _said(event: Event) -> tuple[object, str] | None:

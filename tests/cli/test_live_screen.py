@@ -52,6 +52,8 @@ def run_on_terminal(args: list[str], size: tuple[int, int], *, on_screen: Callab
                 break
             stream.feed(chunk)
             shown = [line.rstrip() for line in screen.display]
+            if screen.cursor.x > 0:  # the line being written when the chunk ended: not a whole line yet
+                shown[screen.cursor.y] = ""
             screens.append(shown)
             on_screen(shown)
     finally:
@@ -167,3 +169,38 @@ def test_the_summary_tables_and_the_cluster_line_fit_80_columns(tmp_path: Path) 
     at = lines.index(next(line for line in lines if line.startswith("openshift-samples ")))
     assert lines[at + 1] == "    not in the current release 4.17.0 (left over from 4.16.3)"  # under its row
     assert any(line.startswith("Upgradeable: False") for line in lines)
+
+
+def test_the_waiting_table_is_aligned_counts_on_between_events_and_does_not_repeat_the_name(tmp_path: Path) -> None:
+    """One slow operator (kube-apiserver: 60 simulated seconds, at --speed 6 ten real seconds in which nothing
+    else happens): its "for" column counts on while no event comes, the columns stay under their headers, and
+    "because" says what the operator is, not "Cluster operator kube-apiserver is …" again."""
+    operators = tmp_path / "slow.yaml"
+    operators.write_text("default:\n  delay: 1s\nkube-apiserver:\n  delay: 60s\n")
+    tables: list[list[str]] = []
+
+    def check(shown: list[str]) -> None:
+        at = next((i for i, line in enumerate(shown) if line.startswith("waiting on")), None)
+        if at is not None:
+            rows = []
+            for line in shown[at + 1:]:
+                if not line or not re.match(r"^[a-z][a-z0-9-]* +(\d|now)", line):
+                    break
+                rows.append(line)
+            tables.append([shown[at], *rows])
+
+    code, last, _ = run_on_terminal(["install", str(PAYLOADS / "demo-4.16.0"), "--state", str(tmp_path / "s.db"),
+                                     "--speed", "6", "--operators", str(operators)], (100, 30), on_screen=check)
+    assert code == 0, "\n".join(last)
+    apiserver = [t for t in tables if any(r.startswith("kube-apiserver ") for r in t[1:])]
+    assert apiserver, tables[-3:]
+    for header, *rows in apiserver:
+        end_of_for = header.index("for") + len("for")
+        because = header.index("because")
+        for row in rows:
+            assert re.match(r"\S+ +\S+$", row[:end_of_for]) and row[end_of_for] == " ", (header, row)  # right-aligned
+            assert row[because - 1] == " " and row[because] != " ", (header, row)
+    waited = {re.split(r" +", r)[1] for t in apiserver for r in t[1:] if r.startswith("kube-apiserver ")}
+    assert len(waited) >= 4, waited  # counted on (e.g. 10s, 20s, 30s, 40s), not frozen at one value
+    messages = {r[apiserver[0][0].index("because"):] for t in apiserver for r in t[1:] if r.startswith("kube-apiserver ")}
+    assert not any("kube-apiserver" in m for m in messages), messages

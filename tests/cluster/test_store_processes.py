@@ -77,8 +77,10 @@ def test_sigkill_loses_only_the_request_in_flight(tmp_path: Path) -> None:
     rerun resumes the same history entry."""
     state = tmp_path / "cluster.db"
     log = tmp_path / "install.jsonl"
+    never = tmp_path / "never.yaml"  # operators that never report: the install is certain to run until stopped
+    never.write_text("default:\n  delay: 24h\n")
     with log.open("w") as err:
-        proc = start_cvo(err, "install", OLD, "--state", str(state), "--speed", "60")
+        proc = start_cvo(err, "install", OLD, "--state", str(state), "--speed", "60", "--operators", str(never))
         try:
             seen = wait_for(proc, log, lambda ev: sum(e.get("event") == "operator.ready" for e in ev) >= 3,
                             "three ClusterOperators ready")
