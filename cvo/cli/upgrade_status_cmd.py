@@ -89,7 +89,7 @@ class Found:
 
 
 def run(args: argparse.Namespace) -> int:
-    from cvo.runner.durations import RECORDS_REF, cluster_forecast
+    from cvo.runner.durations import RECORDS_REF, cluster_forecast, no_forecast_reason
     from cvo.status.godur import parse_time, to_ns
     from cvo.status.upgrade_status import StatusUnavailable, assess
     from cvo.status.upgrade_text import render, to_data
@@ -126,6 +126,10 @@ def run(args: argparse.Namespace) -> int:
                                 found.records, now) if status.updating else None
     if args.output == TEXT:
         sys.stdout.write(render(status, args.details, forecast))
+        why = "" if forecast is not None or not status.updating else no_forecast_reason(
+            found.cv.body if found.cv else None, found.records)
+        if why:  # on stderr: stdout stays exactly what oc prints for the same objects
+            print(f"note: no forecast: {why}", file=sys.stderr)
     else:
         sys.stdout.write(dump(to_data(status, forecast), args.output))
     return EXIT_OK

@@ -351,7 +351,27 @@ def read_release(
     image_refs: ImageReferences | None = None
     warnings: list[str] = []
     side_files: list[tuple[str, bytes]] = []
-    if release_dir.is_dir():
+    if release_dir.is_dir() and not (release_dir / METADATA_FILE).exists() and version is None:
+        shown = display_name(os.fspath(release_dir / METADATA_FILE))
+        raise LoadError([
+            f"{shown}: file not found: a release directory names its version there (JSON: "
+            '{"kind": "cincinnati-metadata-v0", "version": "X.Y.Z"}, as \'oc adm release new\' writes it); add one, '
+            "or pass --release-version X.Y.Z"])
+    if release_dir.is_dir() and not (release_dir / METADATA_FILE).exists():
+        assert version is not None  # --release-version stands in for the missing release-metadata
+        try:
+            semver.parse(version)
+        except semver.SemverError as err:
+            raise LoadError([f"--release-version: {version!r} is not a semantic version: {err}"]) from None
+        refs_path = f"{RELEASE_MANIFEST_DIR}/{IMAGE_REFERENCES_FILE}"
+        if (release_dir / IMAGE_REFERENCES_FILE).exists():
+            try:
+                refs_bytes = read_input(release_dir / IMAGE_REFERENCES_FILE, refs_path)
+                image_refs = parse_image_references(refs_bytes, refs_path)
+            except InputError as err:
+                raise LoadError([str(err)]) from None
+            side_files = [(refs_path, refs_bytes)]
+    elif release_dir.is_dir():
         meta_path = f"{RELEASE_MANIFEST_DIR}/{METADATA_FILE}"
         refs_path = f"{RELEASE_MANIFEST_DIR}/{IMAGE_REFERENCES_FILE}"
         try:

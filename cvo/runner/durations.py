@@ -198,6 +198,20 @@ def cluster_forecast(cv: Mapping[str, Any] | None, cos: list[dict[str, Any]], re
     return forecast(graph, model, done, updating, now, took=current.took() if current else None)
 
 
+def no_forecast_reason(cv: Mapping[str, Any] | None, records: Mapping[str, Any] | None,
+                       load_filter: LoadFilter | None = None) -> str:
+    """Why :func:`cluster_forecast` has no forecast, in words for the ``Forecast:`` line ("" when it is not one of
+    the reasons a person can act on)."""
+    if not duration_model(of_mode(parse_records(records))).usual:
+        return ("no install or update of this cluster was recorded (openshift-cluster-version/cvo-update-durations): "
+                "the estimate above is oc's, from the last completed update's duration (an hour without one)")
+    desired = ((cv or {}).get("status") or {}).get("desired") or {}
+    image = str(desired.get("image") or "") if isinstance(desired, Mapping) else ""
+    if release_graph(image, load_filter) is None:
+        return f"the target release {image or '(none)'} is not a release cvo can read here: its task graph is unknown"
+    return ""
+
+
 class LiveForecast:
     """The forecast of a running update, for the live display: a reporter (it learns which operators are done
     from ``operator.done``) and a callable (the forecast now, from the sweep's waits)."""

@@ -404,3 +404,23 @@ def test_subprocess_plan_json(release: Path) -> None:
     assert result.stderr == ""
     doc = json.loads(result.stdout)
     assert doc["mode"] == "install" and doc["total"] == len(KEPT)
+
+
+def test_a_release_without_release_metadata_names_it_says_what_to_add_and_takes_release_version(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    import shutil
+
+    root = tmp_path / "nometa"
+    from tests.support.helpers import PAYLOADS
+
+    shutil.copytree(PAYLOADS / "demo-4.16.3", root)
+    (root / "release-manifests" / "release-metadata").unlink()
+    [line] = errors_of(capsys, str(root))
+    assert line == (f"error: {root}/release-manifests/release-metadata: file not found: a release directory names "
+                     'its version there (JSON: {"kind": "cincinnati-metadata-v0", "version": "X.Y.Z"}, as \'oc adm '
+                     "release new' writes it); add one, or pass --release-version X.Y.Z")
+    code, out, err = run(capsys, str(root), "--release-version", "4.16.3")
+    assert code == 0, err
+    assert out.startswith(f"Release 4.16.3 (file://{root.resolve()})")
+    [bad] = errors_of(capsys, str(root), "--release-version", "4.1x")
+    assert bad.startswith("error: --release-version: '4.1x' is not a semantic version")

@@ -84,3 +84,28 @@ def test_a_document_without_a_kind_says_how_to_save_one(tmp_path: Path) -> None:
     code, _, err = run("status", "--from-file", str(path))
     assert code == 2
     assert err.strip().endswith("object without a kind (cvo get -o yaml saves a cluster as one kind: List)")
+
+
+def test_upgrade_status_says_why_it_has_no_forecast(tmp_path: Path) -> None:
+    """Mid-update, without any record of an earlier install or update, oc's estimate is all there is: a note on
+    stderr says why there is no Forecast line (stdout stays oc's, byte for byte)."""
+    state = str(tmp_path / "mid.db")
+    assert run("install", str(PAYLOADS / "demo-4.16.0"), "--state", state, "--operators", OPERATORS)[0] == 0
+    code, _, _ = run("upgrade", "--to", str(PAYLOADS / "demo-4.16.3"), "--state", state, "--operators", OPERATORS,
+                     "--timeout", "4m")
+    assert code == 1  # stopped mid-update by its timeout: the ClusterVersion is still progressing
+    code, saved, _ = run("get", "-o", "yaml", "--state", state)
+    doc = yaml.safe_load(saved)
+    with_records = tmp_path / "with.yaml"
+    with_records.write_text(saved)
+    doc["items"] = [i for i in doc["items"] if i["metadata"]["name"] != "cvo-update-durations"]
+    without = tmp_path / "without.yaml"
+    without.write_text(yaml.safe_dump(doc))
+    code, text, _ = run("upgrade", "status", "--from-file", str(with_records), "--now", NOW)
+    assert code == 0 and "\nForecast:        " in text and "(from 1 recorded update)" in text
+    code, text, err = run("upgrade", "status", "--from-file", str(without), "--now", NOW)
+    assert code == 0 and "Forecast:" not in text  # stdout: exactly oc's view of the same objects
+    assert err.splitlines()[-1] == (
+        "note: no forecast: no install or update of this cluster was recorded "
+        "(openshift-cluster-version/cvo-update-durations): the estimate above is oc's, from the last completed "
+        "update's duration (an hour without one)")
