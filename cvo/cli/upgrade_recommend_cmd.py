@@ -14,7 +14,14 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
-from cvo.cli.backend import ClusterOptions, Reader, add_backend_flags, add_saved_flags, backend_clock, open_reader
+from cvo.cli.backend import (
+    ClusterOptions,
+    Reader,
+    add_backend_flags,
+    add_saved_flags,
+    backend_clock,
+    open_reader,
+)
 from cvo.cli.common import EXIT_FAILED, EXIT_OK, CommandFailed, UsageError, print_error
 from cvo.cluster.api import cv_ref
 
