@@ -12,7 +12,7 @@ import csv
 import os
 import sys
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from cvo.cli.backend import (
     ClusterOptions,
@@ -24,6 +24,11 @@ from cvo.cli.backend import (
 )
 from cvo.cli.common import EXIT_FAILED, EXIT_OK, CommandFailed, UsageError, print_error
 from cvo.cluster.api import cv_ref
+from cvo.objects import ClusterVersion
+
+if TYPE_CHECKING:
+    from cvo.status.recommend import AcceptableCondition
+    from cvo.status.recommend_alerts import Alert
 
 HELP = "show the updates the cluster can take and the issues to weigh first, like 'oc adm upgrade recommend'"
 DESCRIPTION = (
@@ -68,120 +73,141 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     alerts = parser.add_argument_group("alerts")
     alerts.add_argument("--alerts-file", metavar="PATH",
                         help="the firing alerts: a saved answer of Prometheus' /api/v1/alerts (JSON)")
-    _add_monitoring_flags(alerts)
     alerts.add_argument("--mock-clusterversion", metavar="PATH", help=argparse.SUPPRESS)  # oc's hidden test flag
+    add_monitoring_flags(parser)
     add_backend_flags(parser)
     add_saved_flags(parser)
     parser.set_defaults(func=run)
 
 
-# --- until cvo/cli/monitoring_flags.py and cvo.monitoring.client are merged (their names, kept) ---------
+# --- until the risks branch is merged: cvo.cli.monitoring_flags (add_monitoring_flags, monitoring_options) and
+# cvo.monitoring.client (MonitoringOptions, Prometheus(options).alerts(), MonitoringError) replace this block,
+# with the same names and flags.
 
 
 @dataclass(frozen=True)
 class MonitoringOptions:
     url: str
-    token_file: str | None = None
-    ca_file: str | None = None
+    token_file: str = ""
+    ca_file: str = ""
     timeout: float = 30.0
 
 
-def _add_monitoring_flags(group: Any) -> None:
-    """``add_monitoring_flags``: the CVO's Prometheus flags."""
-    group.add_argument("--metrics-url", metavar="URL",
-                       help="the cluster's Prometheus (or Thanos querier): its alerts are asked at URL/api/v1/alerts")
-    group.add_argument("--metrics-token-file", metavar="PATH", help="a bearer token for --metrics-url, in a file")
-    group.add_argument("--metrics-ca-file", metavar="PATH", help="the CA bundle --metrics-url's certificate is "
-                                                                 "checked against (default: the system's)")
+class MonitoringError(Exception):
+    """No alerts from Prometheus: it could not be reached, or it did not answer with alerts."""
 
 
-def _monitoring_options(args: argparse.Namespace) -> MonitoringOptions | None:
-    """``monitoring_options``: ``None`` without ``--metrics-url``."""
-    url = getattr(args, "metrics_url", None)
+def add_monitoring_flags(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("monitoring (the firing alerts)")
+    group.add_argument("--metrics-url", metavar="URL", default=None,
+                       help="the Prometheus API (or Thanos querier) asked for the firing alerts at URL/api/v1/alerts")
+    group.add_argument("--metrics-token-file", metavar="FILE", default=None,
+                       help="a file holding the bearer token sent to --metrics-url")
+    group.add_argument("--metrics-ca-bundle-file", "--metrics-ca-file", dest="metrics_ca_file", metavar="FILE",
+                       default=None, help="the CA bundle that --metrics-url's certificate is checked against "
+                                          "(default: the system's)")
+    group.add_argument("--metrics-timeout", metavar="SECONDS", type=float, default=30.0,
+                       help="how long the request may take (default 30)")
+
+
+def monitoring_options(args: argparse.Namespace) -> MonitoringOptions | None:
+    """The options of the flags, or None without ``--metrics-url``; :class:`UsageError` for bad ones."""
+    url, token, ca = args.metrics_url, args.metrics_token_file, args.metrics_ca_file
     if not url:
+        if token or ca:
+            raise UsageError("--metrics-token-file and --metrics-ca-bundle-file need --metrics-url")
         return None
-    return MonitoringOptions(url, getattr(args, "metrics_token_file", None), getattr(args, "metrics_ca_file", None))
+    if not url.startswith(("http://", "https://")):
+        raise UsageError(f"--metrics-url: {url!r} is not an http:// or https:// URL")
+    for flag, path in (("--metrics-token-file", token), ("--metrics-ca-bundle-file", ca)):
+        if path and not os.path.isfile(path):
+            raise UsageError(f"{flag}: {path}: no such file")
+    if not args.metrics_timeout > 0:
+        raise UsageError(f"--metrics-timeout: {args.metrics_timeout:g} is not a positive number of seconds")
+    return MonitoringOptions(url, token or "", ca or "", args.metrics_timeout)
 
 
-def fetch_alerts(options: MonitoringOptions) -> bytes:
-    """``Prometheus.alerts()``'s request: ``GET URL/api/v1/alerts``; :class:`OSError` or ``ValueError`` when
-    there is no answer (unreachable, not HTTP 200, a token or CA file that cannot be read)."""
+def _get_alerts(options: MonitoringOptions) -> bytes:
     import ssl
 
     import urllib3
 
-    from cvo.payload.limits import read_input
     from cvo.status.recommend_alerts import MAX_ALERTS_BYTES
 
     headers = {"Accept": "application/json"}
     if options.token_file:
-        token = read_input(options.token_file, options.token_file, 64 * 1024).decode("utf-8", "replace").strip()
-        headers["Authorization"] = f"Bearer {token}"
-    context = ssl.create_default_context(cafile=options.ca_file) if options.ca_file else None
-    pool = urllib3.PoolManager(ssl_context=context, timeout=urllib3.Timeout(options.timeout), retries=False)
+        try:
+            with open(options.token_file, encoding="utf-8") as f:
+                headers["Authorization"] = f"Bearer {f.read(64 * 1024).strip()}"
+        except (OSError, UnicodeDecodeError) as err:
+            raise MonitoringError(f"unable to read authorization credentials file {options.token_file}: "
+                                  f"{getattr(err, 'strerror', None) or type(err).__name__}") from None
     try:
-        response = pool.request("GET", options.url.rstrip("/") + ALERTS_PATH, headers=headers,
-                                preload_content=False)
-    except urllib3.exceptions.HTTPError as err:
-        raise OSError(str(err)) from None
-    try:
-        body = response.read(MAX_ALERTS_BYTES + 1)
-    finally:
-        response.release_conn()
-    if response.status != 200:
-        raise ValueError(f"HTTP {response.status} from {ALERTS_PATH}")
+        context = ssl.create_default_context(cafile=options.ca_file) if options.ca_file else None
+        pool = urllib3.PoolManager(ssl_context=context, timeout=urllib3.Timeout(options.timeout), retries=False)
+        response = pool.request("GET", options.url.rstrip("/") + ALERTS_PATH, headers=headers, preload_content=False)
+        try:
+            body = response.read(MAX_ALERTS_BYTES + 1)
+        finally:
+            response.release_conn()
+    except (urllib3.exceptions.HTTPError, OSError, ssl.SSLError) as err:
+        raise MonitoringError(str(err)) from None
+    if response.status // 100 != 2:
+        raise MonitoringError(f"{'server' if response.status // 100 == 5 else 'client'} error: {response.status}")
     return bytes(body)
+
+
+async def prometheus_alerts(options: MonitoringOptions) -> tuple[Alert, ...]:
+    """``Prometheus(options).alerts()``: ``GET URL/api/v1/alerts`` in a worker thread (real seconds, whatever
+    the command's clock), the alerts, or :class:`MonitoringError`."""
+    import asyncio
+
+    from cvo.status.recommend_alerts import AlertsInvalid, parse_alerts
+
+    try:
+        body = await asyncio.get_running_loop().run_in_executor(None, _get_alerts, options)
+        return parse_alerts(body)
+    except (MonitoringError, AlertsInvalid) as err:
+        raise MonitoringError(f"failed to get alerts: {err}") from None
 
 
 # --- the alert check ------------------------------------------------------------------------------------
 
 
-def _alerts_file(path: str, display: str) -> bytes:
-    from cvo.payload.limits import InputError, read_input
-    from cvo.status.recommend_alerts import MAX_ALERTS_BYTES
+def _file_alerts(path: str) -> tuple[Alert, ...]:
+    """The alerts of a saved answer; a usage error (one line naming the file) for anything else."""
+    from cvo.payload.limits import InputError, display_name, read_input
+    from cvo.status.recommend_alerts import MAX_ALERTS_BYTES, AlertsInvalid, parse_alerts
 
+    display = display_name(path)
     try:
-        return read_input(path, display, MAX_ALERTS_BYTES)
+        return parse_alerts(read_input(path, display, MAX_ALERTS_BYTES))
     except InputError as err:
         raise UsageError(str(err)) from None
-
-
-def _parsed(data: bytes, display: str) -> Any:
-    from cvo.status.recommend_alerts import AlertsInvalid, parse_alerts
-
-    try:
-        return parse_alerts(data)
     except AlertsInvalid as err:
         raise UsageError(f"{display}: not Prometheus' {ALERTS_PATH} answer: {err}") from None
 
 
-def alert_check(args: argparse.Namespace) -> list[Any]:
+async def alert_check(args: argparse.Namespace, monitoring: MonitoringOptions | None) -> list[AcceptableCondition]:
     """precheck.go's checks (alerts.go ``options.alerts``): the conditions from the firing alerts, or
-    ``recommended/Alert=Unknown`` without alert data.  A bad ``--alerts-file`` is a usage error."""
-    from cvo.payload.limits import display_name, printable
+    ``recommended/Alert=Unknown`` without alert data."""
+    from cvo.payload.limits import printable
     from cvo.status.recommend import alert_conditions, no_alert_data, no_test_data
-    from cvo.status.recommend_alerts import AlertsInvalid, parse_alerts
 
     if args.mock_clusterversion:  # oc's mockData.load: the alerts beside the ClusterVersion, if there
         path = args.mock_clusterversion.replace("-cv.yaml", "-alerts.json", 1)
-        if not os.path.lexists(path):
-            return [no_test_data(path)]
-        return alert_conditions(_parsed(_alerts_file(path, display_name(path)), display_name(path)))
+        return alert_conditions(_file_alerts(path)) if os.path.lexists(path) else [no_test_data(path)]
     if args.alerts_file:
-        display = display_name(args.alerts_file)
-        return alert_conditions(_parsed(_alerts_file(args.alerts_file, display), display))
-    options = _monitoring_options(args)
-    if options is None:
+        return alert_conditions(_file_alerts(args.alerts_file))
+    if monitoring is None:
         if args.from_file:
             return [no_alert_data("saved objects (--from-file) hold no alerts; give --alerts-file with a saved "
                                   f"answer of Prometheus' {ALERTS_PATH}")]
         return [no_alert_data("no --metrics-url or --alerts-file to read the firing alerts from")]
-    where = printable(options.url, 200)
     try:
-        return alert_conditions(parse_alerts(fetch_alerts(options)))
-    except (OSError, ValueError) as err:  # AlertsInvalid is a ValueError: an answer that is not alerts
-        what = "answered no alerts" if isinstance(err, AlertsInvalid) else "did not answer"
-        return [no_alert_data(f"Prometheus at {where} {what}: {printable(str(err), 300)}")]
+        return alert_conditions(await prometheus_alerts(monitoring))
+    except MonitoringError as err:
+        return [no_alert_data(f"Prometheus at {printable(monitoring.url, 200)}: {printable(str(err), 300)}")]
 
 
 # --- the command ----------------------------------------------------------------------------------------
@@ -196,10 +222,12 @@ def accepted(values: list[str]) -> list[str]:
     return names
 
 
-async def refresh_graph(reader: Reader) -> None:
-    """When no controller runs, the graph should be fetched first, as the controller would fetch it
-    (``cvo.runner.available_updates.refresh_updates``, the graph-client's).  Until that is merged, the status is
-    shown as the cluster holds it; saved objects are never refreshed."""
+async def refresh_available_updates(options: ClusterOptions, reader: Reader) -> None:
+    """Fetch the graph and write the available and conditional updates as the controller's
+    ``syncAvailableUpdates`` would, when no controller does it: graph-client's
+    ``cvo.runner.available_updates.refresh_updates`` (oc-upgrade's ``upgrade_list_cmd.refresh_available_updates``
+    is the same call, for the listing).  Until those are merged, the status is shown as the cluster holds it;
+    saved objects are never refreshed."""
     return None
 
 
@@ -218,10 +246,10 @@ def _check_flags(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from cvo.objects import ClusterVersion
     from cvo.status.recommend import OptionsError, complete, recommend
 
     _check_flags(args)
+    monitoring = monitoring_options(args)
     try:
         options = complete(args.target_version, quiet=args.quiet, show_outdated_releases=args.show_outdated_releases,
                            accept=accepted(args.accept))
@@ -229,17 +257,19 @@ def run(args: argparse.Namespace) -> int:
         raise CommandFailed(str(err)) from None  # oc: kcmdutil.CheckErr, exit 1
     backend_options = ClusterOptions.from_args(args)
     clock, run_loop = backend_clock(backend_options)
-    read: list[dict[str, Any] | None] = []
+    found: list[ClusterVersion | None] = []
+    checked: list[AcceptableCondition] = []
 
     async def main() -> None:
         async with open_reader(backend_options, clock) as reader:
-            if not backend_options.saved:
-                await refresh_graph(reader)
-            read.append(await reader.steady.get(cv_ref()))
+            await refresh_available_updates(backend_options, reader)
+            cv = await reader.steady.get(cv_ref())
+        found.append(None if cv is None else ClusterVersion.read(cv, source=reader.where))
+        if cv is not None:  # oc: without a ClusterVersion, Run returns before the precheck
+            checked.extend(await alert_check(args, monitoring))
 
     run_loop(main)
-    cv = None if read[0] is None else ClusterVersion.read(read[0])
-    result = recommend(cv, alert_check(args) if cv is not None else [], options)  # oc: no ClusterVersion, no check
+    result = recommend(found[0], checked, options)
     for to_err, text in result.writes:
         stream = sys.stderr if to_err else sys.stdout
         stream.write(text)

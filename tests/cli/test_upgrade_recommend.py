@@ -4,8 +4,6 @@ embedded cluster, the flags oc refuses and cvo's bad-input errors.  oc's text it
 
 from __future__ import annotations
 
-import asyncio
-import copy
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -18,41 +16,16 @@ import yaml
 
 from cvo.cli.main import main
 from cvo.cli.upgrade_recommend_cmd import accepted
-from cvo.cluster.embedded.server import SimCluster
 from cvo.objects import ClusterVersion
 from cvo.status.recommend import alert_conditions, complete, recommend
 from cvo.status.recommend_alerts import Alert
-
-EXAMPLES = Path(__file__).resolve().parents[1] / "golden" / "recommend" / "examples"
-DEGRADED = EXAMPLES / "4.16.27-degraded-monitoring-cv.yaml"
-DEGRADED_ALERTS = EXAMPLES / "4.16.27-degraded-monitoring-alerts.json"
+from tests.support.recommend_objects import DEGRADED, DEGRADED_ALERTS, EXAMPLES, degraded, embedded
 
 
 def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
     code = main(["upgrade", "recommend", *argv])
     captured = capsys.readouterr()
     return code, captured.out, captured.err
-
-
-def embedded(tmp_path: Path, cv: dict[str, Any]) -> Path:
-    """An embedded cluster's state holding ``cv`` (spec and status as given)."""
-    path = tmp_path / "state.db"
-
-    async def write() -> None:
-        cluster = SimCluster(path=path)
-        body = copy.deepcopy(cv)
-        body["metadata"] = {"name": "version"}
-        made = await cluster.create(body)
-        made["status"] = body["status"]
-        await cluster.update_status(made)
-        await cluster.close()
-
-    asyncio.run(write())
-    return path
-
-
-def degraded() -> dict[str, Any]:
-    return yaml.safe_load(DEGRADED.read_text())
 
 
 # --- Prometheus' /api/v1/alerts over HTTP --------------------------------------------------------------
@@ -108,10 +81,11 @@ def test_alerts_from_prometheus_are_oc_alerts_from_a_file(tmp_path: Path, promet
 
 
 @pytest.mark.parametrize(("status", "body", "why"), [
-    (500, b"oops", "did not answer: HTTP 500 from /api/v1/alerts"),
-    (200, b"<html>a login page</html>", "answered no alerts: not JSON"),
+    (500, b"oops", "server error: 500"),
+    (403, b"forbidden", "client error: 403"),
+    (200, b"<html>a login page</html>", "not JSON"),
     (200, b'{"status": "error", "errorType": "bad_data", "error": "no Thanos"}',
-     "answered no alerts: Prometheus answered status 'error': no Thanos"),
+     "Prometheus answered status 'error': no Thanos"),
 ])
 def test_a_prometheus_without_alerts_is_unknown(status: int, body: bytes, why: str, tmp_path: Path,
                                                 prometheus: FakePrometheus, capsys: pytest.CaptureFixture[str]) -> None:
@@ -119,7 +93,7 @@ def test_a_prometheus_without_alerts_is_unknown(status: int, body: bytes, why: s
     code, out, err = run(["--state", str(embedded(tmp_path, degraded())), "--metrics-url", prometheus.url,
                           "--version", "4.16.32"], capsys)
     assert "recommended/Alert=Unknown:\n\n  Reason: NoAlertData\n" in out
-    assert f"  Message: No alert data: Prometheus at {prometheus.url} {why}" in out
+    assert f"  Message: No alert data: Prometheus at {prometheus.url}: failed to get alerts: {why}" in out
     assert (code, err) == (1, "error: issues that apply to this cluster but which were not included in --accept: "
                               "AlertNoData,Failing\n")
 
@@ -132,7 +106,7 @@ def test_an_unreachable_prometheus_is_unknown(tmp_path: Path, capsys: pytest.Cap
         url = f"http://127.0.0.1:{s.getsockname()[1]}"
         code, out, _ = run(["--state", str(embedded(tmp_path, degraded())), "--metrics-url", url], capsys)
     assert code == 0
-    assert f"Message: No alert data: Prometheus at {url} did not answer: " in out
+    assert f"Message: No alert data: Prometheus at {url}: failed to get alerts: " in out
 
 
 def test_without_any_alert_source_the_check_is_unknown_and_can_be_accepted(
@@ -213,6 +187,10 @@ def test_ocs_refusals_exit_1(argv: list[str], error: str, capsys: pytest.Capture
     ["--mock-clusterversion", str(DEGRADED), "--from-file", str(DEGRADED)],
     ["--mock-clusterversion", str(DEGRADED), "--alerts-file", str(DEGRADED_ALERTS)],
     ["--alerts-file", str(DEGRADED_ALERTS), "--metrics-url", "http://127.0.0.1:9"],
+    ["--metrics-url", "127.0.0.1:9090"],
+    ["--metrics-token-file", str(DEGRADED)],
+    ["--metrics-url", "http://127.0.0.1:9", "--metrics-ca-bundle-file", "/nonexistent"],
+    ["--metrics-url", "http://127.0.0.1:9", "--metrics-timeout", "0"],
 ])
 def test_conflicting_alert_sources_are_usage_errors(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run(argv, capsys)

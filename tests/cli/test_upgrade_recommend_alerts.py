@@ -3,7 +3,6 @@ AlertsInvalid with one line; and the command over any alerts file: oc's text, or
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import orjson
@@ -14,8 +13,7 @@ from hypothesis import strategies as st
 from cvo.cli.main import main
 from cvo.status.recommend import alert_conditions
 from cvo.status.recommend_alerts import MAX_ALERTS_BYTES, Alert, AlertsInvalid, parse_alerts
-
-DEGRADED = Path(__file__).resolve().parents[1] / "golden" / "recommend" / "examples" / "4.16.27-degraded-monitoring-cv.yaml"
+from tests.support.recommend_objects import DEGRADED
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers(-2**53, 2**53) | st.floats(allow_nan=False, allow_infinity=False)
