@@ -17,6 +17,7 @@ from cvo.objects.clusterversion import ConditionalUpdate, ConditionalUpdateRisk,
 from cvo.objects.condition import Condition, MetaCondition, find
 from cvo.payload import semver
 from cvo.payload.gostrings import go_quote
+from cvo.status.gosort import go_sort_slice
 from cvo.status.recommend_alerts import Alert
 from cvo.status.tabwriter import TabWriter
 
@@ -212,18 +213,25 @@ def not_recommended_condition(update: ConditionalUpdate) -> MetaCondition | None
 
 def sort_by_semantic_versions(updates: list[ConditionalUpdate]) -> None:
     """recommend.go ``sortConditionalUpdatesBySemanticVersions``: newest first, versions that do not parse last
-    (by their text, descending)."""
-    def parsed(update: ConditionalUpdate) -> semver.Version | None:
-        try:
-            return semver.parse(update.release.version)
-        except semver.SemverError:
-            return None
+    (by their text, descending), through Go's unstable ``sort.Slice`` (equal versions end in Go's order)."""
+    parsed: dict[str, semver.Version | None] = {}
 
-    valid = [(v, u) for u in updates if (v := parsed(u)) is not None]
-    invalid = [u for u in updates if parsed(u) is None]
-    valid.sort(key=lambda pair: pair[0], reverse=True)
-    invalid.sort(key=lambda u: u.release.version, reverse=True)
-    updates[:] = [u for _, u in valid] + invalid
+    def version(update: ConditionalUpdate) -> semver.Version | None:
+        text = update.release.version
+        if text not in parsed:
+            try:
+                parsed[text] = semver.parse(text)
+            except semver.SemverError:
+                parsed[text] = None
+        return parsed[text]
+
+    def less(x: ConditionalUpdate, y: ConditionalUpdate) -> bool:
+        a, b = version(x), version(y)
+        if a is None or b is None:
+            return b is None and (a is not None or x.release.version > y.release.version)
+        return a > b
+
+    go_sort_slice(updates, less)
 
 
 def _upgradeable_risk(target: ConditionalUpdate, condition: Condition, uri: str) -> ConditionalUpdate:

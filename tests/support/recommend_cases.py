@@ -2,7 +2,8 @@
 
 :func:`case` makes a ClusterVersion, an alerts answer (or none) and the flags from a seed, always the same ones:
 conditions present or not in any status, versions that parse and that do not (blang/semver's errors), prereleases
-and build metadata, several majors and minors, conditional updates with and without risks and conditions, the
+and build metadata, several majors and minors, conditional updates with and without risks and conditions, crowded minors of equal versions (the order
+Go's unstable sort leaves them in), the
 available updates sharing their images, multi-line and padded messages, alerts of every group oc knows, pending
 ones, and --version/--show-outdated-releases/--quiet/--accept in every combination (oc's refusals included).
 """
@@ -34,29 +35,35 @@ def condition(r: random.Random, type_: str, meta: bool = False) -> dict:
     return c
 
 
-def release(r: random.Random, images: list[str]) -> dict:
-    out = {"version": r.choice(VERSIONS), "image": r.choice(images)}
+CROWDED = ["4.16.2", "4.16.2+a", "4.16.2+b", "4.16.3", "4.16.3+x", "4.16.1"]  # equal versions: Go's unstable sort
+
+
+def release(r: random.Random, images: list[str], versions: list[str] = VERSIONS) -> dict:
+    out = {"version": r.choice(versions), "image": r.choice(images)}
     if r.random() < 0.7:
         out["url"] = r.choice(["https://example.com/errata/1", "https://example.com/errata/2"])
     return out
 
 
 def clusterversion(r: random.Random) -> dict:
-    images = [f"quay.io/r@sha256:{i:064x}" for i in range(r.randint(1, 12))]
+    crowded = r.random() < 0.15  # one minor with more than sort.Slice's 12 (insertion-sorted) updates
+    versions = CROWDED if crowded else VERSIONS
+    sizes = [12, 20, 30] if crowded else [0, 0, 1, 3, 6, 10]
+    images = [f"quay.io/r@sha256:{i:064x}" for i in range(r.randint(1, 12) if not crowded else 60)]
     conditions = []
     for type_ in ("Failing", "Progressing", "RetrievedUpdates", "Upgradeable", "Available"):
         if r.random() < 0.75:
             conditions.append(condition(r, type_))
     r.shuffle(conditions)
     conditional = []
-    for _ in range(r.choice([0, 0, 1, 3, 6, 10])):
+    for _ in range(r.choice(sizes)):
         risks = [{"name": r.choice(NAMES), "message": r.choice(MESSAGES), "url": "https://example.com/risk",
                   "matchingRules": [{"type": "Always"}]} for _ in range(r.choice([0, 1, 1, 2, 3]))]
-        cu = {"release": release(r, images), "risks": risks}
+        cu = {"release": release(r, images, versions), "risks": risks}
         if r.random() < 0.8:
             cu["conditions"] = [condition(r, "Recommended", meta=True)]
         conditional.append(cu)
-    available = [release(r, images) for _ in range(r.choice([0, 0, 1, 3, 6, 10]))]
+    available = [release(r, images, versions) for _ in range(r.choice(sizes))]
     spec: dict = {"clusterID": "00000000-0000-0000-0000-000000000000"}
     if r.random() < 0.7:
         spec["channel"] = r.choice(["stable-4.16", "fast-4.17"])
