@@ -35,6 +35,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "get": ("get_cmd", "save what cvo reads from a cluster as one kind: List, for --from-file"),
     # `cvo upgrade status` (see _aliased): `cvo upgrade --to DIR` keeps its own parser
     "upgrade-status": ("upgrade_status_cmd", "show the update's progress and health, like 'oc adm upgrade status'"),
+    "upgrade-recommend": ("upgrade_recommend_cmd", "show the updates the cluster can take and the issues to weigh "
+                          "first, like 'oc adm upgrade recommend'"),
     "override": ("override_cmd", "let an operator's minor updates through, or hold them back: an admin override"),
     "replay": ("replay_cmd", "replay scenario files on a simulated cluster; print the timeline and PASS/FAIL"),
     "report": ("report_cmd", "show a sweep's events, or the cluster's records of its sweeps, as a timeline with its critical path"),

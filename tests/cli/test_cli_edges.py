@@ -264,7 +264,7 @@ def command_line(example: str) -> list[str]:
     return shlex.split(match.group(1))
 
 
-COMMAND_NAMES = sorted(name.replace("upgrade-status", "upgrade status") for name in
+COMMAND_NAMES = sorted(re.sub(r"^upgrade-", "upgrade ", name) for name in  # cvo upgrade WORD: upgrade-WORD
                        __import__("cvo.cli.main", fromlist=["COMMANDS"]).COMMANDS)
 
 

@@ -1,0 +1,280 @@
+"""``cvo upgrade recommend``: ``oc adm upgrade recommend``, the update precheck, on any backend or saved objects.
+
+Reads the ClusterVersion and the firing alerts (``--alerts-file``: Prometheus' ``/api/v1/alerts`` answer; or
+``--metrics-url``: that API asked), prints :func:`cvo.status.recommend.recommend`'s text.  ``--mock-clusterversion``
+is oc's hidden test flag (the ClusterVersion file; its alerts in the ``-alerts.json`` beside it, when there).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import sys
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from cvo.cli.backend import (
+    ClusterOptions,
+    Reader,
+    add_backend_flags,
+    add_saved_flags,
+    backend_clock,
+    open_reader,
+)
+from cvo.cli.common import EXIT_FAILED, EXIT_OK, CommandFailed, UsageError, print_error
+from cvo.cluster.api import cv_ref
+from cvo.objects import ClusterVersion
+
+if TYPE_CHECKING:
+    from cvo.status.recommend import AcceptableCondition
+    from cvo.status.recommend_alerts import Alert
+
+HELP = "show the updates the cluster can take and the issues to weigh first, like 'oc adm upgrade recommend'"
+DESCRIPTION = (
+    "Display cluster update recommendations, as 'oc adm upgrade recommend' does: the ClusterVersion's Failing "
+    "and Progressing conditions, the firing alerts that matter to an update (critical ones, PodDisruptionBudget, "
+    "image pulls, nodes, those labelled openShiftUpdatePrecheck), then the recent updates of each minor version "
+    "and their known issues. Read-only. With --version, the context of one target, and exit 1 unless every "
+    "issue found was named in --accept. Without alert data (no --alerts-file, no --metrics-url, or a Prometheus "
+    "that does not answer) the alert check is recommended/Alert=Unknown."
+)
+EXAMPLES = """\
+Examples:
+  # The recent updates of each minor version, and what to weigh before taking one
+  cvo upgrade recommend --metrics-url https://thanos-querier.example:9091 --metrics-token-file token
+
+  # Every known update, older releases too
+  cvo upgrade recommend --show-outdated-releases
+
+  # One target: exit 0 only if every issue that applies was accepted (a script's gate)
+  cvo upgrade recommend --version 4.16.32 --accept Failing,AlertNoData --quiet
+
+  # From saved objects and a saved answer of Prometheus' /api/v1/alerts
+  cvo upgrade recommend --from-file clusterversion.yaml --alerts-file alerts.json
+"""
+ALERTS_PATH = "/api/v1/alerts"
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    parser = sub.add_parser("upgrade-recommend", prog="cvo upgrade recommend", help=HELP, description=DESCRIPTION,
+                            epilog=EXAMPLES)
+    parser.add_argument("--show-outdated-releases", action="store_true",
+                        help="display additional older releases.  These releases may be exposed to known issues "
+                             "which have been fixed in more recent releases.  But all updates will contain fixes not "
+                             "present in your current release.")
+    parser.add_argument("--version", dest="target_version", default="", metavar="VERSION",
+                        help="select a particular target release to display by version")
+    parser.add_argument("--quiet", action="store_true",
+                        help="when --quiet is true and --version is set, only print unaccepted issue names")
+    parser.add_argument("--accept", action="append", default=[], metavar="A,B",
+                        help="comma-delimited names for issues that you find acceptable.  With --version, any "
+                             "unaccepted issues will result in a non-zero exit code.")
+    alerts = parser.add_argument_group("alerts")
+    alerts.add_argument("--alerts-file", metavar="PATH",
+                        help="the firing alerts: a saved answer of Prometheus' /api/v1/alerts (JSON)")
+    alerts.add_argument("--mock-clusterversion", metavar="PATH", help=argparse.SUPPRESS)  # oc's hidden test flag
+    add_monitoring_flags(parser)
+    add_backend_flags(parser)
+    add_saved_flags(parser)
+    parser.set_defaults(func=run)
+
+
+# --- until the risks branch is merged: cvo.cli.monitoring_flags (add_monitoring_flags, monitoring_options) and
+# cvo.monitoring.client (MonitoringOptions, Prometheus(options).alerts(), MonitoringError) replace this block,
+# with the same names and flags.
+
+
+@dataclass(frozen=True)
+class MonitoringOptions:
+    url: str
+    token_file: str = ""
+    ca_file: str = ""
+    timeout: float = 30.0
+
+
+class MonitoringError(Exception):
+    """No alerts from Prometheus: it could not be reached, or it did not answer with alerts."""
+
+
+def add_monitoring_flags(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("monitoring (the firing alerts)")
+    group.add_argument("--metrics-url", metavar="URL", default=None,
+                       help="the Prometheus API (or Thanos querier) asked for the firing alerts at URL/api/v1/alerts")
+    group.add_argument("--metrics-token-file", metavar="FILE", default=None,
+                       help="a file holding the bearer token sent to --metrics-url")
+    group.add_argument("--metrics-ca-bundle-file", "--metrics-ca-file", dest="metrics_ca_file", metavar="FILE",
+                       default=None, help="the CA bundle that --metrics-url's certificate is checked against "
+                                          "(default: the system's)")
+    group.add_argument("--metrics-timeout", metavar="SECONDS", type=float, default=30.0,
+                       help="how long the request may take (default 30)")
+
+
+def monitoring_options(args: argparse.Namespace) -> MonitoringOptions | None:
+    """The options of the flags, or None without ``--metrics-url``; :class:`UsageError` for bad ones."""
+    url, token, ca = args.metrics_url, args.metrics_token_file, args.metrics_ca_file
+    if not url:
+        if token or ca:
+            raise UsageError("--metrics-token-file and --metrics-ca-bundle-file need --metrics-url")
+        return None
+    if not url.startswith(("http://", "https://")):
+        raise UsageError(f"--metrics-url: {url!r} is not an http:// or https:// URL")
+    for flag, path in (("--metrics-token-file", token), ("--metrics-ca-bundle-file", ca)):
+        if path and not os.path.isfile(path):
+            raise UsageError(f"{flag}: {path}: no such file")
+    if not args.metrics_timeout > 0:
+        raise UsageError(f"--metrics-timeout: {args.metrics_timeout:g} is not a positive number of seconds")
+    return MonitoringOptions(url, token or "", ca or "", args.metrics_timeout)
+
+
+def _get_alerts(options: MonitoringOptions) -> bytes:
+    import ssl
+
+    import urllib3
+
+    from cvo.status.recommend_alerts import MAX_ALERTS_BYTES
+
+    headers = {"Accept": "application/json"}
+    if options.token_file:
+        try:
+            with open(options.token_file, encoding="utf-8") as f:
+                headers["Authorization"] = f"Bearer {f.read(64 * 1024).strip()}"
+        except (OSError, UnicodeDecodeError) as err:
+            raise MonitoringError(f"unable to read authorization credentials file {options.token_file}: "
+                                  f"{getattr(err, 'strerror', None) or type(err).__name__}") from None
+    try:
+        context = ssl.create_default_context(cafile=options.ca_file) if options.ca_file else None
+        pool = urllib3.PoolManager(ssl_context=context, timeout=urllib3.Timeout(options.timeout), retries=False)
+        response = pool.request("GET", options.url.rstrip("/") + ALERTS_PATH, headers=headers, preload_content=False)
+        try:
+            body = response.read(MAX_ALERTS_BYTES + 1)
+        finally:
+            response.release_conn()
+    except (urllib3.exceptions.HTTPError, OSError, ssl.SSLError) as err:
+        raise MonitoringError(str(err)) from None
+    if response.status // 100 != 2:
+        raise MonitoringError(f"{'server' if response.status // 100 == 5 else 'client'} error: {response.status}")
+    return bytes(body)
+
+
+async def prometheus_alerts(options: MonitoringOptions) -> tuple[Alert, ...]:
+    """``Prometheus(options).alerts()``: ``GET URL/api/v1/alerts`` in a worker thread (real seconds, whatever
+    the command's clock), the alerts, or :class:`MonitoringError`."""
+    import asyncio
+
+    from cvo.status.recommend_alerts import AlertsInvalid, parse_alerts
+
+    try:
+        body = await asyncio.get_running_loop().run_in_executor(None, _get_alerts, options)
+        return parse_alerts(body)
+    except (MonitoringError, AlertsInvalid) as err:
+        raise MonitoringError(f"failed to get alerts: {err}") from None
+
+
+# --- the alert check ------------------------------------------------------------------------------------
+
+
+def _file_alerts(path: str) -> tuple[Alert, ...]:
+    """The alerts of a saved answer; a usage error (one line naming the file) for anything else."""
+    from cvo.payload.limits import InputError, display_name, read_input
+    from cvo.status.recommend_alerts import MAX_ALERTS_BYTES, AlertsInvalid, parse_alerts
+
+    display = display_name(path)
+    try:
+        return parse_alerts(read_input(path, display, MAX_ALERTS_BYTES))
+    except InputError as err:
+        raise UsageError(str(err)) from None
+    except AlertsInvalid as err:
+        raise UsageError(f"{display}: not Prometheus' {ALERTS_PATH} answer: {err}") from None
+
+
+async def alert_check(args: argparse.Namespace, monitoring: MonitoringOptions | None) -> list[AcceptableCondition]:
+    """precheck.go's checks (alerts.go ``options.alerts``): the conditions from the firing alerts, or
+    ``recommended/Alert=Unknown`` without alert data."""
+    from cvo.payload.limits import printable
+    from cvo.status.recommend import alert_conditions, no_alert_data, no_test_data
+
+    if args.mock_clusterversion:  # oc's mockData.load: the alerts beside the ClusterVersion, if there
+        path = args.mock_clusterversion.replace("-cv.yaml", "-alerts.json", 1)
+        return alert_conditions(_file_alerts(path)) if os.path.lexists(path) else [no_test_data(path)]
+    if args.alerts_file:
+        return alert_conditions(_file_alerts(args.alerts_file))
+    if monitoring is None:
+        if args.from_file:
+            return [no_alert_data("saved objects (--from-file) hold no alerts; give --alerts-file with a saved "
+                                  f"answer of Prometheus' {ALERTS_PATH}")]
+        return [no_alert_data("no --metrics-url or --alerts-file to read the firing alerts from")]
+    try:
+        return alert_conditions(await prometheus_alerts(monitoring))
+    except MonitoringError as err:
+        return [no_alert_data(f"Prometheus at {printable(monitoring.url, 200)}: {printable(str(err), 300)}")]
+
+
+# --- the command ----------------------------------------------------------------------------------------
+
+
+def accepted(values: list[str]) -> list[str]:
+    """``--accept``, as pflag's ``StringSlice`` reads it: each value a line of CSV, repeated flags added up."""
+    names: list[str] = []
+    for value in values:
+        if value:
+            names.extend(next(csv.reader([value])))
+    return names
+
+
+async def refresh_available_updates(options: ClusterOptions, reader: Reader) -> None:
+    """Fetch the graph and write the available and conditional updates as the controller's
+    ``syncAvailableUpdates`` would, when no controller does it: graph-client's
+    ``cvo.runner.available_updates.refresh_updates`` (oc-upgrade's ``upgrade_list_cmd.refresh_available_updates``
+    is the same call, for the listing).  Until those are merged, the status is shown as the cluster holds it;
+    saved objects are never refreshed."""
+    return None
+
+
+def _check_flags(args: argparse.Namespace) -> None:
+    if args.mock_clusterversion:
+        for flag, given in (("--from-file", args.from_file), ("--alerts-file", args.alerts_file),
+                            ("--metrics-url", args.metrics_url)):
+            if given:
+                raise UsageError(f"--mock-clusterversion reads the alerts beside its file; it cannot be used with {flag}")
+        args.from_file = [args.mock_clusterversion]
+    if args.from_file and args.metrics_url:
+        raise UsageError("--metrics-url cannot be used with --from-file (saved objects: nothing is fetched; give "
+                         "--alerts-file with a saved answer of Prometheus' /api/v1/alerts)")
+    if args.alerts_file and args.metrics_url:
+        raise UsageError("--alerts-file and --metrics-url both give the alerts: choose one")
+
+
+def run(args: argparse.Namespace) -> int:
+    from cvo.status.recommend import OptionsError, complete, recommend
+
+    _check_flags(args)
+    monitoring = monitoring_options(args)
+    try:
+        options = complete(args.target_version, quiet=args.quiet, show_outdated_releases=args.show_outdated_releases,
+                           accept=accepted(args.accept))
+    except OptionsError as err:
+        raise CommandFailed(str(err)) from None  # oc: kcmdutil.CheckErr, exit 1
+    backend_options = ClusterOptions.from_args(args)
+    clock, run_loop = backend_clock(backend_options)
+    found: list[ClusterVersion | None] = []
+    checked: list[AcceptableCondition] = []
+
+    async def main() -> None:
+        async with open_reader(backend_options, clock) as reader:
+            await refresh_available_updates(backend_options, reader)
+            cv = await reader.steady.get(cv_ref())
+        found.append(None if cv is None else ClusterVersion.read(cv, source=reader.where))
+        if cv is not None:  # oc: without a ClusterVersion, Run returns before the precheck
+            checked.extend(await alert_check(args, monitoring))
+
+    run_loop(main)
+    result = recommend(found[0], checked, options)
+    for to_err, text in result.writes:
+        stream = sys.stderr if to_err else sys.stdout
+        stream.write(text)
+        stream.flush()  # oc's two streams, in the order it writes them
+    if result.error is not None:
+        print_error(result.error)
+        return EXIT_FAILED
+    return EXIT_OK

@@ -1,0 +1,3 @@
+module gosort
+
+go 1.25.0

@@ -1,0 +1,3 @@
+module gotabwriter
+
+go 1.25.0
