@@ -171,6 +171,7 @@ class Answers:
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "cvo-graph"
+    disable_nagle_algorithm = True  # the headers and the body are two writes: Nagle would hold the body's tail
     answers: Answers  # set on the subclass made per server
 
     def do_GET(self) -> None:
@@ -188,6 +189,8 @@ class _Handler(BaseHTTPRequestHandler):
         if answer.content_type:
             self.send_header("Content-Type", answer.content_type)
         self.send_header("Content-Length", str(len(answer.body)))
+        if self.request_version == "HTTP/1.0" and not self.close_connection:  # it asked for keep-alive
+            self.send_header("Connection", "keep-alive")
         self.end_headers()
         self.wfile.write(answer.body)
 
