@@ -207,3 +207,43 @@ def test_cvo_upgrade_path_over_a_graph_file_without_a_cluster(
     (tmp_path / "bad.json").write_text('{"nodes": [{"version": 4}]}')
     assert main(["upgrade", "path", "--graph", str(tmp_path / "bad.json"), "--from", "4.16.0", "--to", "4.17.0"]) == 1
     assert capsys.readouterr().err.startswith(f"error: {tmp_path / 'bad.json'}: not an update graph: ")
+
+
+@settings(max_examples=200, deadline=None)
+@given(versions=st.lists(st.sampled_from(["4.16.0", "4.16.1", "4.17.0", "x", "", "4.16.0-rc.1", "4.17.0+b"]),
+                         min_size=1, max_size=6),
+       edges=st.lists(st.tuples(st.integers(-1, 6), st.integers(-1, 6)), max_size=12),
+       conditional=st.lists(st.tuples(st.sampled_from(["4.16.0", "x", "4.17.0", "nope"]),
+                                      st.sampled_from(["4.17.0", "4.16.1", "x"])), max_size=4))
+def test_any_graph_gives_a_path_or_no_path(versions: list[str], edges: list[tuple[int, int]],
+                                           conditional: list[tuple[str, str]]) -> None:
+    graph = Graph(tuple(Node(v, "p") for v in versions), tuple(edges),
+                  (ConditionalEdges(tuple(conditional), (RISK,)),) if conditional else ())
+    try:
+        path = plan_path(graph, "4.16.0", "4.17.0")
+    except NoPath as err:
+        assert str(err)
+        return
+    known = {(versions[a], versions[b]) for a, b in edges if 0 <= a < len(versions) and 0 <= b < len(versions)}
+    assert all((h.source, h.target) in known | set(conditional) for h in path.hops)
+    assert steps(path)[0] == "4.16.0" and steps(path)[-1] == "4.17.0"
+
+
+def test_an_update_service_that_fails(tmp_path: Path, built: Graph, capsys: pytest.CaptureFixture[str]) -> None:
+    from cvo.cli.main import main
+
+    server, url = serve_in_thread(Answers(built))
+    try:
+        saved = tmp_path / "cv.yaml"
+        for upstream, message in ((f"{url}/nope", f"error: {url}/nope: the update service answered 404 Not Found\n"),
+                                  ("ftp://example.com/graph", "error: the upstream 'ftp://example.com/graph' is not "
+                                                              "an http(s) or file URL\n")):
+            saved.write_text(yaml.safe_dump(cluster_version(upstream)))
+            assert main(["upgrade", "path", "--to", "4.17.0", "--from-file", str(saved)]) == 1
+            assert capsys.readouterr().err == message
+        saved.write_text(yaml.safe_dump(cluster_version(f"{url}/graph", channel="")))
+        assert main(["upgrade", "path", "--to", "4.17.0", "--from-file", str(saved)]) == 2
+        assert "no channel: the cluster has no spec.channel" in capsys.readouterr().err
+    finally:
+        server.shutdown()
+        server.server_close()

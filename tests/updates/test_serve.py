@@ -12,9 +12,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from cvo.updates.build import ARCH_KEY, build_graph
-from cvo.updates.graph import parse_graph
+from cvo.updates.build import ARCH_KEY, CHANNELS_KEY, build_graph
+from cvo.updates.graph import ConditionalEdges, Graph, Node, parse_graph
 from cvo.updates.graph_data import read_graph_data
 from cvo.updates.serve import CINCINNATI_V1, Answers, filter_graph, serve_in_thread
 from tests.support.graph_data import release, risk_doc, write_graph_data
@@ -153,3 +155,34 @@ def test_cvo_graph_serve_of_a_file_that_is_no_graph(tmp_path: Path, capsys: pyte
     assert main(["graph", "serve", str(tmp_path / "g.json"), "--address", "nowhere"]) == 2
     assert "--address 'nowhere': want HOST:PORT" in capsys.readouterr().err
     assert os.path.exists(tmp_path / "g.json")
+
+
+# --- any graph: the answers never fail ------------------------------------------------------------------------------
+
+_versions = st.one_of(st.sampled_from(["4.16.0+amd64", "4.16.3+amd64.x", "4.17.0+arm64", "4.17.0", "x+amd64", ""]),
+                      st.text(max_size=12))
+_nodes = st.lists(st.builds(lambda v, ch, ar, p: Node(v, p, {**({CHANNELS_KEY: ch} if ch is not None else {}),
+                                                             **({ARCH_KEY: ar} if ar is not None else {})}),
+                            _versions, st.one_of(st.none(), st.sampled_from(["a", "a,b", " a , c", ",", "A"])),
+                            st.one_of(st.none(), st.sampled_from(["amd64", "amd64,arm64", "", "AMD64"])),
+                            st.text(max_size=8)), max_size=6)
+
+
+@settings(max_examples=200, deadline=None)
+@given(nodes=_nodes, edges=st.lists(st.tuples(st.integers(-2, 8), st.integers(-2, 8)), max_size=10),
+       conditional=st.lists(st.tuples(_versions, _versions), max_size=4),
+       query=st.sampled_from(["channel=a", "channel=b&arch=arm64", "channel=c&arch=amd64", "channel=A", "arch=x",
+                              "channel=a&channel=b", "channel=%00", ""]))
+def test_any_graph_is_answered(nodes: list[Node], edges: list[tuple[int, int]],
+                               conditional: list[tuple[str, str]], query: str) -> None:
+    graph = Graph(tuple(nodes), tuple(edges), (ConditionalEdges(tuple(conditional), ()),) if conditional else ())
+    answers = Answers(graph)
+    answer = answers.answer("/graph", query, "application/json")
+    assert answer.status in (200, 400)
+    doc = json.loads(answer.body)
+    if answer.status == 200:
+        assert parse_graph(answer.body).nodes == tuple(
+            Node(n["version"], n["payload"], n["metadata"]) for n in doc["nodes"])
+        assert all(0 <= i < len(doc["nodes"]) for e in doc["edges"] for i in e)
+    else:
+        assert set(doc) == {"kind", "value"}
