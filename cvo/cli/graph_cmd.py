@@ -37,7 +37,7 @@ Examples:
   cvo graph build payloads/demo-4.16.0 payloads/demo-4.16.3 payloads/demo-4.17.0 -o json
 
   # With channels and blocked edges from a cincinnati-graph-data checkout
-  cvo graph build payloads/demo-4.16.0 payloads/demo-4.16.3 payloads/demo-4.17.0 --graph-data payloads/demo-graph-data
+  cvo graph build payloads/demo-4.16.0 payloads/demo-4.16.3 payloads/demo-4.17.0 --graph-data hack/demo-graph-data
 
   # Release images, and what the service answers a cluster in stable-4.16 (a file:// upstream)
   cvo graph build oci:releases:4.16.0 oci:releases:4.16.3 --channel stable-4.16 -o json

@@ -169,7 +169,7 @@ def test_cvo_graph_build_of_images_and_directories(tmp_path: Path, capsys: pytes
                  "--to", f"oci:{layout}:4.16.3", "-o", "json"]) == 0
     digest = json.loads(capsys.readouterr().out)["digest"]
     argv = ["graph", "build", str(REPO / "payloads" / "demo-4.16.0"), f"oci:{layout}:4.16.3",
-            "--graph-data", str(REPO / "payloads" / "demo-graph-data")]
+            "--graph-data", str(REPO / "hack" / "demo-graph-data")]
     assert main([*argv, "-o", "json"]) == 0
     graph = json.loads(capsys.readouterr().out)
     image = next(n for n in graph["nodes"] if n["version"].startswith("4.16.3"))
