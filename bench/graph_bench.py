@@ -207,8 +207,8 @@ def _verdict(ok: bool) -> str:
 
 def graph_section(repeats: int) -> list[str]:
     if not AB.exists() or not TASKSET.exists():
-        raise SystemExit("error: the graph benchmark needs ApacheBench (/usr/bin/ab, Debian's apache2-utils) "
-                         "and taskset")
+        raise SystemExit("error: the graph benchmark needs ApacheBench (/usr/bin/ab, Debian's apache2-utils: "
+                         "make registry-tools) and taskset")
     small = generate_graph(2, 50, 3000)
     large = generate_graph(20, 100, 100_000)
     small_body = versioned_json(filter_graph(small, "candidate", "amd64"))

@@ -117,30 +117,39 @@ def read_cluster(args: argparse.Namespace) -> ClusterFacts:
     return found[0]
 
 
-def fetch_graph_stand_in(upstream: str, *, arch: str, channel: str, cluster_id: str, version: str) -> bytes:
-    """GET the graph as the CVO asks for it (pkg/cincinnati/cincinnati.go ``GetUpdates``: ``arch``,
-    ``channel``, ``id``, ``version``; ``Accept: application/json``).  A stand-in until graph-client's
-    ``cvo.updates.client.fetch_graph`` is on the branch: the lead switches this one function to it."""
+async def fetch_graph_stand_in(upstream: str, *, arch: str, channel: str, cluster_id: str, version: str) -> bytes:
+    """GET the graph as the CVO asks for it (pkg/cincinnati/cincinnati.go ``GetUpdates``: ``arch``, ``channel``,
+    ``id``, ``version``; ``Accept: application/json``), raising ``UpdateError`` with its reasons.  A stand-in with
+    the signature of graph-client's ``cvo.updates.client.fetch_graph`` (less ``options``) until that is on the
+    branch: the lead replaces this one function by it."""
+    import asyncio
     import urllib.error
     import urllib.request
+
+    from cvo.updates.errors import UpdateError
 
     url = urlsplit(upstream)
     if url.scheme == "file":
         return _read_file(Path(url.path))
     if url.scheme not in ("http", "https") or not url.netloc:
-        raise CommandFailed(f"the upstream {upstream!r} is not an http(s) or file URL")
+        raise UpdateError("InvalidURI", f"failed to parse upstream URL: {upstream!r} is not an http(s) URL")
     query = urlencode({"arch": arch, "channel": channel, "id": cluster_id, "version": version})
     target = url._replace(query=f"{url.query}&{query}" if url.query else query).geturl()
     request = urllib.request.Request(target, headers={"Accept": "application/json"})
-    try:
+
+    def get() -> bytes:
         with urllib.request.urlopen(request, timeout=FETCH_TIMEOUT) as response:
             body: bytes = response.read(MAX_GRAPH_BODY + 1)
+        return body
+
+    try:
+        body = await asyncio.to_thread(get)
     except urllib.error.HTTPError as err:
-        raise CommandFailed(f"{upstream}: the update service answered {err.code} {err.reason}") from None
+        raise UpdateError("ResponseFailed", f"unexpected HTTP status: {err.code} {err.reason}") from None
     except (urllib.error.URLError, OSError) as err:
-        raise CommandFailed(f"{upstream}: cannot reach the update service: {getattr(err, 'reason', err)}") from None
+        raise UpdateError("RemoteFailed", f"Get {target!r}: {getattr(err, 'reason', err)}") from None
     if len(body) > MAX_GRAPH_BODY:
-        raise CommandFailed(f"{upstream}: the graph is over cvo's limit of {MAX_GRAPH_BODY >> 20} MiB")
+        raise UpdateError("ResponseFailed", f"the graph is over cvo's limit of {MAX_GRAPH_BODY >> 20} MiB")
     return body
 
 
@@ -151,6 +160,18 @@ def _read_file(path: Path) -> bytes:
         return read_input(path, str(path), MAX_GRAPH_BODY)
     except InputError as err:
         raise UsageError(str(err)) from None
+
+
+def _fetch(upstream: str, *, arch: str, channel: str, cluster_id: str, version: str) -> bytes:
+    import asyncio
+
+    from cvo.updates.errors import UpdateError
+
+    try:
+        return asyncio.run(fetch_graph_stand_in(upstream, arch=arch, channel=channel, cluster_id=cluster_id,
+                                                version=version))
+    except UpdateError as err:  # RetrievedUpdates=False on a cluster: here the command fails with its reason
+        raise CommandFailed(f"{upstream}: {err.reason}: {err.message}") from None
 
 
 def load_graph(args: argparse.Namespace, facts: ClusterFacts, channel: str, arch: str, source: str) -> Graph:
@@ -164,7 +185,7 @@ def load_graph(args: argparse.Namespace, facts: ClusterFacts, channel: str, arch
     else:
         if not channel:
             raise UsageError("no channel: the cluster has no spec.channel; give --channel (cvo upgrade channel sets it)")
-        body = fetch_graph_stand_in(where, arch=arch, channel=channel, cluster_id=facts.cluster_id, version=source)
+        body = _fetch(where, arch=arch, channel=channel, cluster_id=facts.cluster_id, version=source)
     try:
         graph = parse_graph(body)
     except GraphInvalid as err:

@@ -182,7 +182,7 @@ class _Handler(BaseHTTPRequestHandler):
         url = urlsplit(self.path)
         self._send(Answer(405 if url.path in PATHS else 404, "", b""))
 
-    do_POST = do_PUT = do_DELETE = do_PATCH = _not_allowed
+    do_HEAD = do_POST = do_PUT = do_DELETE = do_PATCH = _not_allowed
 
     def _send(self, answer: Answer) -> None:
         self.send_response(answer.status)

@@ -235,12 +235,22 @@ def test_an_update_service_that_fails(tmp_path: Path, built: Graph, capsys: pyte
     server, url = serve_in_thread(Answers(built))
     try:
         saved = tmp_path / "cv.yaml"
-        for upstream, message in ((f"{url}/nope", f"error: {url}/nope: the update service answered 404 Not Found\n"),
-                                  ("ftp://example.com/graph", "error: the upstream 'ftp://example.com/graph' is not "
-                                                              "an http(s) or file URL\n")):
+        for upstream, message in ((f"{url}/nope", f"error: {url}/nope: ResponseFailed: unexpected HTTP status: 404 "
+                                                  "Not Found\n"),
+                                  ("ftp://example.com/graph", "error: ftp://example.com/graph: InvalidURI: failed to "
+                                                              "parse upstream URL: 'ftp://example.com/graph' is not "
+                                                              "an http(s) URL\n")):
             saved.write_text(yaml.safe_dump(cluster_version(upstream)))
             assert main(["upgrade", "path", "--to", "4.17.0", "--from-file", str(saved)]) == 1
             assert capsys.readouterr().err == message
+        import socket
+
+        with socket.socket() as s:  # a port nothing listens on
+            s.bind(("127.0.0.1", 0))
+            closed = f"http://127.0.0.1:{s.getsockname()[1]}/graph"
+        saved.write_text(yaml.safe_dump(cluster_version(closed)))
+        assert main(["upgrade", "path", "--to", "4.17.0", "--from-file", str(saved)]) == 1
+        assert capsys.readouterr().err.startswith(f"error: {closed}: RemoteFailed: Get '{closed}?arch=")
         saved.write_text(yaml.safe_dump(cluster_version(f"{url}/graph", channel="")))
         assert main(["upgrade", "path", "--to", "4.17.0", "--from-file", str(saved)]) == 2
         assert "no channel: the cluster has no spec.channel" in capsys.readouterr().err
