@@ -44,7 +44,7 @@ Examples:
   cvo upgrade path --to 4.17.0 -o dot | dot -Tsvg > path.svg
 """
 DOT = "dot"
-DEFAULT_UPSTREAM = "https://api.openshift.com/api/upgrades_info/v1/graph"  # pkg/cvo/cvo.go's default upstream
+DEFAULT_UPSTREAM = "https://api.openshift.com/api/upgrades_info/v1/graph"  # pkg/cvo/availableupdates.go defaultUpdateService
 FETCH_TIMEOUT = 60.0
 MAX_GRAPH_BODY = 64 << 20
 

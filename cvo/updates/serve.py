@@ -172,6 +172,7 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "cvo-graph"
     disable_nagle_algorithm = True  # the headers and the body are two writes: Nagle would hold the body's tail
+    timeout = 60  # seconds a connection may sit idle or half-sent before its thread gives it up
     answers: Answers  # set on the subclass made per server
 
     def do_GET(self) -> None:

@@ -51,7 +51,7 @@ def test_any_file_reads_or_is_one_error_naming_it(where: str, doc: Any, raw: byt
         try:
             data = read_graph_data(root)
         except InputError as err:
-            assert str(err).startswith(f"{path}: ") and "\n" not in str(err).rstrip("\n").split(": ", 1)[0]
+            assert str(err).startswith(f"{path}: ") and "\n" not in str(err)
             return
         # what reads also builds
         build_graph([release("4.16.0"), release("4.17.0", "4.16.0")], data)

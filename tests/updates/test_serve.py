@@ -186,3 +186,22 @@ def test_any_graph_is_answered(nodes: list[Node], edges: list[tuple[int, int]],
         assert all(0 <= i < len(doc["nodes"]) for e in doc["edges"] for i in e)
     else:
         assert set(doc) == {"kind", "value"}
+
+
+def test_a_connection_that_sends_nothing_is_dropped(graph, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    """A client that never finishes its request does not keep a thread forever (the handler's timeout)."""
+    import socket
+
+    from cvo.updates import serve
+
+    monkeypatch.setattr(serve._Handler, "timeout", 0.5)
+    srv, url = serve_in_thread(Answers(graph))
+    try:
+        host, port = url.removeprefix("http://").split(":")
+        with socket.create_connection((host, int(port)), timeout=10) as idle:
+            idle.sendall(b"GET /graph?chan")
+            assert idle.recv(100) == b""  # closed by the server after its timeout, without an answer
+        assert get(url, "/graph?channel=stable-4.16")[0] == 200
+    finally:
+        srv.shutdown()
+        srv.server_close()
