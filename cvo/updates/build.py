@@ -161,10 +161,13 @@ class _Builder:
 
     def apply_channels(self, data: GraphData) -> None:
         added: list[list[str]] = [[] for _ in self.infos]
+        by_core: dict[tuple[object, ...], list[int]] = {}
+        for i, v in enumerate(self.versions):
+            by_core.setdefault((v.major, v.minor, v.patch, v.pre), []).append(i)
         for channel in data.channels:
-            for i, v in enumerate(self.versions):
-                if any(c == v and (not c.build or c.build == v.build) for c in channel.versions):
-                    added[i].append(channel.name)
+            for i in sorted({i for c in channel.versions for i in by_core.get((c.major, c.minor, c.patch, c.pre), ())
+                             if not c.build or c.build == self.versions[i].build}):
+                added[i].append(channel.name)
         for i, names in enumerate(added):
             old = self.metadata[i].get(CHANNELS_KEY)
             if names or old is not None:
