@@ -174,6 +174,12 @@ def test_cvo_upgrade_path_from_saved_objects_and_a_served_graph(
             "1     4.16.0  4.17.0  minor  Etcd   Upgradeable=False"]
         assert "step 1, Recommended=False (Etcd) for this cluster now: etcd may stall" in out
         assert "step 1, gate Upgradeable=False (AdminAckRequired): Kubernetes 1.30 removes APIs: ack them" in out
+        # the service's URL given, and a version: no cluster is read
+        assert main(["upgrade", "path", "--graph", f"{url}/api/upgrades_info/graph", "--channel", "stable-4.17",
+                     "--arch", "amd64", "--from", "4.16.3", "--to", "4.17.0", "--state",
+                     str(tmp_path / "none.db")]) == 0
+        assert capsys.readouterr().out.splitlines()[3] == "1     4.16.3  4.17.0  minor  -      -"
+        assert not (tmp_path / "none.db").exists()
         # a channel without 4.17.0
         saved.write_text(yaml.safe_dump(cluster_version(f"{url}/graph", channel="stable-4.16")))
         assert main(["upgrade", "path", "--to", "4.17.0", "--from-file", str(saved)]) == 1
@@ -257,3 +263,28 @@ def test_an_update_service_that_fails(tmp_path: Path, built: Graph, capsys: pyte
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_cvo_upgrade_path_on_the_embedded_cluster(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The current version is the installed release's; the graph is the demo releases' with hack/demo-graph-data."""
+    import json
+
+    from cvo.cli.main import main
+
+    repo = Path(__file__).resolve().parents[2]
+    demo = [str(repo / "payloads" / f"demo-{v}") for v in ("4.16.0", "4.16.3", "4.17.0")]
+    state = str(tmp_path / "cluster.db")
+    assert main(["install", demo[0], "--state", state, "-o", "json"]) == 0
+    capsys.readouterr()
+    assert main(["graph", "build", *demo, "--graph-data", str(repo / "hack" / "demo-graph-data"), "--arch",
+                 "amd64", "-o", "json"]) == 0
+    graph = tmp_path / "graph.json"
+    graph.write_text(capsys.readouterr().out)
+    assert main(["upgrade", "path", "--to", "4.17.0", "--graph", str(graph), "--channel", "stable-4.17", "--arch",
+                 "amd64", "--state", state, "-o", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert [(h["from"], h["to"], [r["name"] for r in h["risks"]]) for h in doc["hops"]] == [
+        ("4.16.0", "4.17.0", ["DemoEtcdMigration"])]
+    assert main(["upgrade", "path", "--to", "4.16.3", "--graph", str(graph), "--channel", "stable-4.16", "--arch",
+                 "amd64", "--state", state]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == "Update path from 4.16.0 to 4.16.3 in stable-4.16: 1 update"
