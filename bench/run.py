@@ -26,6 +26,7 @@ sys.path.insert(0, str(REPO))
 
 from bench.failover import failover_section  # noqa: E402
 from bench.forecast_bench import forecast_section  # noqa: E402
+from bench.graph_bench import graph_section  # noqa: E402
 from bench.images_bench import images_section  # noqa: E402
 from bench.kube import kube_section  # noqa: E402
 from bench.measure import Run, cvo, run_process  # noqa: E402
@@ -513,7 +514,7 @@ def store_findings(sweep_mem: float, sweep_store: float, limit: float, wall: flo
 
 SECTIONS: dict[str, Section] = {"plan": plan_section, "sweep": sweep_section, "store": store_section,
                                 "kube": kube_section, "forecast": forecast_section, "report": report_section,
-                                "failover": failover_section, "images": images_section}
+                                "failover": failover_section, "images": images_section, "graph": graph_section}
 
 
 def _sections(text: str) -> dict[str, list[str]]:

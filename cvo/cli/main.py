@@ -44,6 +44,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "sim-operators": ("simop_cmd", "run the simulated operators of a release against a cluster"),
     "run": ("run_cmd", "run the controller: watch the ClusterVersion and act on it until stopped (leader-elected)"),
     "version": ("version_cmd", "print cvo's version and, when connected, the cluster's version"),
+    "graph": ("graph_cmd", "build an update graph from releases and serve it as an update service"),
+    "upgrade-path": ("upgrade_path_cmd", "plan the updates from the cluster's version to another over the update graph"),
     "completion": ("completion_cmd", "print the shell completion script for bash, zsh or fish"),
 }
 
