@@ -166,15 +166,28 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
     upgrade = sub.add_parser("upgrade", help="upgrade the cluster to the release in --to DIR",
                              description=UPGRADE_DESCRIPTION, epilog=UPGRADE_EXAMPLES)
-    target = upgrade.add_mutually_exclusive_group(required=True)
-    target.add_argument("--to", dest="release_dir", metavar="RELEASE",
-                        help="the release to upgrade to: a release directory or a release image")
+    target = upgrade.add_mutually_exclusive_group()
+    target.add_argument("--to", dest="release_dir", metavar="VERSION|RELEASE",
+                        help="the release to upgrade to: a version among the cluster's updates (as 'oc adm upgrade "
+                             "--to'), a release directory or a release image. Without --to, --to-image or "
+                             "--to-latest, 'cvo upgrade' lists the updates, as 'oc adm upgrade' does")
     target.add_argument("--to-image", dest="to_image", metavar="IMAGE",
                         help="the release image to upgrade to, as 'oc adm upgrade --to-image': by digest "
                              "(REGISTRY/REPO@sha256:…, oci:DIR[:TAG]); a tag only with --force. The cluster records "
                              "the digest it was pulled at")
+    target.add_argument("--to-latest", action="store_true",
+                        help="upgrade to the newest of the cluster's available updates (with --allow-not-recommended: "
+                             "of its conditional updates too)")
     upgrade.add_argument("--allow-explicit-upgrade", action="store_true",
                          help="upgrade to an image that is not among the cluster's available updates")
+    upgrade.add_argument("--allow-not-recommended", action="store_true",
+                         help="upgrade to a conditional update that is not recommended for this cluster (its risks "
+                              "are printed as a warning)")
+    upgrade.add_argument("--allow-upgrade-with-warnings", action="store_true",
+                         help="request the update although the cluster is failing or already updating (oc's "
+                              "client-side guards; with --to VERSION, --to-image or --to-latest)")
+    upgrade.add_argument("--include-not-recommended", action="store_true",
+                         help="without a target: also list the updates that are not recommended, with their reasons")
     upgrade.add_argument("--from", dest="from_dir", type=Path, default=None, metavar="RELEASE_DIR",
                          help="where the cluster's current release is now, if its directory has moved since it was "
                               "applied (default: the directory the cluster recorded)")
@@ -263,18 +276,22 @@ class UpgradeFlags:
     no_wait: bool  # --no-wait: set spec.desiredUpdate and return
     from_dir: Path | None  # --from DIR: where the cluster's current release is now; None: where it recorded
     allow_explicit: bool = False  # --allow-explicit-upgrade: an image that is not among the available updates
+    from_graph: bool = False  # --to VERSION, --to-latest: the target was taken from the cluster's updates
+    allow_not_recommended: bool = False  # --allow-not-recommended: a conditional update that is not recommended
+    allow_with_warnings: bool = False  # --allow-upgrade-with-warnings: past oc's client-side guards
 
     @classmethod
-    def from_args(cls, args: argparse.Namespace) -> UpgradeFlags:
+    def from_args(cls, args: argparse.Namespace, from_graph: bool = False) -> UpgradeFlags:
         """The flags; ``--to-image`` (or ``--to`` with a pull spec) checked as ``oc adm upgrade`` checks it, before
-        anything is pulled."""
+        anything is pulled (an image of the cluster's updates is taken as the graph names it)."""
         from cvo.cli.images import is_image
 
         if args.to_image:
             args.release_dir = args.to_image
-        if isinstance(args.release_dir, str) and is_image(args.release_dir):
+        if isinstance(args.release_dir, str) and is_image(args.release_dir) and not from_graph:
             _check_to_image(args.release_dir, args.force)
-        return cls(args.force, args.dry_run, args.no_wait, args.from_dir, args.allow_explicit_upgrade)
+        return cls(args.force, args.dry_run, args.no_wait, args.from_dir, args.allow_explicit_upgrade, from_graph,
+                   args.allow_not_recommended, args.allow_upgrade_with_warnings)
 
 
 def _check_to_image(spec: str, force: bool) -> None:
@@ -298,19 +315,18 @@ def _check_to_image(spec: str, force: bool) -> None:
           file=sys.stderr)
 
 
-def check_explicit(cv: dict[str, Any] | None, spec: str, image: str, allow: bool) -> None:
-    """An image that is not among ``status.availableUpdates`` needs ``--allow-explicit-upgrade`` (oc's rule)."""
-    from cvo.payload.fields import dig
+def check_explicit(cv: dict[str, Any] | None, spec: str, image: str, upgrade: UpgradeFlags) -> None:
+    """``--to-image``: the image among ``status.availableUpdates`` (by image or digest), a not-recommended
+    conditional update with ``--allow-not-recommended``, or any image with ``--allow-explicit-upgrade``; then
+    oc's client-side guards (:func:`cvo.status.upgrade_target.resolve`).  A target taken from the graph
+    (``--to VERSION``, ``--to-latest``) was checked when it was resolved."""
+    from cvo.cli.upgrade_list_cmd import checked_target
+    from cvo.status.upgrade_target import Request
 
-    available = dig(cv or {}, "status", "availableUpdates")
-    images = {u.get("image") for u in available if isinstance(u, dict)} if isinstance(available, list) else set()
-    if spec in images or image in images:
-        return
-    if not allow:
-        raise UsageError("the update is not one of the available updates; specify --allow-explicit-upgrade to "
-                         "continue with the update")
-    print("warning: The requested upgrade image is not one of the available updates. You have used "
-          "--allow-explicit-upgrade for the update to proceed anyway", file=sys.stderr)
+    if not upgrade.from_graph:
+        checked_target(cv, Request(to_image=spec, allow_not_recommended=upgrade.allow_not_recommended,
+                                   allow_explicit=upgrade.allow_explicit, allow_with_warnings=upgrade.allow_with_warnings,
+                                   force=upgrade.force, pulled=image))
 
 
 def _loader(payload: PayloadOptions) -> Callable[[Path, str | None], Release]:
@@ -522,13 +538,22 @@ def run_upgrade(args: argparse.Namespace) -> int:
     """Without a controller: the controller's decision (:func:`cvo.runner.decide.for_upgrade`) on the
     ClusterVersion with this target as ``spec.desiredUpdate``, run in this process until it ends.  With one:
     its client (:func:`_upgrade_through_controller`)."""
+    from cvo.cli import upgrade_list_cmd as graph
     from cvo.controller.client import lease_holder
     from cvo.runner.releases import RetrieveFailed
     from cvo.runner.upgrade import desired_update, set_desired_update
 
+    if not (args.release_dir or args.to_image or args.to_latest):
+        return graph.run_list(args)  # oc adm upgrade: the updates
     if vars(args).get("from_file") and not args.dry_run:
         raise UsageError("--from-file: saved objects are read-only; use it with --dry-run")
-    upgrade = UpgradeFlags.from_args(args)  # a by-tag image is refused before anything is pulled
+    from_graph = bool(args.to_latest) or graph.is_version(args.release_dir)
+    if from_graph:  # --to VERSION, --to-latest: the release the cluster's updates name
+        chosen = graph.resolve_through_graph(args)
+        if chosen.info:
+            return graph.say_info(chosen, OutputOptions.from_args(args))
+        args.release_dir = graph.target_source(chosen)
+    upgrade = UpgradeFlags.from_args(args, from_graph)  # a by-tag image is refused before anything is pulled
     cmd = SweepCommand.from_args(args)
     target = load(cmd.payload, cmd.output.log_format)
     target_dir = cmd.payload.directory  # --to
@@ -553,7 +578,7 @@ def run_upgrade(args: argparse.Namespace) -> int:
         verified, risks = False, ""
         try:  # the controller's decision, on the ClusterVersion as it would be with the target asked for
             if cmd.payload.image is not None:
-                check_explicit(cv, cmd.payload.image, target.image, upgrade.allow_explicit)
+                check_explicit(cv, cmd.payload.image, target.image, upgrade)
                 verified, risks = await _check_signature(backend, cv, target, upgrade.force, current,
                                                          cmd.payload.load_filter, retriever)
             plan = for_upgrade(cv, target, upgrade.force, current, cmd.payload.load_filter, retriever,
@@ -673,7 +698,7 @@ def _upgrade_through_controller(cmd: SweepCommand, upgrade: UpgradeFlags, target
             if begin.already_there:
                 return _already_there(output, target)
             if cmd.payload.image is not None:  # the controller verifies the image's signature
-                check_explicit(cv, cmd.payload.image, target.image, upgrade.allow_explicit)
+                check_explicit(cv, cmd.payload.image, target.image, upgrade)
             await set_desired_update(backend.steady, desired_update(target, upgrade.force), budget)
             log.info("upgrade.requested", controller=holder, version=target.version, image=target.image,
                      force=upgrade.force)
