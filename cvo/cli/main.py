@@ -145,7 +145,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print_error("interrupted")
         return stopped.exit_code
     except UsageError as err:
-        print_error(str(err))
+        print_error(str(err), whole=getattr(err, "whole", False))
         return EXIT_USAGE
     except CommandFailed as err:
         print_error(str(err))

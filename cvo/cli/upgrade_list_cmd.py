@@ -19,7 +19,7 @@ from typing import Any
 import orjson
 
 from cvo.cli.backend import Backend, ClusterOptions, Reader, backend_clock, open_reader, state_path
-from cvo.cli.common import EXIT_OK, CommandFailed, OutputOptions, UsageError
+from cvo.cli.common import EXIT_OK, CommandFailed, OutputOptions, Refused, UsageError
 from cvo.cli.output import dump, is_structured
 from cvo.cluster.api import cv_ref
 from cvo.objects import ClusterVersion
@@ -95,11 +95,11 @@ async def read_cluster_version(options: ClusterOptions, reader: Reader) -> Clust
     found = await reader.steady.get(cv_ref())
     if found is None:
         raise CommandFailed(NO_CLUSTER_VERSION)
-    from cvo.objects.base import Refused
+    from cvo.objects.base import Refused as Unreadable
 
     try:
         return ClusterVersion.read(found, source=reader.where)
-    except Refused as err:
+    except Unreadable as err:
         raise CommandFailed(str(err)) from None
 
 
@@ -149,13 +149,13 @@ def request_of(args: argparse.Namespace, *, to: str = "", to_image: str = "", pu
 
 def checked_target(cv: ClusterVersion | dict[str, Any] | None, request: Request) -> Target:
     """:func:`resolve` on the ClusterVersion ``cv``, its warnings said on stderr; a refusal is a
-    :class:`UsageError` with oc's words."""
+    :class:`Refused` with oc's words."""
     if cv is None:
         raise CommandFailed(NO_CLUSTER_VERSION)
     try:
         target = resolve(ClusterVersion.of(cv), request)
     except TargetRefused as err:
-        raise UsageError(str(err).rstrip("\n")) from None
+        raise Refused(str(err).rstrip("\n")) from None
     for warning in target.warnings:
         print(warning, file=sys.stderr)
     return target
