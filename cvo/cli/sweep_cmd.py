@@ -646,8 +646,11 @@ def _dry_run(cmd: SweepCommand, upgrade: UpgradeFlags, target: Release, target_d
 
     async def check() -> int:
         async with open_reader(cmd.cluster, clock, budget=Budget.of(cmd.sweep.timeout), say_where=True) as reader:
-            if start.check_upgrade(await reader.steady.get(cv_ref()), target).already_there:
+            cv = await reader.steady.get(cv_ref())
+            if start.check_upgrade(cv, target).already_there:
                 return _already_there(cmd.output, target)
+            if cmd.payload.image is not None:  # as the upgrade itself would refuse it
+                check_explicit(cv, cmd.payload.image, target.image, upgrade)
             verdict = await preflight(reader.steady, target, upgrade.force, clock.now())
         if is_structured(cmd.output.format):
             sys.stdout.write(dump(verdict_data(verdict, target, to), cmd.output.format))
