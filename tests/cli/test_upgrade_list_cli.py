@@ -5,7 +5,6 @@ built by ``cvo release new`` into an OCI layout; and on saved objects (``--from-
 
 from __future__ import annotations
 
-import asyncio
 import json
 import shutil
 from pathlib import Path
@@ -15,14 +14,9 @@ import pytest
 import yaml
 
 from cvo.cli.main import main
-from cvo.clock import Clock
-from cvo.cluster.api import cv_ref
-from cvo.cluster.embedded.server import SimCluster
 from cvo.log import configure
+from tests.support.cluster_version import T, write_cluster_version
 from tests.support.helpers import PAYLOADS, state_kind
-
-OPS = str(PAYLOADS / "demo-operators.yaml")
-T = "2024-06-01T10:00:00Z"
 
 
 def url(version: str) -> str:
@@ -54,23 +48,10 @@ def graph_status(images: dict[str, str]) -> dict[str, Any]:
 
 
 def set_graph(state: str, spec: dict[str, Any], status: dict[str, Any], retrieved: tuple[str, str, str]) -> None:
-    """Write the ClusterVersion's spec and status as a controller that fetched the graph would have."""
-    async def write() -> None:
-        cluster = SimCluster(Clock(None), path=Path(state))
-        try:
-            cv = await cluster.get(cv_ref())
-            assert cv is not None
-            cv = await cluster.update({**cv, "spec": {**cv["spec"], **spec}})
-            conditions = [c for c in cv["status"]["conditions"] if c["type"] != "RetrievedUpdates"]
-            conditions.append({"type": "RetrievedUpdates", "status": retrieved[0], "reason": retrieved[1],
-                               "message": retrieved[2], "lastTransitionTime": T})
-            desired = {**cv["status"]["desired"], "channels": ["fast-4.16", "stable-4.16"]}
-            await cluster.update_status({**cv, "status": {**cv["status"], **status, "conditions": conditions,
-                                                          "desired": desired}})
-        finally:
-            await cluster.close()
-
-    asyncio.run(write())
+    """The ClusterVersion as a controller that fetched the graph would have written it."""
+    desired = {**state_kind(Path(state), "ClusterVersion")[0]["status"]["desired"],
+               "channels": ["fast-4.16", "stable-4.16"]}
+    write_cluster_version(state, spec, {**status, "desired": desired}, retrieved)
 
 
 @pytest.fixture(scope="module")
