@@ -14,7 +14,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cvo.cli.backend import (
     Backend,
@@ -45,24 +45,26 @@ from cvo.cli.common import (
 )
 from cvo.cli.images import ImageFlags
 from cvo.cli.output import STRUCTURED, TEXT, add_no_headers_flag, add_output_flag, dump, is_structured
-from cvo.cli.progress import LiveDisplay, LogReporter, format_duration, wants_live_display
 from cvo.cli.signals import cancelled_by_signals
 from cvo.clock import Clock, to_rfc3339
 from cvo.cluster.api import ApiError, cv_ref
-from cvo.cluster.intercept import request_stats
 from cvo.cluster.persist import Budget
 from cvo.log import configure, get_logger
 from cvo.operators.behaviour import parse_duration
 from cvo.payload.fields import dig
 from cvo.payload.filters import LoadFilter
 from cvo.payload.loader import LoadError, Release, load_release
-from cvo.report.events_io import EventsError, EventsWriter
-from cvo.runner import start
-from cvo.runner.decide import Plan, Runner, for_install, for_reconcile, for_upgrade, runner_for
-from cvo.runner.events import Fanout, Progress, Reporter
-from cvo.runner.retrieve import Retriever
-from cvo.runner.sweep import SweepOptions, SweepResult
-from cvo.runner.sweep_events import ClusterRequests
+
+if TYPE_CHECKING:  # the runner is imported when a sweep runs: 'cvo upgrade' listing the updates never loads it
+    from cvo.cli.progress import LiveDisplay
+    from cvo.report.events_io import EventsWriter
+    from cvo.runner.decide import Plan, Runner
+    from cvo.runner.events import Progress, Reporter
+    from cvo.runner.retrieve import Retriever
+    from cvo.runner.sweep import SweepOptions, SweepResult
+
+    MakeRunner = Callable[[Reporter, SweepOptions], Runner]
+    Outlook = Callable[[Callable[[], Progress]], Any]  # the live display's forecast, given the sweep's progress
 
 _EXAMPLES = {"install": "cvo install DIR", "upgrade": "cvo upgrade --to DIR", "reconcile": "cvo reconcile"}
 
@@ -263,6 +265,8 @@ class SweepCommand:
                    OutputOptions.from_args(args), ImageFlags.from_args(args, timeout=timeout or None))
 
     def sweep_options(self) -> SweepOptions:
+        from cvo.runner.sweep import SweepOptions
+
         return SweepOptions(interval=self.sweep.interval, timeout=self.sweep.timeout,
                             capabilities=self.payload.apply_filter)
 
@@ -339,16 +343,12 @@ def _loader(payload: PayloadOptions) -> Callable[[Path, str | None], Release]:
     return load_dir
 
 
-MakeRunner = Callable[[Reporter, SweepOptions], Runner]
-
-
 def _runs(plan: Plan, backend: Backend, *, write_spec: bool = False) -> MakeRunner:
     """What runs ``plan`` on ``backend``, given the sweep's reporter and options (:func:`runner_for`)."""
+    from cvo.runner.decide import runner_for
+
     return lambda reporter, options: runner_for(plan, backend.cluster, reporter, backend.clock, options,
                                                 backend.register, write_spec=write_spec)
-
-
-Outlook = Callable[[Callable[[], Progress]], Any]  # the live display's forecast, given the sweep's progress
 
 
 class ControllerLeads(Exception):
@@ -370,6 +370,10 @@ def _sweep(cmd: SweepCommand, prepare: Callable[[Backend], Awaitable[tuple[str, 
     the embedded one the sweep lock held by ``cvo run`` says so (:class:`ClusterBusy` from a controller).
     ``client(holder)`` then does the command's work through the controller and returns the exit code.
     """
+    from cvo.cli.progress import LiveDisplay, LogReporter, wants_live_display
+    from cvo.runner import start
+    from cvo.runner.events import Fanout, Progress
+
     behaviours = load_behaviours(cmd.cluster)
     output = cmd.output
     if not wants_live_display(output.log_format):  # without a live display, progress is the info log
@@ -449,6 +453,8 @@ def _events_writer(path: Path | None) -> EventsWriter | None:
     """``--events FILE``, created before anything runs: a path that cannot be written is a usage error."""
     if path is None:
         return None
+    from cvo.report.events_io import EventsError, EventsWriter
+
     try:
         return EventsWriter(path).open()
     except EventsError as err:
@@ -457,6 +463,9 @@ def _events_writer(path: Path | None) -> EventsWriter | None:
 
 def _record_requests(events: EventsWriter, backend: Backend, clock: Clock) -> None:
     """The requests the command sent, per verb, when the backend counts them (both do): ``cluster.requests``."""
+    from cvo.cluster.intercept import request_stats
+    from cvo.runner.sweep_events import ClusterRequests
+
     counted = request_stats(backend.cluster)
     verbs = counted.stats.verbs if counted is not None else None
     if verbs:
@@ -475,6 +484,7 @@ def _say(text: str) -> None:
 
 
 def _report(output: OutputOptions, result: SweepResult, cos: list[dict[str, Any]], wall: float) -> None:
+    from cvo.cli.progress import format_duration
     from cvo.status.text import write_status_text
 
     simulated = result.finished - result.started
@@ -522,6 +532,8 @@ def _no_sweep_document(output: OutputOptions, completed: bool, message: str, ver
 
 
 def run_install(args: argparse.Namespace) -> int:
+    from cvo.runner.decide import for_install
+
     cmd = SweepCommand.from_args(args)  # bad flags fail before the release is read
     release = load(cmd.payload, cmd.output.log_format)
 
@@ -539,12 +551,16 @@ def run_upgrade(args: argparse.Namespace) -> int:
     ClusterVersion with this target as ``spec.desiredUpdate``, run in this process until it ends.  With one:
     its client (:func:`_upgrade_through_controller`)."""
     from cvo.cli import upgrade_list_cmd as graph
-    from cvo.controller.client import lease_holder
-    from cvo.runner.releases import RetrieveFailed
-    from cvo.runner.upgrade import desired_update, set_desired_update
 
     if not (args.release_dir or args.to_image or args.to_latest):
-        return graph.run_list(args)  # oc adm upgrade: the updates
+        return graph.run_list(args)  # oc adm upgrade: the updates (without loading the runner)
+    from cvo.controller.client import lease_holder
+    from cvo.runner import start
+    from cvo.runner.decide import for_upgrade
+    from cvo.runner.releases import RetrieveFailed
+    from cvo.runner.retrieve import Retriever
+    from cvo.runner.upgrade import desired_update, set_desired_update
+
     if vars(args).get("from_file") and not args.dry_run:
         raise UsageError("--from-file: saved objects are read-only; use it with --dry-run")
     from_graph = bool(args.to_latest) or graph.is_version(args.release_dir)
@@ -637,6 +653,8 @@ def _dry_run(cmd: SweepCommand, upgrade: UpgradeFlags, target: Release, target_d
     upgrade would start, 1 if it is blocked.  The current release is not needed (saved objects may name any
     image)."""
     from cvo.cli.gates import print_verdict, upgrade_target, verdict_data
+    from cvo.cli.progress import wants_live_display
+    from cvo.runner import start
     from cvo.runner.upgrade import preflight
 
     to = upgrade_target(target_dir, cmd.payload.image)
@@ -676,6 +694,7 @@ def _upgrade_through_controller(cmd: SweepCommand, upgrade: UpgradeFlags, target
     from cvo.clock import run_real
     from cvo.cluster.api import CLUSTER_OPERATOR
     from cvo.controller.client import Verdict, follow
+    from cvo.runner import start
     from cvo.runner.upgrade import desired_update, set_desired_update
 
     output = cmd.output
@@ -730,6 +749,7 @@ def _upgrade_through_controller(cmd: SweepCommand, upgrade: UpgradeFlags, target
 
 def _report_client(output: OutputOptions, outcome: dict[str, Any], holder: str, wall: float) -> None:
     """The report of :func:`_report` for an update the controller ran: same shape, from the ClusterVersion."""
+    from cvo.cli.progress import format_duration
     from cvo.clock import parse_rfc3339
     from cvo.payload.fields import dig
     from cvo.status.text import write_status_text
@@ -768,6 +788,9 @@ def _report_client(output: OutputOptions, outcome: dict[str, Any], holder: str, 
 
 
 def run_reconcile(args: argparse.Namespace) -> int:
+    from cvo.runner.decide import for_reconcile
+    from cvo.runner.retrieve import Retriever
+
     cmd = SweepCommand.from_args(args)  # the flags are checked before anything is read
     given = load(cmd.payload, cmd.output.log_format) if cmd.payload.directory is not None else None
 
