@@ -81,7 +81,8 @@ def _add_sweep_flags(parser: argparse.ArgumentParser) -> None:
     command = _EXAMPLES.get(name, parser.prog)
     if name == "upgrade":
         add_output_flag(parser, (TEXT, *STRUCTURED), "cvo upgrade --to DIR --dry-run -o json | jq .blocked",
-                        what="the final report (progress goes to stderr), or with --dry-run every gate")
+                        what="the final report (progress goes to stderr), with --dry-run every gate, without a "
+                             "target the updates")
     else:
         add_output_flag(parser, (TEXT, *STRUCTURED), f"{command} -o json | jq .completed",
                         what="the final report (progress goes to stderr)")
@@ -111,16 +112,31 @@ Examples:
   cvo install payloads/demo-4.16.0 --events install.jsonl
 """
 UPGRADE_DESCRIPTION = (
-    "Upgrade the cluster to the release in --to DIR. Its gates are checked first, as the CVO checks them: "
-    "an operator can hold back a minor update (Upgradeable=False), and --dry-run shows every gate without "
-    "changing anything. Then the new release is applied run level by run level until every ClusterOperator "
-    "reports its new version. A held-back upgrade waits, and goes ahead by itself when the operator or an "
-    "admin (cvo override) lets it through. When 'cvo run' is running, the command asks it for the update and "
-    "follows it instead. Upgrading to the release the cluster already runs changes nothing (exit 0)."
+    "Without a target: the cluster's update state and the updates its channel offers, as 'oc adm upgrade' "
+    "prints them (--include-not-recommended: also those with known issues). With --to VERSION (one of those "
+    "updates), --to-latest, --to-image IMAGE or --to DIR: upgrade the cluster to that release. A version or "
+    "image outside the cluster's updates is refused as oc refuses it (--allow-not-recommended, "
+    "--allow-explicit-upgrade). The gates are checked first, as the CVO checks them: an operator can hold back "
+    "a minor update (Upgradeable=False), and --dry-run shows every gate without changing anything. Then the new "
+    "release is applied run level by run level until every ClusterOperator reports its new version. A held-back "
+    "upgrade waits, and goes ahead by itself when the operator or an admin (cvo override) lets it through. When "
+    "'cvo run' is running, the command asks it for the update and follows it instead. Upgrading to the release "
+    "the cluster already runs changes nothing (exit 0)."
 )
 UPGRADE_EXAMPLES = """\
 Examples:
-  # Upgrade the embedded cluster to a patch release
+  # What can the cluster update to? (set a channel first: cvo upgrade channel stable-4.16)
+  cvo upgrade
+  cvo upgrade --include-not-recommended
+
+  # Upgrade to one of the recommended updates, by version, or to the newest of them
+  cvo upgrade --to 4.16.3
+  cvo upgrade --to-latest
+
+  # An update with known issues, its risks accepted
+  cvo upgrade --to 4.17.0 --allow-not-recommended
+
+  # Upgrade the embedded cluster to the release in a directory (cvo's own, outside any graph)
   cvo upgrade --to payloads/demo-4.16.3
 
   # Would a minor update start? (exit 1 if not, saying who holds it back and how to override)
@@ -135,7 +151,8 @@ Examples:
   # The current release's directory has moved since it was installed: say where it is now
   cvo upgrade --to payloads/demo-4.16.3 --from /srv/releases/4.16.0
 
-  # Check the gates against objects saved from a cluster ('oc get clusterversion,co -o yaml')
+  # The updates, or the gates, from objects saved from a cluster ('oc get clusterversion,co -o yaml')
+  cvo upgrade --from-file cluster.yaml
   cvo upgrade --to payloads/demo-4.17.0 --dry-run --from-file cluster.yaml
 
   # Where the update is and when it will end (a command of its own)
@@ -166,7 +183,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     _add_sweep_flags(install)
     install.set_defaults(func=run_install)
 
-    upgrade = sub.add_parser("upgrade", help="upgrade the cluster to the release in --to DIR",
+    upgrade = sub.add_parser("upgrade", help="list the cluster's updates, or upgrade to --to VERSION|DIR",
                              description=UPGRADE_DESCRIPTION, epilog=UPGRADE_EXAMPLES)
     target = upgrade.add_mutually_exclusive_group()
     target.add_argument("--to", dest="release_dir", metavar="VERSION|RELEASE",
@@ -583,6 +600,8 @@ def run_upgrade(args: argparse.Namespace) -> int:
             holder = await lease_holder(backend.steady, time.time())
             if holder:
                 raise ControllerLeads(holder)
+        if cmd.payload.image is not None and not upgrade.from_graph:  # --to-image: checked against the graph
+            await graph.refresh_available_updates(cmd.cluster, backend)
         cv = await backend.steady.get(cv_ref())
         begin = start.check_upgrade(cv, target)
         if begin.already_there:
@@ -654,6 +673,7 @@ def _dry_run(cmd: SweepCommand, upgrade: UpgradeFlags, target: Release, target_d
     image)."""
     from cvo.cli.gates import print_verdict, upgrade_target, verdict_data
     from cvo.cli.progress import wants_live_display
+    from cvo.cli.upgrade_list_cmd import refresh_available_updates
     from cvo.runner import start
     from cvo.runner.upgrade import preflight
 
@@ -664,6 +684,8 @@ def _dry_run(cmd: SweepCommand, upgrade: UpgradeFlags, target: Release, target_d
 
     async def check() -> int:
         async with open_reader(cmd.cluster, clock, budget=Budget.of(cmd.sweep.timeout), say_where=True) as reader:
+            if cmd.payload.image is not None and not upgrade.from_graph:  # --to-image: checked against the graph
+                await refresh_available_updates(cmd.cluster, reader)
             cv = await reader.steady.get(cv_ref())
             if start.check_upgrade(cv, target).already_there:
                 return _already_there(cmd.output, target)

@@ -71,7 +71,7 @@ def check_upstream(upstream: str) -> None:
     except ValueError as err:
         raise UsageError(f"--upstream: {upstream!r} is not a URL: {err}") from None
     if parts.scheme not in UPSTREAM_SCHEMES or (parts.scheme != "file" and not parts.netloc) or (
-            parts.scheme == "file" and not parts.path) or any(c.isspace() for c in upstream):
+            parts.scheme == "file" and not parts.path.startswith("/")) or any(c.isspace() for c in upstream):
         raise UsageError(f"--upstream: {upstream!r} is not an update service URL: give http(s)://HOST/PATH, or "
                          "file:///PATH for a graph file")
 

@@ -9,9 +9,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from cvo.cli.errors import Refused, UsageError
 from cvo.cli.main import main
+from cvo.cli.upgrade_channel_cmd import check_upstream, decide
 from cvo.log import configure
+from cvo.objects import ClusterVersion
+from cvo.payload.gostrings import go_quote
 from tests.support.cluster_version import write_cluster_version
 from tests.support.helpers import PAYLOADS, state_kind
 
@@ -129,3 +135,32 @@ def test_without_a_cluster(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     assert exited.value.code == 2
     assert capsys.readouterr().err == ("error: cvo upgrade channel: unrecognized arguments: b (see 'cvo upgrade "
                                        "channel --help')\n")
+
+
+# Any channel, any list of channels, any upstream: oc's decision or one refusal, never a crash.
+@settings(max_examples=300, deadline=None)
+@given(current=st.text(max_size=8), wanted=st.text(max_size=8), channels=st.lists(st.text(max_size=8), max_size=4),
+       allow=st.booleans())
+def test_decide_on_any_channels(current: str, wanted: str, channels: list[str], allow: bool) -> None:
+    cv = ClusterVersion.read({"metadata": {"name": "version"}, "spec": {"channel": current},
+                              "status": {"desired": {"version": "4.16.0", "image": "x", "channels": channels}}})
+    try:
+        what, lines = decide(cv, wanted, allow)
+    except Refused as err:
+        assert not allow and str(err).endswith("you must pass --allow-explicit-channel to continue")
+        return
+    assert what == ("info" if wanted == current else "set")
+    assert all(line.startswith(("info: ", "warning: ")) for line in lines)
+    if what == "set" and wanted and channels and wanted not in channels:
+        assert allow and lines[0].startswith(f"warning: The requested channel {go_quote(wanted)} is not one")
+
+
+@settings(max_examples=300, deadline=None)
+@given(upstream=st.one_of(st.text(max_size=30), st.from_regex(r"(https?|file|ftp)://[a-z.:/ ]{0,20}", fullmatch=True)))
+def test_check_upstream_on_any_text(upstream: str) -> None:
+    try:
+        check_upstream(upstream)
+    except UsageError as err:
+        assert str(err).startswith("--upstream: ") and "\n" not in str(err).replace(upstream, "")
+    else:
+        assert upstream == "" or upstream.lower().startswith(("http://", "https://", "file:/"))
