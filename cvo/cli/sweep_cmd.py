@@ -205,6 +205,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     upgrade.add_argument("--allow-upgrade-with-warnings", action="store_true",
                          help="request the update although the cluster is failing or already updating (oc's "
                               "client-side guards; with --to VERSION, --to-image or --to-latest)")
+    upgrade.add_argument("--clear", action="store_true",
+                         help="withdraw a requested update (spec.desiredUpdate) that has not started, as 'oc adm "
+                              "upgrade --clear'")
     upgrade.add_argument("--include-not-recommended", action="store_true",
                          help="without a target: also list the updates that are not recommended, with their reasons")
     upgrade.add_argument("--from", dest="from_dir", type=Path, default=None, metavar="RELEASE_DIR",
@@ -569,6 +572,8 @@ def run_upgrade(args: argparse.Namespace) -> int:
     its client (:func:`_upgrade_through_controller`)."""
     from cvo.cli import upgrade_list_cmd as graph
 
+    if args.clear:
+        return graph.run_clear(args)
     if not (args.release_dir or args.to_image or args.to_latest):
         return graph.run_list(args)  # oc adm upgrade: the updates (without loading the runner)
     from cvo.controller.client import lease_holder
@@ -580,6 +585,7 @@ def run_upgrade(args: argparse.Namespace) -> int:
 
     if vars(args).get("from_file") and not args.dry_run:
         raise UsageError("--from-file: saved objects are read-only; use it with --dry-run")
+    graph.check_to(args.release_dir)
     from_graph = bool(args.to_latest) or graph.is_version(args.release_dir)
     if from_graph:  # --to VERSION, --to-latest: the release the cluster's updates name
         chosen = graph.resolve_through_graph(args)

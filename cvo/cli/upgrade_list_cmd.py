@@ -37,6 +37,21 @@ def is_version(text: str | None) -> bool:
     return bool(text) and semver.is_valid(str(text)) and not Path(str(text)).exists()
 
 
+def check_to(text: str | None) -> None:
+    """``--to TEXT`` that is neither a version nor a path nor an image (``4.16``, ``latest``): oc's error for a
+    ``--to`` that is not a semantic version (upgrade.go ``Complete``), naming cvo's other two forms."""
+    from cvo.cli.images import is_image
+    from cvo.payload import semver
+
+    if not text or "/" in text or text.startswith((".", "~")) or Path(text).exists() or is_image(text):
+        return
+    try:
+        semver.parse(text)
+    except semver.SemverError as err:
+        raise UsageError(f"--to must be a semantic version (e.g. 4.0.1 or 4.1.0-nightly-20181104): {err}; nor is "
+                         f"{text!r} a release directory or image") from None
+
+
 def _controller_leads_embedded(options: ClusterOptions) -> bool:
     """Whether a ``cvo run`` holds the embedded cluster's sweep lock (its record, left by a live process)."""
     from cvo.cluster.embedded.sweep_lock import CONTROLLER, lock_path
@@ -166,7 +181,11 @@ def resolve_through_graph(args: argparse.Namespace) -> Target:
     options = ClusterOptions.from_args(args)
     cv = _read(options)
     request = request_of(args, to=args.release_dir or "")
-    return checked_target(cv, request)
+    target = checked_target(cv, request)
+    if not target.info and not target.image:
+        raise CommandFailed(f"the ClusterVersion's update {target.version or '(without a version)'} names no image: "
+                            "nothing to upgrade to")
+    return target
 
 
 def target_source(target: Target) -> str:
@@ -184,3 +203,74 @@ def say_info(target: Target, output: OutputOptions) -> int:
     else:
         print(target.info)
     return EXIT_OK
+
+
+def _version_string(version: object, image: object) -> str:
+    """oc's ``updateVersionString`` / ``releaseVersionString``: the version, else the image, else ``<unknown>``."""
+    return str(version or "") or str(image or "") or "<unknown>"
+
+
+def run_clear(args: argparse.Namespace) -> int:
+    """``oc adm upgrade --clear``: withdraw ``spec.desiredUpdate`` (its ``acceptRisks`` kept), and say whether that
+    cancelled a requested update or the cluster was already there (upgrade.go ``Run``, the ``o.Clear`` case)."""
+    from cvo.cli.backend import open_backend
+    from cvo.cluster.persist import reread_on_conflict
+
+    if args.release_dir or args.to_image or args.to_latest:
+        raise UsageError("--clear may not be specified with any other flags")
+    options = ClusterOptions.from_args(args)
+    clock, run_loop = backend_clock(options)
+    said: list[str] = []
+
+    async def main() -> None:
+        async with open_backend(options, clock, simulate_operators=False, create=False, say_where=True) as backend:
+            cluster = backend.steady
+            original: list[dict[str, Any]] = []
+
+            async def write() -> None:
+                found = await cluster.get(cv_ref())
+                if found is None:
+                    raise CommandFailed(NO_CLUSTER_VERSION)
+                spec = dict(found.get("spec") or {})
+                desired = spec.get("desiredUpdate")
+                if not original:
+                    if not isinstance(desired, dict):
+                        said.append("info: No update in progress")
+                        return
+                    original.append(desired)
+                kept = {"acceptRisks": original[0]["acceptRisks"]} if original[0].get("acceptRisks") else None
+                if desired == kept or (desired is None and kept is None):
+                    return  # written already (an earlier answer lost)
+                if kept is None:
+                    spec.pop("desiredUpdate", None)
+                else:
+                    spec["desiredUpdate"] = kept
+                await cluster.update({**found, "spec": spec})
+
+            await reread_on_conflict(write, backend.budget, "clear the ClusterVersion's spec.desiredUpdate")
+            if not original:
+                return
+            from cvo.payload.fields import dig
+
+            found = dig(await cluster.get(cv_ref()) or {}, "status", "desired")
+            running: dict[str, Any] = found if isinstance(found, dict) else {}
+            asked = original[0]
+            if _equivalent(asked, running):
+                still = _version_string(running.get("version"), running.get("image"))
+                said.append(f"Cleared the update field, still at {still}")
+            else:
+                said.append(f"Cancelled requested upgrade to {_version_string(asked.get('version'), asked.get('image'))}")
+
+    run_loop(main)
+    for line in said:
+        print(line)
+    return EXIT_OK
+
+
+def _equivalent(update: dict[str, Any], release: dict[str, Any]) -> bool:
+    """oc's ``updateIsEquivalent``: the same image when both have one, else the same version."""
+    if update.get("image") and release.get("image"):
+        return bool(update["image"] == release["image"])
+    if update.get("version") and release.get("version"):
+        return bool(update["version"] == release["version"])
+    return False

@@ -126,6 +126,14 @@ def test_to_a_version_of_the_graph(state: str, capsys: pytest.CaptureFixture[str
     assert (desired["version"], desired["image"]) == ("4.16.3", url("4.16.3"))
 
 
+def test_to_neither_version_nor_release(state: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = cli(capsys, "upgrade", "--state", state, "--to", "4.16")
+    assert (code, err) == (2, "error: --to must be a semantic version (e.g. 4.0.1 or 4.1.0-nightly-20181104): No "
+                              "Major.Minor.Patch elements found; nor is '4.16' a release directory or image\n")
+    code, _, err = cli(capsys, "upgrade", "--state", state, "--to", "./4.16")
+    assert code == 2 and err.startswith("error: ") and "semantic version" not in err  # a path: the loader's error
+
+
 def test_a_not_recommended_update_needs_allow_not_recommended(state: str, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = cli(capsys, "upgrade", "--state", state, "--to", "4.17.0")
     assert code == 2
@@ -219,3 +227,19 @@ def test_a_version_whose_update_is_an_image(installed: Path, images: dict[str, s
     code, out, err = cli(capsys, "upgrade", "--state", state, "--to-image", images["4.17.0"], "--dry-run",
                          "--allow-not-recommended", "-o", "json")
     assert json.loads(out)["target"] == "4.17.0", err
+
+
+def test_clear(state: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """``oc adm upgrade --clear``: a requested update withdrawn, or the field cleared once the cluster is there."""
+    code, out, err = cli(capsys, "upgrade", "--state", state, "--clear")
+    assert (code, out) == (0, "info: No update in progress\n"), err
+    code, out, err = cli(capsys, "upgrade", "--state", state, "--to", "4.16.3", "--no-wait")
+    assert code == 0, err
+    code, out, err = cli(capsys, "upgrade", "--state", state, "--clear")
+    assert (code, out) == (0, "Cancelled requested upgrade to 4.16.3\n"), err
+    assert "desiredUpdate" not in state_kind(Path(state), "ClusterVersion")[0]["spec"]
+    assert cli(capsys, "upgrade", "--state", state, "--to", "4.16.3")[0] == 0
+    code, out, err = cli(capsys, "upgrade", "--state", state, "--clear")
+    assert (code, out) == (0, "Cleared the update field, still at 4.16.3\n"), err
+    code, out, err = cli(capsys, "upgrade", "--state", state, "--clear", "--to", "4.16.3")
+    assert (code, err) == (2, "error: --clear may not be specified with any other flags\n")
