@@ -243,3 +243,41 @@ def test_clear(state: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert (code, out) == (0, "Cleared the update field, still at 4.16.3\n"), err
     code, out, err = cli(capsys, "upgrade", "--state", state, "--clear", "--to", "4.16.3")
     assert (code, err) == (2, "error: --clear may not be specified with any other flags\n")
+
+
+def test_the_listing_loads_no_runner(state: str) -> None:
+    """``cvo upgrade`` listing the updates is as light as ``cvo status``: the sweep's runner is never imported."""
+    import subprocess
+    import sys
+
+    from tests.support.helpers import REPO
+
+    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "cvo", "upgrade", "--state", state], cwd=REPO,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+    assert "cvo.status.upgrade_list" in imported
+    assert not {"cvo.runner.decide", "cvo.runner.worker", "cvo.runner.sweep", "networkx"} & imported
+
+
+def test_a_controller_leading_the_embedded_cluster_is_seen(state: str) -> None:
+    """The graph is refreshed only when no controller does it: a live ``cvo run``'s record in the sweep lock."""
+    import os
+
+    import orjson
+
+    from cvo.cli.backend import ClusterOptions
+    from cvo.cli.upgrade_list_cmd import _controller_leads_embedded
+    from cvo.cluster.embedded.sweep_lock import lock_path
+
+    options = ClusterOptions(state=Path(state))
+    lock = lock_path(Path(state))
+    assert not _controller_leads_embedded(options)
+    lock.write_bytes(orjson.dumps({"pid": os.getpid(), "what": "cvo run (controller c1)"}))
+    assert _controller_leads_embedded(options)
+    lock.write_bytes(orjson.dumps({"pid": os.getpid(), "what": "upgrade to 4.16.3"}))
+    assert not _controller_leads_embedded(options)  # a sweep, not a controller
+    lock.write_bytes(orjson.dumps({"pid": 2**22 + 12345, "what": "cvo run (controller c1)"}))
+    assert not _controller_leads_embedded(options)  # no such process: a record left behind
+    lock.write_bytes(b"{not json")
+    assert not _controller_leads_embedded(options)
