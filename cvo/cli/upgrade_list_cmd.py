@@ -5,7 +5,8 @@ warnings on stderr) or, with ``-o json|yaml``, :func:`~cvo.status.upgrade_list.l
 and ``--to-latest`` pick their release from the same status (:func:`cvo.status.upgrade_target.resolve`) and
 hand ``cvo upgrade`` a directory (an update whose image is ``file://DIR``, cvo's own releases) or a pull spec.
 With no controller leading the cluster, both first refresh the graph as the controller would
-(:func:`refresh_available_updates`); saved objects (``--from-file``) are shown as saved.
+(:func:`refresh_available_updates`); saved objects (``--from-file``) are shown as saved.  ``--clear``
+withdraws a requested update (:func:`run_clear`).
 """
 
 from __future__ import annotations
@@ -70,11 +71,11 @@ def _controller_leads_embedded(options: ClusterOptions) -> bool:
     if not isinstance(pid, int) or pid <= 0:
         return False
     try:
-        os.kill(pid, 0)
+        os.kill(pid, 0)  # PermissionError: alive, another user's
     except ProcessLookupError:
         return False
     except PermissionError:
-        return True
+        pass
     return True
 
 
