@@ -97,7 +97,7 @@ async def refresh_available_updates(options: ClusterOptions, reader: Reader) -> 
     controller's ``syncAvailableUpdates`` would (pkg/cvo/availableupdates.go), when no controller does it.
 
     The one place where the commands that need the graph without a controller (the listing, ``--to VERSION``,
-    ``--to-latest``) call graph-client's ``cvo.runner.available_updates.refresh_updates(cluster, clock, options,
+    ``--to-latest``, ``--to-image``) call graph-client's ``cvo.runner.available_updates.refresh_updates(cluster, clock, options,
     state, sources, registry, gates)`` with ``reader.cluster`` and ``reader.clock``.  Until that module is
     there, the status is shown as the cluster holds it.
     """
