@@ -93,7 +93,7 @@ expect 1 "an unsigned image is refused" upgrade --to-image "$IMAGES@$D7" --allow
 
 step "The release team signs 4.17.0. Ask whether it may start (a dry run): etcd's OperatorCondition says Upgradeable=False."
 run release sign "$IMAGES:4.17.0" --key releases@demo.invalid --to "$WORK/signatures"
-expect 1 "the upgrade is blocked, and nothing was changed" upgrade --to-image "$IMAGES@$D7" --dry-run --state "$STATE"
+expect 1 "the upgrade is blocked, and nothing was changed" upgrade --to-image "$IMAGES@$D7" --allow-explicit-upgrade --dry-run --state "$STATE"
 
 step "Start the 4.17.0 upgrade anyway: it is verified and accepted but waits, blocked by etcd, while the cluster keeps reconciling 4.16.3."
 shown upgrade --to-image "$IMAGES@$D7" --allow-explicit-upgrade "${DEMO[@]}" "&"

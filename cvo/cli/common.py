@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn, TextIO
 
 from cvo.cli.errors import CommandFailed as CommandFailed  # re-exported: the commands import both from here
+from cvo.cli.errors import Refused as Refused
 from cvo.cli.errors import UsageError as UsageError
 from cvo.cli.load_progress import for_terminal
 from cvo.payload.filters import (
@@ -242,10 +243,14 @@ def terminal_rows(stream: TextIO) -> int | None:
     return rows if rows > 0 else 24
 
 
-def print_error(message: str) -> None:
-    """``error: …`` on stderr, a line per line of ``message``; with ``--log-format json`` JSON documents."""
+def print_error(message: str, *, whole: bool = False) -> None:
+    """``error: …`` on stderr, a line per line of ``message``; with ``--log-format json`` JSON documents.
+    ``whole``: one error whose later lines follow its ``error:`` line as they are (one JSON document)."""
     from cvo.log import error_line
 
+    if whole:
+        print(error_line(message), file=sys.stderr)
+        return
     for line in message.splitlines() or [message]:
         print(error_line(line), file=sys.stderr)
 

@@ -9,3 +9,10 @@ class UsageError(Exception):
 
 class CommandFailed(Exception):
     """The command could not do its work for a reason outside its input (no cluster, a busy one); exits 1."""
+
+
+class Refused(UsageError):
+    """A request refused in oc's words (``oc adm upgrade``'s ``Reason:``/``Message:`` blocks): one ``error:``
+    line, its message's later lines under it as they are, as kubectl's ``CheckErr`` prints them; exits 2."""
+
+    whole = True

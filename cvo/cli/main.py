@@ -28,7 +28,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "plan": ("plan_cmd", "show what a sweep of a release would do, without a cluster (dry run)"),
     "lint": ("lint_cmd", "check a release for problems a sweep would trip over (exit 1 on errors)"),
     "install": ("sweep_cmd", "install a release into an empty cluster and wait until it is done"),
-    "upgrade": ("sweep_cmd", "upgrade the cluster to the release in --to DIR or --to-image IMAGE"),
+    "upgrade": ("sweep_cmd", "list the cluster's updates, or upgrade to --to VERSION|DIR or --to-image IMAGE"),
     "reconcile": ("sweep_cmd", "re-apply the current release once, repairing drift"),
     "release": ("release_cmd", "build, describe, extract and sign release images, as 'oc adm release'"),
     "status": ("status_cmd", "show the cluster's version and its operators"),
@@ -37,6 +37,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "upgrade-status": ("upgrade_status_cmd", "show the update's progress and health, like 'oc adm upgrade status'"),
     "upgrade-recommend": ("upgrade_recommend_cmd", "show the updates the cluster can take and the issues to weigh "
                           "first, like 'oc adm upgrade recommend'"),
+    "upgrade-channel": ("upgrade_channel_cmd", "set or clear the update channel, like 'oc adm upgrade channel'"),
     "override": ("override_cmd", "let an operator's minor updates through, or hold them back: an admin override"),
     "replay": ("replay_cmd", "replay scenario files on a simulated cluster; print the timeline and PASS/FAIL"),
     "report": ("report_cmd", "show a sweep's events, or the cluster's records of its sweeps, as a timeline with its critical path"),
@@ -153,7 +154,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print_error("interrupted")
         return stopped.exit_code
     except UsageError as err:
-        print_error(str(err))
+        print_error(str(err), whole=getattr(err, "whole", False))
         return EXIT_USAGE
     except CommandFailed as err:
         print_error(str(err))

@@ -14,7 +14,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cvo.cli.backend import (
     Backend,
@@ -45,24 +45,26 @@ from cvo.cli.common import (
 )
 from cvo.cli.images import ImageFlags
 from cvo.cli.output import STRUCTURED, TEXT, add_no_headers_flag, add_output_flag, dump, is_structured
-from cvo.cli.progress import LiveDisplay, LogReporter, format_duration, wants_live_display
 from cvo.cli.signals import cancelled_by_signals
 from cvo.clock import Clock, to_rfc3339
 from cvo.cluster.api import ApiError, cv_ref
-from cvo.cluster.intercept import request_stats
 from cvo.cluster.persist import Budget
 from cvo.log import configure, get_logger
 from cvo.operators.behaviour import parse_duration
 from cvo.payload.fields import dig
 from cvo.payload.filters import LoadFilter
 from cvo.payload.loader import LoadError, Release, load_release
-from cvo.report.events_io import EventsError, EventsWriter
-from cvo.runner import start
-from cvo.runner.decide import Plan, Runner, for_install, for_reconcile, for_upgrade, runner_for
-from cvo.runner.events import Fanout, Progress, Reporter
-from cvo.runner.retrieve import Retriever
-from cvo.runner.sweep import SweepOptions, SweepResult
-from cvo.runner.sweep_events import ClusterRequests
+
+if TYPE_CHECKING:  # the runner is imported when a sweep runs: 'cvo upgrade' listing the updates never loads it
+    from cvo.cli.progress import LiveDisplay
+    from cvo.report.events_io import EventsWriter
+    from cvo.runner.decide import Plan, Runner
+    from cvo.runner.events import Progress, Reporter
+    from cvo.runner.retrieve import Retriever
+    from cvo.runner.sweep import SweepOptions, SweepResult
+
+    MakeRunner = Callable[[Reporter, SweepOptions], Runner]
+    Outlook = Callable[[Callable[[], Progress]], Any]  # the live display's forecast, given the sweep's progress
 
 _EXAMPLES = {"install": "cvo install DIR", "upgrade": "cvo upgrade --to DIR", "reconcile": "cvo reconcile"}
 
@@ -79,7 +81,8 @@ def _add_sweep_flags(parser: argparse.ArgumentParser) -> None:
     command = _EXAMPLES.get(name, parser.prog)
     if name == "upgrade":
         add_output_flag(parser, (TEXT, *STRUCTURED), "cvo upgrade --to DIR --dry-run -o json | jq .blocked",
-                        what="the final report (progress goes to stderr), or with --dry-run every gate")
+                        what="the final report (progress goes to stderr), with --dry-run every gate, without a "
+                             "target the updates")
     else:
         add_output_flag(parser, (TEXT, *STRUCTURED), f"{command} -o json | jq .completed",
                         what="the final report (progress goes to stderr)")
@@ -109,16 +112,31 @@ Examples:
   cvo install payloads/demo-4.16.0 --events install.jsonl
 """
 UPGRADE_DESCRIPTION = (
-    "Upgrade the cluster to the release in --to DIR. Its gates are checked first, as the CVO checks them: "
-    "an operator can hold back a minor update (Upgradeable=False), and --dry-run shows every gate without "
-    "changing anything. Then the new release is applied run level by run level until every ClusterOperator "
-    "reports its new version. A held-back upgrade waits, and goes ahead by itself when the operator or an "
-    "admin (cvo override) lets it through. When 'cvo run' is running, the command asks it for the update and "
-    "follows it instead. Upgrading to the release the cluster already runs changes nothing (exit 0)."
+    "Without a target: the cluster's update state and the updates its channel offers, as 'oc adm upgrade' "
+    "prints them (--include-not-recommended: also those with known issues). With --to VERSION (one of those "
+    "updates), --to-latest, --to-image IMAGE or --to DIR: upgrade the cluster to that release. A version or "
+    "image outside the cluster's updates is refused as oc refuses it (--allow-not-recommended, "
+    "--allow-explicit-upgrade). The gates are checked first, as the CVO checks them: an operator can hold back "
+    "a minor update (Upgradeable=False), and --dry-run shows every gate without changing anything. Then the new "
+    "release is applied run level by run level until every ClusterOperator reports its new version. A held-back "
+    "upgrade waits, and goes ahead by itself when the operator or an admin (cvo override) lets it through. When "
+    "'cvo run' is running, the command asks it for the update and follows it instead. Upgrading to the release "
+    "the cluster already runs changes nothing (exit 0)."
 )
 UPGRADE_EXAMPLES = """\
 Examples:
-  # Upgrade the embedded cluster to a patch release
+  # What can the cluster update to? (set a channel first: cvo upgrade channel stable-4.16)
+  cvo upgrade
+  cvo upgrade --include-not-recommended
+
+  # Upgrade to one of the recommended updates, by version, or to the newest of them
+  cvo upgrade --to 4.16.3
+  cvo upgrade --to-latest
+
+  # An update with known issues, its risks accepted
+  cvo upgrade --to 4.17.0 --allow-not-recommended
+
+  # Upgrade the embedded cluster to the release in a directory (cvo's own, outside any graph)
   cvo upgrade --to payloads/demo-4.16.3
 
   # Would a minor update start? (exit 1 if not, saying who holds it back and how to override)
@@ -133,7 +151,8 @@ Examples:
   # The current release's directory has moved since it was installed: say where it is now
   cvo upgrade --to payloads/demo-4.16.3 --from /srv/releases/4.16.0
 
-  # Check the gates against objects saved from a cluster ('oc get clusterversion,co -o yaml')
+  # The updates, or the gates, from objects saved from a cluster ('oc get clusterversion,co -o yaml')
+  cvo upgrade --from-file cluster.yaml
   cvo upgrade --to payloads/demo-4.17.0 --dry-run --from-file cluster.yaml
 
   # Where the update is and when it will end (a command of its own)
@@ -164,17 +183,33 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     _add_sweep_flags(install)
     install.set_defaults(func=run_install)
 
-    upgrade = sub.add_parser("upgrade", help="upgrade the cluster to the release in --to DIR",
+    upgrade = sub.add_parser("upgrade", help="list the cluster's updates, or upgrade to --to VERSION|DIR",
                              description=UPGRADE_DESCRIPTION, epilog=UPGRADE_EXAMPLES)
-    target = upgrade.add_mutually_exclusive_group(required=True)
-    target.add_argument("--to", dest="release_dir", metavar="RELEASE",
-                        help="the release to upgrade to: a release directory or a release image")
+    target = upgrade.add_mutually_exclusive_group()
+    target.add_argument("--to", dest="release_dir", metavar="VERSION|RELEASE",
+                        help="the release to upgrade to: a version among the cluster's updates (as 'oc adm upgrade "
+                             "--to'), a release directory or a release image. Without --to, --to-image or "
+                             "--to-latest, 'cvo upgrade' lists the updates, as 'oc adm upgrade' does")
     target.add_argument("--to-image", dest="to_image", metavar="IMAGE",
                         help="the release image to upgrade to, as 'oc adm upgrade --to-image': by digest "
                              "(REGISTRY/REPO@sha256:…, oci:DIR[:TAG]); a tag only with --force. The cluster records "
                              "the digest it was pulled at")
+    target.add_argument("--to-latest", action="store_true",
+                        help="upgrade to the newest of the cluster's available updates (with --allow-not-recommended: "
+                             "of its conditional updates too)")
     upgrade.add_argument("--allow-explicit-upgrade", action="store_true",
                          help="upgrade to an image that is not among the cluster's available updates")
+    upgrade.add_argument("--allow-not-recommended", action="store_true",
+                         help="upgrade to a conditional update that is not recommended for this cluster (its risks "
+                              "are printed as a warning)")
+    upgrade.add_argument("--allow-upgrade-with-warnings", action="store_true",
+                         help="request the update although the cluster is failing or already updating (oc's "
+                              "client-side guards; with --to VERSION, --to-image or --to-latest)")
+    upgrade.add_argument("--clear", action="store_true",
+                         help="withdraw a requested update (spec.desiredUpdate) that has not started, as 'oc adm "
+                              "upgrade --clear'")
+    upgrade.add_argument("--include-not-recommended", action="store_true",
+                         help="without a target: also list the updates that are not recommended, with their reasons")
     upgrade.add_argument("--from", dest="from_dir", type=Path, default=None, metavar="RELEASE_DIR",
                          help="where the cluster's current release is now, if its directory has moved since it was "
                               "applied (default: the directory the cluster recorded)")
@@ -250,6 +285,8 @@ class SweepCommand:
                    OutputOptions.from_args(args), ImageFlags.from_args(args, timeout=timeout or None))
 
     def sweep_options(self) -> SweepOptions:
+        from cvo.runner.sweep import SweepOptions
+
         return SweepOptions(interval=self.sweep.interval, timeout=self.sweep.timeout,
                             capabilities=self.payload.apply_filter)
 
@@ -263,18 +300,22 @@ class UpgradeFlags:
     no_wait: bool  # --no-wait: set spec.desiredUpdate and return
     from_dir: Path | None  # --from DIR: where the cluster's current release is now; None: where it recorded
     allow_explicit: bool = False  # --allow-explicit-upgrade: an image that is not among the available updates
+    from_graph: bool = False  # --to VERSION, --to-latest: the target was taken from the cluster's updates
+    allow_not_recommended: bool = False  # --allow-not-recommended: a conditional update that is not recommended
+    allow_with_warnings: bool = False  # --allow-upgrade-with-warnings: past oc's client-side guards
 
     @classmethod
-    def from_args(cls, args: argparse.Namespace) -> UpgradeFlags:
+    def from_args(cls, args: argparse.Namespace, from_graph: bool = False) -> UpgradeFlags:
         """The flags; ``--to-image`` (or ``--to`` with a pull spec) checked as ``oc adm upgrade`` checks it, before
-        anything is pulled."""
+        anything is pulled (an image of the cluster's updates is taken as the graph names it)."""
         from cvo.cli.images import is_image
 
         if args.to_image:
             args.release_dir = args.to_image
-        if isinstance(args.release_dir, str) and is_image(args.release_dir):
+        if isinstance(args.release_dir, str) and is_image(args.release_dir) and not from_graph:
             _check_to_image(args.release_dir, args.force)
-        return cls(args.force, args.dry_run, args.no_wait, args.from_dir, args.allow_explicit_upgrade)
+        return cls(args.force, args.dry_run, args.no_wait, args.from_dir, args.allow_explicit_upgrade, from_graph,
+                   args.allow_not_recommended, args.allow_upgrade_with_warnings)
 
 
 def _check_to_image(spec: str, force: bool) -> None:
@@ -298,19 +339,18 @@ def _check_to_image(spec: str, force: bool) -> None:
           file=sys.stderr)
 
 
-def check_explicit(cv: dict[str, Any] | None, spec: str, image: str, allow: bool) -> None:
-    """An image that is not among ``status.availableUpdates`` needs ``--allow-explicit-upgrade`` (oc's rule)."""
-    from cvo.payload.fields import dig
+def check_explicit(cv: dict[str, Any] | None, spec: str, image: str, upgrade: UpgradeFlags) -> None:
+    """``--to-image``: the image among ``status.availableUpdates`` (by image or digest), a not-recommended
+    conditional update with ``--allow-not-recommended``, or any image with ``--allow-explicit-upgrade``; then
+    oc's client-side guards (:func:`cvo.status.upgrade_target.resolve`).  A target taken from the graph
+    (``--to VERSION``, ``--to-latest``) was checked when it was resolved."""
+    from cvo.cli.upgrade_list_cmd import checked_target
+    from cvo.status.upgrade_target import Request
 
-    available = dig(cv or {}, "status", "availableUpdates")
-    images = {u.get("image") for u in available if isinstance(u, dict)} if isinstance(available, list) else set()
-    if spec in images or image in images:
-        return
-    if not allow:
-        raise UsageError("the update is not one of the available updates; specify --allow-explicit-upgrade to "
-                         "continue with the update")
-    print("warning: The requested upgrade image is not one of the available updates. You have used "
-          "--allow-explicit-upgrade for the update to proceed anyway", file=sys.stderr)
+    if not upgrade.from_graph:
+        checked_target(cv, Request(to_image=spec, allow_not_recommended=upgrade.allow_not_recommended,
+                                   allow_explicit=upgrade.allow_explicit, allow_with_warnings=upgrade.allow_with_warnings,
+                                   force=upgrade.force, pulled=image))
 
 
 def _loader(payload: PayloadOptions) -> Callable[[Path, str | None], Release]:
@@ -323,16 +363,12 @@ def _loader(payload: PayloadOptions) -> Callable[[Path, str | None], Release]:
     return load_dir
 
 
-MakeRunner = Callable[[Reporter, SweepOptions], Runner]
-
-
 def _runs(plan: Plan, backend: Backend, *, write_spec: bool = False) -> MakeRunner:
     """What runs ``plan`` on ``backend``, given the sweep's reporter and options (:func:`runner_for`)."""
+    from cvo.runner.decide import runner_for
+
     return lambda reporter, options: runner_for(plan, backend.cluster, reporter, backend.clock, options,
                                                 backend.register, write_spec=write_spec)
-
-
-Outlook = Callable[[Callable[[], Progress]], Any]  # the live display's forecast, given the sweep's progress
 
 
 class ControllerLeads(Exception):
@@ -354,6 +390,10 @@ def _sweep(cmd: SweepCommand, prepare: Callable[[Backend], Awaitable[tuple[str, 
     the embedded one the sweep lock held by ``cvo run`` says so (:class:`ClusterBusy` from a controller).
     ``client(holder)`` then does the command's work through the controller and returns the exit code.
     """
+    from cvo.cli.progress import LiveDisplay, LogReporter, wants_live_display
+    from cvo.runner import start
+    from cvo.runner.events import Fanout, Progress
+
     behaviours = load_behaviours(cmd.cluster)
     output = cmd.output
     if not wants_live_display(output.log_format):  # without a live display, progress is the info log
@@ -433,6 +473,8 @@ def _events_writer(path: Path | None) -> EventsWriter | None:
     """``--events FILE``, created before anything runs: a path that cannot be written is a usage error."""
     if path is None:
         return None
+    from cvo.report.events_io import EventsError, EventsWriter
+
     try:
         return EventsWriter(path).open()
     except EventsError as err:
@@ -441,6 +483,9 @@ def _events_writer(path: Path | None) -> EventsWriter | None:
 
 def _record_requests(events: EventsWriter, backend: Backend, clock: Clock) -> None:
     """The requests the command sent, per verb, when the backend counts them (both do): ``cluster.requests``."""
+    from cvo.cluster.intercept import request_stats
+    from cvo.runner.sweep_events import ClusterRequests
+
     counted = request_stats(backend.cluster)
     verbs = counted.stats.verbs if counted is not None else None
     if verbs:
@@ -459,6 +504,7 @@ def _say(text: str) -> None:
 
 
 def _report(output: OutputOptions, result: SweepResult, cos: list[dict[str, Any]], wall: float) -> None:
+    from cvo.cli.progress import format_duration
     from cvo.status.text import write_status_text
 
     simulated = result.finished - result.started
@@ -506,6 +552,8 @@ def _no_sweep_document(output: OutputOptions, completed: bool, message: str, ver
 
 
 def run_install(args: argparse.Namespace) -> int:
+    from cvo.runner.decide import for_install
+
     cmd = SweepCommand.from_args(args)  # bad flags fail before the release is read
     release = load(cmd.payload, cmd.output.log_format)
 
@@ -522,13 +570,29 @@ def run_upgrade(args: argparse.Namespace) -> int:
     """Without a controller: the controller's decision (:func:`cvo.runner.decide.for_upgrade`) on the
     ClusterVersion with this target as ``spec.desiredUpdate``, run in this process until it ends.  With one:
     its client (:func:`_upgrade_through_controller`)."""
+    from cvo.cli import upgrade_list_cmd as graph
+
+    if args.clear:
+        return graph.run_clear(args)
+    if not (args.release_dir or args.to_image or args.to_latest):
+        return graph.run_list(args)  # oc adm upgrade: the updates (without loading the runner)
     from cvo.controller.client import lease_holder
+    from cvo.runner import start
+    from cvo.runner.decide import for_upgrade
     from cvo.runner.releases import RetrieveFailed
+    from cvo.runner.retrieve import Retriever
     from cvo.runner.upgrade import desired_update, set_desired_update
 
     if vars(args).get("from_file") and not args.dry_run:
         raise UsageError("--from-file: saved objects are read-only; use it with --dry-run")
-    upgrade = UpgradeFlags.from_args(args)  # a by-tag image is refused before anything is pulled
+    graph.check_to(args.release_dir)
+    from_graph = bool(args.to_latest) or graph.is_version(args.release_dir)
+    if from_graph:  # --to VERSION, --to-latest: the release the cluster's updates name
+        chosen = graph.resolve_through_graph(args)
+        if chosen.info:
+            return graph.say_info(chosen, OutputOptions.from_args(args))
+        args.release_dir = graph.target_source(chosen)
+    upgrade = UpgradeFlags.from_args(args, from_graph)  # a by-tag image is refused before anything is pulled
     cmd = SweepCommand.from_args(args)
     target = load(cmd.payload, cmd.output.log_format)
     target_dir = cmd.payload.directory  # --to
@@ -542,6 +606,8 @@ def run_upgrade(args: argparse.Namespace) -> int:
             holder = await lease_holder(backend.steady, time.time())
             if holder:
                 raise ControllerLeads(holder)
+        if cmd.payload.image is not None and not upgrade.from_graph:  # --to-image: checked against the graph
+            await graph.refresh_available_updates(cmd.cluster, backend)
         cv = await backend.steady.get(cv_ref())
         begin = start.check_upgrade(cv, target)
         if begin.already_there:
@@ -553,7 +619,7 @@ def run_upgrade(args: argparse.Namespace) -> int:
         verified, risks = False, ""
         try:  # the controller's decision, on the ClusterVersion as it would be with the target asked for
             if cmd.payload.image is not None:
-                check_explicit(cv, cmd.payload.image, target.image, upgrade.allow_explicit)
+                check_explicit(cv, cmd.payload.image, target.image, upgrade)
                 verified, risks = await _check_signature(backend, cv, target, upgrade.force, current,
                                                          cmd.payload.load_filter, retriever)
             plan = for_upgrade(cv, target, upgrade.force, current, cmd.payload.load_filter, retriever,
@@ -612,6 +678,9 @@ def _dry_run(cmd: SweepCommand, upgrade: UpgradeFlags, target: Release, target_d
     upgrade would start, 1 if it is blocked.  The current release is not needed (saved objects may name any
     image)."""
     from cvo.cli.gates import print_verdict, upgrade_target, verdict_data
+    from cvo.cli.progress import wants_live_display
+    from cvo.cli.upgrade_list_cmd import refresh_available_updates
+    from cvo.runner import start
     from cvo.runner.upgrade import preflight
 
     to = upgrade_target(target_dir, cmd.payload.image)
@@ -621,8 +690,13 @@ def _dry_run(cmd: SweepCommand, upgrade: UpgradeFlags, target: Release, target_d
 
     async def check() -> int:
         async with open_reader(cmd.cluster, clock, budget=Budget.of(cmd.sweep.timeout), say_where=True) as reader:
-            if start.check_upgrade(await reader.steady.get(cv_ref()), target).already_there:
+            if cmd.payload.image is not None and not upgrade.from_graph:  # --to-image: checked against the graph
+                await refresh_available_updates(cmd.cluster, reader)
+            cv = await reader.steady.get(cv_ref())
+            if start.check_upgrade(cv, target).already_there:
                 return _already_there(cmd.output, target)
+            if cmd.payload.image is not None:  # as the upgrade itself would refuse it
+                check_explicit(cv, cmd.payload.image, target.image, upgrade)
             verdict = await preflight(reader.steady, target, upgrade.force, clock.now())
         if is_structured(cmd.output.format):
             sys.stdout.write(dump(verdict_data(verdict, target, to), cmd.output.format))
@@ -648,6 +722,7 @@ def _upgrade_through_controller(cmd: SweepCommand, upgrade: UpgradeFlags, target
     from cvo.clock import run_real
     from cvo.cluster.api import CLUSTER_OPERATOR
     from cvo.controller.client import Verdict, follow
+    from cvo.runner import start
     from cvo.runner.upgrade import desired_update, set_desired_update
 
     output = cmd.output
@@ -673,7 +748,7 @@ def _upgrade_through_controller(cmd: SweepCommand, upgrade: UpgradeFlags, target
             if begin.already_there:
                 return _already_there(output, target)
             if cmd.payload.image is not None:  # the controller verifies the image's signature
-                check_explicit(cv, cmd.payload.image, target.image, upgrade.allow_explicit)
+                check_explicit(cv, cmd.payload.image, target.image, upgrade)
             await set_desired_update(backend.steady, desired_update(target, upgrade.force), budget)
             log.info("upgrade.requested", controller=holder, version=target.version, image=target.image,
                      force=upgrade.force)
@@ -702,6 +777,7 @@ def _upgrade_through_controller(cmd: SweepCommand, upgrade: UpgradeFlags, target
 
 def _report_client(output: OutputOptions, outcome: dict[str, Any], holder: str, wall: float) -> None:
     """The report of :func:`_report` for an update the controller ran: same shape, from the ClusterVersion."""
+    from cvo.cli.progress import format_duration
     from cvo.clock import parse_rfc3339
     from cvo.payload.fields import dig
     from cvo.status.text import write_status_text
@@ -740,6 +816,9 @@ def _report_client(output: OutputOptions, outcome: dict[str, Any], holder: str, 
 
 
 def run_reconcile(args: argparse.Namespace) -> int:
+    from cvo.runner.decide import for_reconcile
+    from cvo.runner.retrieve import Retriever
+
     cmd = SweepCommand.from_args(args)  # the flags are checked before anything is read
     given = load(cmd.payload, cmd.output.log_format) if cmd.payload.directory is not None else None
 

@@ -148,7 +148,9 @@ class Worker:
             failure=current, errors=errors, initial=self.mode is Mode.INSTALL,
             co_start_times=dict(self.waits.co_start_times), accepted_risks=self.options.accepted_risks,
             verified=self.options.verified,
-            capabilities=self.capabilities, version_hash=self.release.manifest_hash))]
+            capabilities=self.capabilities, version_hash=self.release.manifest_hash,
+            channels=self.release.metadata.channels if self.release.metadata else (),
+            url=self.release.metadata.url if self.release.metadata else ""))]
         if force or must_land:
             parts.append(await self.blockers.inputs())  # what blocks upgrades, on every edge
         await self.status.report(*parts, force=force, must_land=must_land)

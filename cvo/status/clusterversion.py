@@ -72,6 +72,8 @@ class SyncStatus:
     generation: int | None = None  # written as observedGeneration when set
     version_hash: str = ""
     capabilities: Capabilities | None = None  # status.capabilities and ImplicitlyEnabledCapabilities, when given
+    channels: tuple[str, ...] = ()  # the release metadata's channels (sorted), for status.desired.channels
+    url: str = ""  # the release metadata's url, for status.desired.url
 
 
 @dataclass(frozen=True)
@@ -350,8 +352,9 @@ def update_cluster_version_status(status: Mapping[str, Any], sync: SyncStatus, n
     new.setdefault("availableUpdates", None)
     new["history"] = merge_history(new.get("history") or [], sync.version, sync.image, sync.completed > 0, now,
                                    sync.accepted_risks, sync.verified, sync.local)
-    if sync.image:
-        new["desired"] = {"version": sync.version, "image": sync.image}
+    if sync.image:  # pkg/cvo/status.go syncStatus: the payload's URL and channels backfill status.desired
+        new["desired"] = {"version": sync.version, "image": sync.image, **({"url": sync.url} if sync.url else {}),
+                          **({"channels": list(sync.channels)} if sync.channels else {})}
     conditions: list[Condition] = new.setdefault("conditions", [])
     version = version_string(sync.version, sync.image)
     if sync.capabilities is not None:

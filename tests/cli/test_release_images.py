@@ -137,7 +137,9 @@ def test_upgrade_to_image_follows_oc(images: dict[str, str], tmp_path: Path) -> 
         "that are not accessed via digest cannot be verified by the cluster.  Even when --force is set, using "
         "tags is not recommended, although we continue to allow it for backwards compatibility")
     explicit = cvo("upgrade", "--to-image", images["4.16.3"], *state, env=env)
-    assert explicit.returncode == 2 and "--allow-explicit-upgrade" in one_error(explicit)
+    assert explicit.returncode == 2  # oc's words: the cluster has no updates (RetrievedUpdates=False), so
+    assert one_error(explicit) == "error: cannot refresh available updates:"  # one error, its Reason under it
+    assert explicit.stderr.endswith("\n\nspecify --allow-explicit-upgrade to continue with the update.\n")
     done = cvo("upgrade", "--to-image", images["4.16.3"], "--allow-explicit-upgrade", *state, "-o", "json", env=env)
     assert done.returncode == 0, done.stderr
     assert "is not one of the available updates" in done.stderr
