@@ -141,6 +141,7 @@ def because(name: str, message: str) -> str:
     return text
 
 
+_WARNED = re.compile(r"^\d\d:\d\d:\d\d (proceeding with warnings|forced through): ")
 _BLOCKED = re.compile(r'^Precondition "(?P<check>[^"]+)" failed because of "(?P<reason>[^"]+)": (?P<message>.*)$', re.S)
 
 
@@ -192,7 +193,11 @@ class LiveDisplay:
 
     def emit(self, event: Event) -> None:
         if isinstance(event, PreconditionPassed):
-            self.last_events = [f"{event.time:%H:%M:%S} the preconditions pass: the upgrade starts"]
+            if event.warnings:  # a warning is not a pass: say what goes ahead despite it
+                how = "forced through" if event.forced else "proceeding with warnings"
+                self.last_events = [f"{event.time:%H:%M:%S} {how}: {' '.join(event.warnings.split())}"]
+            else:
+                self.last_events = [f"{event.time:%H:%M:%S} the preconditions pass: the upgrade starts"]
         elif self.blocked():
             pass  # the reconcile of the current release while blocked: the headline says what matters
         elif (said := _said(event)) is not None:
@@ -224,7 +229,14 @@ class LiveDisplay:
             from cvo.status.godur import to_ns
 
             out.append((shorten(f"forecast: {outlook.summary(to_ns(now))}", width), ""))
-        events = [(shorten(line, width), "dim") for line in self.last_events]
+        events = []
+        for line in self.last_events:
+            if _WARNED.match(line):  # what went ahead despite a warning is read in full (three lines at most)
+                import textwrap
+
+                events += [(part, "warn") for part in textwrap.wrap(line, max(width, 10), max_lines=3, placeholder=" …")]
+            else:
+                events.append((shorten(line, width), "dim"))
         room = max(1, height - len(out) - len(events) - 1)
         if p.waiting:
             waits = sorted(p.waiting.items())
@@ -243,7 +255,7 @@ class LiveDisplay:
         from rich.text import Text
 
         width, height = self.console.size
-        styles = {"bar": "green", "dim": "dim", "bold": "bold", "": ""}
+        styles = {"bar": "green", "dim": "dim", "bold": "bold", "warn": "yellow", "": ""}
         return Group(*(Text(text, style=styles[style], no_wrap=True, overflow="ellipsis")
                        for text, style in self.lines(width, max(3, height - 1))))
 

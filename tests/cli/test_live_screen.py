@@ -204,3 +204,29 @@ def test_the_waiting_table_is_aligned_counts_on_between_events_and_does_not_repe
     assert len(waited) >= 4, waited  # counted on (e.g. 10s, 20s, 30s, 40s), not frozen at one value
     messages = {r[apiserver[0][0].index("because"):] for t in apiserver for r in t[1:] if r.startswith("kube-apiserver ")}
     assert not any("kube-apiserver" in m for m in messages), messages
+
+
+def test_an_upgrade_that_goes_ahead_with_warnings_says_so_on_the_screen(tmp_path: Path) -> None:
+    """A warning is not a pass: the screen said "the preconditions pass" and the warning was only in history."""
+    import shutil
+
+    target = tmp_path / "release-4.16.3"
+    shutil.copytree(PAYLOADS / "demo-4.16.3", target)
+    metadata = target / "release-manifests" / "release-metadata"
+    metadata.write_text(metadata.read_text().replace('"4.16.0"', '"4.15.99"'))  # does not list 4.16.0: a warning
+    state = str(tmp_path / "s.db")
+    done = subprocess.run([sys.executable, "-m", "cvo", "install", str(PAYLOADS / "demo-4.16.0"), "--state", state,
+                           "--speed", "6000", "--operators", OPS], capture_output=True, text=True, env=env(), check=False)
+    assert done.returncode == 0, done.stderr
+    said: list[str] = []
+
+    def check(shown: list[str]) -> None:
+        for i, line in enumerate(shown):  # the line and the two it may be wrapped onto
+            if re.match(r"\d\d:\d\d:\d\d (proceeding with warnings|the preconditions)", line):
+                said.append(" ".join(shown[i:i + 3]))
+
+    code, last, _ = run_on_terminal(["upgrade", "--to", str(target), "--state", state, "--speed", "600",
+                                     "--operators", OPS], (80, 24), on_screen=check)
+    assert code == 0, "\n".join(last)
+    assert any("proceeding with warnings: Precondition \"ClusterVersionRecommendedUpdate\"" in line for line in said)
+    assert not any("the preconditions pass" in line for line in said)
