@@ -141,7 +141,7 @@ def because(name: str, message: str) -> str:
     return text
 
 
-_WARNED = re.compile(r"^\d\d:\d\d:\d\d (proceeding with warnings|forced through): ")
+_WARNED = re.compile(r"^(sim )?\d\d:\d\d:\d\d (proceeding with warnings|forced through): ")
 _BLOCKED = re.compile(r'^Precondition "(?P<check>[^"]+)" failed because of "(?P<reason>[^"]+)": (?P<message>.*)$', re.S)
 
 
@@ -165,7 +165,7 @@ class LiveDisplay:
 
     def __init__(self, progress: Callable[[], Progress], clock_now: Any, title: str,
                  forecast: Callable[[], Any] | None = None, *, blocked: Callable[[], str] | None = None,
-                 console: Any = None) -> None:
+                 console: Any = None, simulated: bool = False) -> None:
         from rich.console import Console
         from rich.live import Live
 
@@ -176,6 +176,8 @@ class LiveDisplay:
         self.blocked = blocked or (lambda: "")
         self.now = clock_now
         self.title = title
+        # the embedded cluster's clock runs ahead of the wall clock: its times say so ("sim 12:04:02")
+        self.stamp = "sim %H:%M:%S" if simulated else "%H:%M:%S"
         self.console = console or Console(stderr=True, no_color=not use_color())
         # the panel is drawn from the state at each refresh (twice a second), not only on events: the "for" column
         # counts on while nothing happens, as it does on a real cluster for minutes at a time
@@ -195,13 +197,13 @@ class LiveDisplay:
         if isinstance(event, PreconditionPassed):
             if event.warnings:  # a warning is not a pass: say what goes ahead despite it
                 how = "forced through" if event.forced else "proceeding with warnings"
-                self.last_events = [f"{event.time:%H:%M:%S} {how}: {' '.join(event.warnings.split())}"]
+                self.last_events = [f"{event.time.strftime(self.stamp)} {how}: {' '.join(event.warnings.split())}"]
             else:
-                self.last_events = [f"{event.time:%H:%M:%S} the preconditions pass: the upgrade starts"]
+                self.last_events = [f"{event.time.strftime(self.stamp)} the preconditions pass: the upgrade starts"]
         elif self.blocked():
             pass  # the reconcile of the current release while blocked: the headline says what matters
         elif (said := _said(event)) is not None:
-            line = f"{event.time:%H:%M:%S} {event.name} {said[0]} {said[1]}".strip()
+            line = f"{event.time.strftime(self.stamp)} {event.name} {said[0]} {said[1]}".strip()
             if not self.last_events or self.last_events[-1] != line:
                 self.last_events = [*self.last_events, line][-5:]
         self.live.refresh()
@@ -228,7 +230,8 @@ class LiveDisplay:
         if self.forecast is not None and (outlook := self.forecast()) is not None:
             from cvo.status.godur import to_ns
 
-            out.append((shorten(f"forecast: {outlook.summary(to_ns(now))}", width), ""))
+            clock = " (the simulated clock)" if self.stamp.startswith("sim") else ""
+            out.append((shorten(f"forecast: {outlook.summary(to_ns(now))}{clock}", width), ""))
         events = []
         for line in self.last_events:
             if _WARNED.match(line):  # what went ahead despite a warning is read in full (three lines at most)

@@ -425,7 +425,8 @@ def _sweep(cmd: SweepCommand, prepare: Callable[[Backend], Awaitable[tuple[str, 
                 progress = lambda: runner.progress if runner is not None else Progress()  # noqa: E731
                 outlook = await forecast_of(backend) if forecast_of is not None else None
                 live = LiveDisplay(progress, clock.now, title, outlook and outlook(progress),
-                                   blocked=lambda: runner.blocked if runner is not None else "")
+                                   blocked=lambda: runner.blocked if runner is not None else "",
+                                   simulated=not cmd.cluster.real)
                 reporters.append(live)
                 if outlook is not None:
                     reporters.append(live.forecast)

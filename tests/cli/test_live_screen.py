@@ -25,7 +25,7 @@ SIZES = [(80, 24), (160, 45)]
 # rest of a line the terminal wrapped.
 LINE_STARTS = re.compile(
     r"^(cluster: |(install|upgrade to) \d|[━╺─]+$|running: |forecast: |waiting on |[a-z][a-z0-9-]* +(\d|now)|"
-    r"… and \d+ more|\d\d:\d\d:\d\d |NAME |version |[a-z][a-z0-9-]* +4\.\d|completed: |did not complete|"
+    r"… and \d+ more|sim \d\d:\d\d:\d\d |NAME |version |[a-z][a-z0-9-]* +4\.\d|completed: |did not complete|"
     r"The upgrade waits|Operator etcd|blocked: )")
 
 
@@ -87,6 +87,8 @@ def test_the_install_screen_fits_the_terminal(tmp_path: Path, size: tuple[int, i
     assert code == 0, "\n".join(last)
     assert len(screens) > 3
     assert any("━" in line for s in screens for line in s)  # the bar was drawn
+    events = [line for s in screens for line in s if re.match(r"(sim )?\d\d:\d\d:\d\d ", line)]
+    assert events and all(line.startswith("sim ") for line in events)  # the embedded cluster's times say so
     if size[0] == 80:  # "running: node 6: clusteroperator …, node 7: …" is longer than 80 columns
         assert any(line.endswith("…") for line in seen_running)
         assert all(len(line) <= 80 for line in seen_running)
@@ -184,7 +186,7 @@ def test_the_waiting_table_is_aligned_counts_on_between_events_and_does_not_repe
         if at is not None:
             rows = []
             for line in shown[at + 1:]:
-                if not line or not re.match(r"^[a-z][a-z0-9-]* +(\d|now)", line):
+                if not line or not re.match(r"^[a-z][a-z0-9-]* +(\d|now)", line) or line.startswith("sim "):
                     break
                 rows.append(line)
             tables.append([shown[at], *rows])
@@ -222,7 +224,7 @@ def test_an_upgrade_that_goes_ahead_with_warnings_says_so_on_the_screen(tmp_path
 
     def check(shown: list[str]) -> None:
         for i, line in enumerate(shown):  # the line and the two it may be wrapped onto
-            if re.match(r"\d\d:\d\d:\d\d (proceeding with warnings|the preconditions)", line):
+            if re.match(r"sim \d\d:\d\d:\d\d (proceeding with warnings|the preconditions)", line):
                 said.append(" ".join(shown[i:i + 3]))
 
     code, last, _ = run_on_terminal(["upgrade", "--to", str(target), "--state", state, "--speed", "600",
