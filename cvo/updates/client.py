@@ -24,10 +24,18 @@ import ssl
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import parse_qsl, unquote, urlencode, urlsplit
+from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit
 
 import urllib3
-from urllib3.exceptions import HTTPError, MaxRetryError, ProtocolError, ReadTimeoutError
+from urllib3.exceptions import (
+    HTTPError,
+    MaxRetryError,
+    NameResolutionError,
+    NewConnectionError,
+    ProtocolError,
+    ReadTimeoutError,
+    SSLError,
+)
 from urllib3.exceptions import TimeoutError as Urllib3Timeout
 
 from cvo.payload.gostrings import go_quote
@@ -111,7 +119,8 @@ def query_url(upstream: str, *, arch: str, channel: str, cluster_id: str, versio
     params += [("arch", "multi" if arch == "Multi" else arch), ("channel", channel), ("id", cluster_id),
                ("version", version)]
     params.sort(key=lambda kv: kv[0])  # stable: values of one name keep their order
-    return parts._replace(query=urlencode(params), fragment="").geturl()
+    path = quote(parts.path, safe="/:@!$&'()*+,;=-._~%")  # Go's URL.String escapes the path
+    return parts._replace(path=path, query=urlencode(params), fragment="").geturl()
 
 
 def _tls(options: UpdateServiceOptions) -> ssl.SSLContext:
@@ -126,13 +135,21 @@ def _tls(options: UpdateServiceOptions) -> ssl.SSLContext:
     return context
 
 
-def _why(err: BaseException) -> str:
-    """A urllib3 failure as one short line (the innermost reason)."""
-    reason = getattr(err, "reason", None)
-    while isinstance(reason, BaseException) and getattr(reason, "reason", None) is not None:
-        reason = getattr(reason, "reason", None)
-    text = str(reason if isinstance(reason, BaseException) else err)
-    if ": " in text and text.startswith("<"):
+def _why(err: BaseException, url: str) -> str:
+    """A urllib3 failure as one line, worded like Go's net/http where it is a dial (``dial tcp
+    127.0.0.1:1: connect: connection refused``), else the innermost reason."""
+    reason = err.reason if isinstance(err, MaxRetryError) and err.reason is not None else err
+    parts = urlsplit(url)
+    address = f"{parts.hostname}:{parts.port or (443 if parts.scheme == 'https' else 80)}"
+    if isinstance(reason, NameResolutionError):
+        return f"dial tcp: lookup {parts.hostname}: no such host"
+    if isinstance(reason, NewConnectionError) and isinstance(reason.__cause__, OSError):
+        cause = reason.__cause__
+        return f"dial tcp {address}: connect: {(cause.strerror or str(cause)).lower()}"
+    if isinstance(reason, SSLError):
+        return f"tls: {reason}".replace("\n", " ")[:300]
+    text = str(reason)
+    if text.startswith("<") and ": " in text:
         text = text.split(": ", 1)[1]
     return text.replace("\n", " ")[:300]
 
@@ -176,9 +193,10 @@ def _fetch(url: str, options: UpdateServiceOptions) -> bytes:
                                     timeout=urllib3.Timeout(connect=options.timeout, read=options.timeout))
         except (HTTPError, OSError) as err:
             reason = err.reason if isinstance(err, MaxRetryError) else err
-            if isinstance(reason, Urllib3Timeout | ReadTimeoutError | TimeoutError):
+            if isinstance(reason, Urllib3Timeout | ReadTimeoutError | TimeoutError) \
+                    and not isinstance(reason, NewConnectionError):  # urllib3's NewConnectionError is a timeout class
                 raise UpdateError("RemoteFailed", f"{get}: {over}") from None
-            raise UpdateError("RemoteFailed", f"{get}: {_why(err)}") from None
+            raise UpdateError("RemoteFailed", f"{get}: {_why(err, url)}") from None
         try:
             if response.status != 200:
                 raise UpdateError("ResponseFailed", f"unexpected HTTP status: {response.status} {response.reason or ''}"
@@ -198,7 +216,7 @@ def _fetch(url: str, options: UpdateServiceOptions) -> bytes:
                 except (Urllib3Timeout, ReadTimeoutError, TimeoutError):
                     raise UpdateError("ResponseFailed", over) from None
                 except (ProtocolError, HTTPError, OSError) as err:
-                    raise UpdateError("ResponseFailed", _why(err)) from None
+                    raise UpdateError("ResponseFailed", _why(err, url)) from None
                 if not chunk:
                     return bytes(body)
                 body += chunk

@@ -21,8 +21,6 @@ from typing import Any
 from cvo.payload.semver import SemverError, Version
 from cvo.updates.model import MatchingRule, Risk
 
-MAX_DEPTH = 10000  # encoding/json's scanner: "exceeded max depth"
-
 
 class GraphInvalid(ValueError):
     """The answer is no graph; ``str()`` is Go's error text (the ``ResponseInvalid`` message's tail)."""
@@ -69,9 +67,8 @@ class _Number(str):
     """A JSON number that is no int64 (a fraction, an exponent, or too large): its text, as Go reports it."""
 
 
-def _int(text: str) -> int | _Number:
-    value = int(text)
-    return value if -(2**63) <= value < 2**63 else _Number(text)
+def _int64(value: Any) -> bool:
+    return type(value) is int and -(2**63) <= value < 2**63
 
 
 def _no_constant(name: str) -> Any:
@@ -144,33 +141,11 @@ def _innermost(text: str, pos: int) -> str:
     return stack[-1] if stack else ""
 
 
-def _depth_ok(text: str) -> bool:
-    depth = 0
-    in_string = escaped = False
-    for ch in text:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_string = False
-        elif ch == '"':
-            in_string = True
-        elif ch in "[{":
-            depth += 1
-            if depth > MAX_DEPTH:
-                return False
-        elif ch in "]}":
-            depth -= 1
-    return True
-
-
 def _kind(value: Any) -> str:
     """The JSON kind in an ``UnmarshalTypeError`` (``number 1.5`` for a number an int cannot hold)."""
     if isinstance(value, bool):
         return "bool"
-    if isinstance(value, _Number):
+    if isinstance(value, _Number) or (isinstance(value, int) and not _int64(value)):
         return "number " + str(value)
     if isinstance(value, int | float):
         return "number"
@@ -265,14 +240,15 @@ def _field_or_absent(d: _Decoder, obj: Mapping[str, Any], name: str) -> Any:
 
 def _edge(value: Any) -> tuple[int, int]:
     """``edge.UnmarshalJSON``: ``json.Unmarshal(data, &[]int)`` and exactly two fields."""
+    if type(value) is list and len(value) == 2 and _int64(value[0]) and _int64(value[1]):
+        return (value[0], value[1])
     if value is None:
         raise GraphInvalid("expected 2 fields, found 0")
     if not isinstance(value, list):
         raise GraphInvalid(f"json: cannot unmarshal {_kind(value)} into Go value of type []int")
-    bad = next((i for i in value if not (isinstance(i, int) and not isinstance(i, bool | _Number))
-                and i is not None), _ABSENT)
-    if bad is not _ABSENT:
-        raise GraphInvalid(f"json: cannot unmarshal {_kind(bad)} into Go value of type int")
+    for item in value:
+        if item is not None and not _int64(item):
+            raise GraphInvalid(f"json: cannot unmarshal {_kind(item)} into Go value of type int")
     if len(value) != 2:
         raise GraphInvalid(f"expected 2 fields, found {len(value)}")
     return (value[0] or 0, value[1] or 0)
@@ -312,12 +288,12 @@ def _conditional(d: _Decoder, obj: Mapping[str, Any]) -> ConditionalEdges:
 
 def _load(body: bytes) -> Any:
     text = body.decode("utf-8", "replace")  # Go's decoder takes invalid UTF-8 in strings as U+FFFD
-    if not _depth_ok(text):
-        raise GraphInvalid("exceeded max depth")
     try:
-        return json.loads(text, parse_int=_int, parse_float=_Number, parse_constant=_no_constant)
+        return json.loads(text, parse_float=_Number, parse_constant=_no_constant)
     except json.JSONDecodeError as err:
         raise GraphInvalid(_syntax_error(err, text)) from None
+    except RecursionError:  # Python's decoder nests as deep as the interpreter's recursion limit (Go: 10000)
+        raise GraphInvalid("exceeded max depth") from None
     except ValueError:  # NaN, Infinity, -Infinity
         start = len(text) - len(text.lstrip())
         bad = next((i for i in range(start, len(text)) if text[i] in "NI"), start)

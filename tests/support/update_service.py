@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import http.server
 import json
+import ssl
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -38,10 +40,13 @@ class Answer:
 
 
 class UpdateService:
-    def __init__(self) -> None:
+    def __init__(self, tls: tuple[Path, Path] | None = None) -> None:
+        """``tls``: (certificate, key) to serve https with."""
+        self.scheme = "https" if tls else "http"
         self.graph: Any = {"nodes": [], "edges": []}
         self.answer = Answer()
         self.requests: list[Request] = []
+        self.redirect = ""  # a Location header to send
         self._closing = threading.Event()
         service = self
 
@@ -61,6 +66,8 @@ class UpdateService:
                     return
                 body = answer.body if answer.body is not None else json.dumps(service.graph).encode()
                 self.send_response(answer.status)
+                if service.redirect:
+                    self.send_header("Location", service.redirect)
                 self.send_header("Content-Type", "application/json")
                 if answer.chunks is None and answer.stall != "in-body":
                     self.send_header("Content-Length", str(len(body)))
@@ -84,12 +91,16 @@ class UpdateService:
 
         self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
+        if tls is not None:
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(str(tls[0]), str(tls[1]))
+            self._server.socket = context.wrap_socket(self._server.socket, server_side=True)
         self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True)
 
     @property
     def url(self) -> str:
         host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}/graph"
+        return f"{self.scheme}://{host!s}:{port}/graph"
 
     def __enter__(self) -> UpdateService:
         self._thread.start()
