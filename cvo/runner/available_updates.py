@@ -161,7 +161,13 @@ async def refresh_updates(cluster: Cluster, clock: Clock, options: RefreshOption
     step = plan(state.value, inputs, now, timedelta(seconds=options.minimum_interval))
     log.debug("available updates", action=step.action, why=step.why)
     if step.action == "wait":
-        return state.last_part if isinstance(state.last_part, AvailableUpdates) else None
+        last = state.last_part if isinstance(state.last_part, AvailableUpdates) else None
+        if writer is not None and last is not None:
+            # the CVO's status sync runs on every ClusterVersion change (NeedsUpdate): a spec that now names the
+            # upstream and channel the updates were computed for gets them written
+            await writer.current()
+            await writer.report(last, force=True)
+        return last
     current = state.value
     if step.action == "fetch":
         seed = current or UpdatesState(conditional=conditional_from_status(_mapping(cv.get("status"))
@@ -188,6 +194,10 @@ async def refresh_updates(cluster: Cluster, clock: Clock, options: RefreshOption
     changed = part != state.last_part
     state.last_part = part
     if writer is not None:
+        # The part applies only while spec.upstream and spec.channel are those it was computed for: the writer
+        # decides that on the ClusterVersion it holds, which may predate the spec just read (nothing else it
+        # writes depends on the spec, so it would not notice).
+        await writer.current()
         await writer.report(part, force=changed)
     return part
 
