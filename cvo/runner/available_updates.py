@@ -26,6 +26,7 @@ from cvo.updates.client import UpdateServiceOptions
 from cvo.updates.errors import EvaluationError
 from cvo.updates.model import ALWAYS, PROMQL, ConditionalUpdate, MatchingRule, Release, Updates
 from cvo.updates.poll import (
+    DEFAULT_UPDATE_SERVICE,
     RECOMMENDED,
     Inputs,
     PollState,
@@ -47,6 +48,7 @@ log = get_logger("cvo.updates")
 @dataclass(frozen=True)
 class RefreshOptions:
     update_service: str = ""  # --update-service: overrides spec.upstream
+    default_update_service: str = DEFAULT_UPDATE_SERVICE  # when neither names one ("": none, NoUpstream)
     minimum_interval: float = 180.0  # minimumUpdateCheckInterval (the CVO: its resync period, 2–4 min)
     client: UpdateServiceOptions = field(default_factory=UpdateServiceOptions)
     runtime_arch: str = field(default_factory=go_arch)  # runtime.GOARCH
@@ -72,7 +74,8 @@ def inputs_of(cv: Mapping[str, Any], options: RefreshOptions) -> Inputs:
 
     return Inputs(flag_update_service=options.update_service, spec_upstream=text(spec.get("upstream")),
                   channel=text(spec.get("channel")), desired_arch=arch or current_arch, current_arch=current_arch,
-                  accept_risks=accepted, cluster_id=text(spec.get("clusterID")), version=text(desired.get("version")))
+                  accept_risks=accepted, cluster_id=text(spec.get("clusterID")), version=text(desired.get("version")),
+                  default_update_service=options.default_update_service)
 
 
 async def evaluate_conditional(updates: tuple[Release, ...] | None, conditional: tuple[ConditionalUpdate, ...],

@@ -69,6 +69,7 @@ class Inputs:
     accept_risks: frozenset[str] = frozenset()
     cluster_id: str = ""
     version: str = ""  # the release being reconciled
+    default_update_service: str = DEFAULT_UPDATE_SERVICE  # "": none (then NoUpstream; cvo's embedded cluster)
 
     def update_service(self) -> tuple[str, bool, str]:
         """The update service, whether it is the default one, and where it came from."""
@@ -76,7 +77,7 @@ class Inputs:
             return self.flag_update_service, False, "the --update-service command line option"
         if self.spec_upstream:
             return self.spec_upstream, False, "ClusterVersion spec.upstream"
-        return DEFAULT_UPDATE_SERVICE, True, "the operator's default update service"
+        return self.default_update_service, True, "the operator's default update service"
 
 
 @dataclass(frozen=True)
