@@ -229,7 +229,31 @@ def _node(d: _Decoder, obj: Mapping[str, Any]) -> Node:
     if metadata is not None and not isinstance(metadata, Mapping):
         d.type_error(metadata, "node", "Nodes.metadata", "map[string]interface {}")
         metadata = None
-    return Node(version, payload, dict(metadata) if metadata else {})
+    huge = _overflow(metadata)
+    if huge is not None:  # interface{} holds numbers as float64
+        d.type_error(huge, "node", "Nodes.metadata", "float64")
+    return Node(version, payload, _plain(metadata) if metadata else {})
+
+
+def _plain(value: Any) -> Any:
+    """Numbers as float64 holds them (a fraction's text was kept for error messages only)."""
+    if isinstance(value, _Number):
+        return float(value)
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _overflow(value: Any) -> _Number | None:
+    """A number in ``value`` that a float64 cannot hold."""
+    if isinstance(value, _Number):
+        return value if math.isinf(float(value)) else None
+    if isinstance(value, int) and not isinstance(value, bool):
+        return _Number(str(value)) if abs(value) >= 2**1024 else None
+    children = value.values() if isinstance(value, Mapping) else value if isinstance(value, list) else ()
+    return next((n for n in map(_overflow, children) if n is not None), None)
 
 
 def _field_or_absent(d: _Decoder, obj: Mapping[str, Any], name: str) -> Any:

@@ -54,6 +54,8 @@ from cvo.updates.model import MatchingRule, Risk
     (b'{"nodes": []} trailing', "invalid character 't' after top-level value"),
     (b'{"nodes": NaN}', "invalid character 'N' looking for beginning of value"),
     (b'{"a": "\\x"}', "invalid character 'x' in string escape code"),
+    (b'{"nodes": [{"version": "4.1.0", "metadata": {"a": {"b": [1e400]}}}]}',
+     "json: cannot unmarshal number 1e400 into Go struct field node.Nodes.metadata of type float64"),
     (b"[" * 100001 + b"]" * 100001, "exceeded max depth"),
 ])
 def test_refusals_are_gos_words(body: bytes, error: str) -> None:

@@ -184,6 +184,7 @@ def test_the_current_version_matches_without_build_metadata() -> None:
 
 @pytest.mark.parametrize(("metadata", "errors"), [
     ({"url": 5}, "URL is not a string: 5"),
+    ({"url": 1.5}, "URL is not a string: 1.5"),
     ({"url": "https://x/\n"}, 'invalid release URL: parse "https://x/\\n": net/url: invalid control character in URL'),
     ({"release.openshift.io/architecture": "amd64"}, 'unrecognized release.openshift.io/architecture value "amd64"'),
     ({"release.openshift.io/architecture": True}, "release.openshift.io/architecture is not a string: true"),
