@@ -36,6 +36,7 @@ from cvo.cli.images import ImageFlags, check_image, is_image
 from cvo.cli.progress import LogReporter
 from cvo.cli.signals import Interrupted, cancelled_by_signals
 from cvo.cli.sweep_cmd import MIN_INTERVAL, _add_selection
+from cvo.cli.update_service_flags import add_update_service_flags, refresh_options
 from cvo.cluster.persist import Budget
 from cvo.log import configure, get_logger
 from cvo.operators.behaviour import Behaviours, parse_duration
@@ -46,7 +47,6 @@ if TYPE_CHECKING:  # cvo run imports the controller when it runs (cvo --help imp
     from cvo.cluster.embedded.sweep_lock import SweepLock
     from cvo.controller import start
     from cvo.controller.lease import LeaderElector
-    from cvo.runner.available_updates import RefreshOptions
 
 HELP = "run the controller: watch the ClusterVersion and act on it until stopped (leader-elected)"
 DESCRIPTION = """\
@@ -131,19 +131,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                              "number of its sweep (counted over the whole file), for 'cvo report FILE --sweep N' "
                              "(docs/report.md); the file grows with every sweep: rotate it by renaming it and "
                              "restarting")
-    updates = parser.add_argument_group("available updates (the update service the CVO polls)")
-    updates.add_argument("--update-service", default="", metavar="URL",
-                         help="the preferred update service: overrides ClusterVersion spec.upstream (the CVO's "
-                              "flag); a file:// URL reads a graph file (cvo's extension). Without it, and without "
-                              "spec.upstream, a real cluster asks the CVO's default "
-                              "(https://api.openshift.com/api/upgrades_info/v1/graph) and the embedded one none "
-                              "(RetrievedUpdates=False, NoUpstream)")
-    updates.add_argument("--update-service-ca-file", type=Path, default=None, metavar="FILE",
-                         help="PEM trust roots for an https update service, instead of the system's (the CVO "
-                              "takes them from the cluster's Proxy trustedCA)")
-    updates.add_argument("--update-service-timeout", default="60s", metavar="DURATION",
-                         help="how long one request to the update service may take, body included (default 60s; "
-                              "the CVO allows 60m)")
+    add_update_service_flags(parser)
     parser.add_argument("--in-cluster", action="store_true",
                         help="use the pod's service account (KUBERNETES_SERVICE_HOST, the token and CA in "
                              "/var/run/secrets/kubernetes.io/serviceaccount or $CVO_SERVICEACCOUNT_DIR)")
@@ -210,7 +198,7 @@ def _options(args: argparse.Namespace, cluster: ClusterOptions) -> tuple[start.O
     if args.identity is not None and not args.identity.strip():
         raise UsageError("--identity: empty")
     behaviours = load_behaviours(cluster)
-    updates = _update_options(args, cluster, interval)
+    updates = refresh_options(args, cluster.real, interval)
     payload = payload_options(args)
     options = start.Options(identity=args.identity or f"{socket.gethostname()}_{uuid.uuid4()}", interval=interval,
                          timings=timings, lease_namespace=args.lease_namespace, own_release=own_release,
@@ -218,22 +206,6 @@ def _options(args: argparse.Namespace, cluster: ClusterOptions) -> tuple[start.O
                          releases=args.releases, load_filter=payload.load_filter,
                          capabilities=payload.apply_filter, listen=listen, updates=updates)
     return options, behaviours
-
-
-def _update_options(args: argparse.Namespace, cluster: ClusterOptions, interval: float) -> RefreshOptions:
-    """How the update service is polled: every --interval (the CVO's minimum update check interval is its
-    resync period), with the client's timeout and trust roots."""
-    from cvo.runner.available_updates import RefreshOptions
-    from cvo.updates.client import UpdateServiceOptions
-    from cvo.updates.poll import DEFAULT_UPDATE_SERVICE
-
-    timeout = _duration(args.update_service_timeout, "--update-service-timeout", 0.001)
-    ca = args.update_service_ca_file
-    if ca is not None and not ca.is_file():
-        raise UsageError(f"--update-service-ca-file {ca}: not a file")
-    return RefreshOptions(update_service=args.update_service, minimum_interval=interval,
-                          default_update_service=DEFAULT_UPDATE_SERVICE if cluster.real else "",
-                          client=UpdateServiceOptions(timeout=timeout, ca_file=ca, user_agent="cvo"))
 
 
 def run(args: argparse.Namespace) -> int:

@@ -19,7 +19,8 @@ states of the CVO's ``pkg/cvo/sync_worker.go``) — nothing is remembered that t
   ``LoadPayload``, ``VerifyPayloadVersion``) and its message; the loop backs off and looks again.
 * **After completion** the release is reconciled every ``interval``: drift is repaired within one.
 * **Available updates** are polled beside the sweeps (``availableUpdatesSync``): at once, then every
-  ``minimum_interval``, at once when spec.upstream, spec.channel, spec.clusterID or spec.desiredUpdate change,
+  ``minimum_interval``, at once when spec.upstream, spec.channel, spec.clusterID or spec.desiredUpdate change
+  or another release is reconciled (status.desired: the CVO restarts into it),
   and after a second while a conditional update's Recommended is neither True nor False (the CVO's
   requeue); written through the same status writer.
 
@@ -71,11 +72,15 @@ log = get_logger("cvo.controller")
 
 
 def updates_key(cv: dict[str, Any]) -> Hashable:
-    """What in a ClusterVersion's spec the available updates depend on (``syncAvailableUpdates``' inputs)."""
+    """What of a ClusterVersion the available updates depend on (``syncAvailableUpdates``' inputs): the spec's
+    upstream, channel, clusterID and desiredUpdate, and the release being reconciled (the CVO's own)."""
     spec = cv.get("spec") if isinstance(cv.get("spec"), dict) else {}
-    assert isinstance(spec, dict)
-    return orjson.dumps([spec.get(k) for k in ("upstream", "channel", "clusterID", "desiredUpdate")],
-                        option=orjson.OPT_SORT_KEYS)
+    status = cv.get("status") if isinstance(cv.get("status"), dict) else {}
+    assert isinstance(spec, dict) and isinstance(status, dict)
+    desired = status.get("desired") if isinstance(status.get("desired"), dict) else {}
+    assert isinstance(desired, dict)
+    return orjson.dumps([*(spec.get(k) for k in ("upstream", "channel", "clusterID", "desiredUpdate")),
+                         desired.get("version"), desired.get("architecture")], option=orjson.OPT_SORT_KEYS)
 
 
 def work_key(cv: dict[str, Any]) -> Hashable:

@@ -160,6 +160,11 @@ async def refresh_updates(cluster: Cluster, clock: Clock, options: RefreshOption
     if cv is None:
         return None
     inputs = inputs_of(cv, options)
+    if state.value is not None and state.value.version != inputs.version:
+        # The CVO runs the release it reconciles: another release is another CVO process, which starts afresh.
+        log.info("available updates: another release is reconciled; starting afresh", previous=state.value.version,
+                 version=inputs.version)
+        state.value = None
     now = clock.now()
     step = plan(state.value, inputs, now, timedelta(seconds=options.minimum_interval))
     log.debug("available updates", action=step.action, why=step.why)

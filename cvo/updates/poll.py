@@ -49,6 +49,7 @@ class UpdatesState:
     conditional: tuple[ConditionalUpdate, ...] = ()
     retrieved: Retrieved | None = None
     risks: tuple[Risk, ...] | None = None  # RiskConditions, as the gated status.conditionalUpdateRisks
+    version: str = ""  # the release it was retrieved for (the CVO's own: a new one is a new CVO process)
 
     def recently_attempted(self, now: datetime, interval: timedelta) -> bool:
         return self.last_attempt is not None and self.last_attempt > now - interval
@@ -133,7 +134,8 @@ def after_fetch(state: UpdatesState | None, step: Step, inputs: Inputs, calculat
     base = state or UpdatesState()
     conditional = tuple(_with_conditions_of(c, base.conditional) for c in calculated.conditional)
     new = replace(base, last_attempt=now, update_service="" if step.used_default else step.update_service,
-                  channel=inputs.channel, architecture=inputs.desired_arch, retrieved=calculated.retrieved)
+                  channel=inputs.channel, architecture=inputs.desired_arch, retrieved=calculated.retrieved,
+                  version=inputs.version)
     failed = calculated.retrieved.status == "False" and calculated.retrieved.reason in RESPONSE_FAILED
     if not failed or not step.preserve_on_failure:
         new = replace(new, current=calculated.current, upstream_updates=calculated.updates,

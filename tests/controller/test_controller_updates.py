@@ -7,6 +7,7 @@ wait for what the service answered in small virtual steps, bounded in real secon
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -16,7 +17,7 @@ from cvo.cluster.embedded.server import SimCluster
 from cvo.runner.available_updates import RefreshOptions
 from cvo.updates.client import UpdateServiceOptions
 from tests.controller.test_controller_loop import completed, until
-from tests.support.controller_harness import Harness, condition, new_cluster
+from tests.support.controller_harness import Harness, condition, new_cluster, set_desired
 from tests.support.update_service import Answer, UpdateService, node
 
 GRAPH = {"nodes": [node("4.16.0"), node("4.16.3"), node("4.17.0")], "edges": [[0, 1], [0, 2], [1, 2]]}
@@ -56,6 +57,7 @@ def test_the_controller_polls_the_update_service_and_follows_the_spec() -> None:
             cv = await cluster.get(cv_ref())
             assert request.query["channel"] == ["stable-4.16"] and request.query["version"] == ["4.16.0"]
             assert request.query["id"] == [cv["spec"]["clusterID"]]  # type: ignore[index]
+            uuid.UUID(request.query["id"][0])  # the ClusterVersion cvo created has a random UUID, as the CVO's bootstrap
             assert condition(cv, "RetrievedUpdates")["status"] == "True"
 
             service.graph = {**GRAPH, "edges": [[0, 1]]}
@@ -90,3 +92,26 @@ async def _versions_are(cluster: SimCluster, versions: list[str]) -> bool:
 
 async def _retrieved_reason(cluster: SimCluster, reason: str) -> bool:
     return condition(await cluster.get(cv_ref()), "RetrievedUpdates").get("reason") == reason
+
+
+def test_an_update_to_another_release_asks_for_that_releases_updates() -> None:
+    with UpdateService() as service:
+        service.graph = GRAPH
+
+        async def body() -> None:
+            cluster, clock = new_cluster()
+            options = RefreshOptions(minimum_interval=3600, client=UpdateServiceOptions(timeout=5),
+                                     runtime_arch="amd64", default_update_service="")
+            a = Harness(cluster, clock, "a", interval=60.0, updates=options)
+            task = asyncio.create_task(a.replica.run())
+            await until(completed(cluster, "4.16.0"), 3600)
+            await set_spec(cluster, upstream=service.url, channel="stable-4.16")
+            await settled(lambda: _versions_are(cluster, ["4.17.0", "4.16.3"]))
+            await set_desired(cluster, version="4.16.3")
+            await until(completed(cluster, "4.16.3"), 3 * 3600)
+            await settled(lambda: _versions_are(cluster, ["4.17.0"]))
+            assert [r.query["version"] for r in service.requests] == [["4.16.0"], ["4.16.3"]]
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
+        run_virtual(body)

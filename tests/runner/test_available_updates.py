@@ -237,3 +237,18 @@ def test_a_multi_arch_migration_offers_the_current_version_only() -> None:
         assert versions(status) == ["4.1.0"] and "conditionalUpdates" not in status
 
     on_cluster(test)
+
+
+def test_another_release_starts_afresh_as_a_new_cvo_would() -> None:
+    async def test(h: Harness) -> None:
+        await h.refresh()
+        cv = await h.cluster.get(cv_ref())
+        assert cv is not None
+        cv["status"]["desired"] = {"version": "4.1.1", "image": IMG + "4.1.1"}
+        await h.cluster.update_status(cv)
+        h.service.graph = {"nodes": [node("4.1.1"), node("4.1.10")], "edges": [[0, 1]]}
+        status = await h.refresh()  # within the minimum interval, yet fetched: another release
+        assert [r.query["version"] for r in h.service.requests] == [["4.1.0"], ["4.1.1"]]
+        assert versions(status) == ["4.1.10"] and "conditionalUpdates" not in status
+
+    on_cluster(test)
