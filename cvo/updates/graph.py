@@ -141,13 +141,14 @@ def _innermost(text: str, pos: int) -> str:
     return stack[-1] if stack else ""
 
 
-def _kind(value: Any) -> str:
-    """The JSON kind in an ``UnmarshalTypeError`` (``number 1.5`` for a number an int cannot hold)."""
+def _kind(value: Any, literal: bool = False) -> str:
+    """The JSON kind in an ``UnmarshalTypeError``; ``literal``: a number an int cannot hold as its text
+    (``number 1.5``), as Go reports a number for an int."""
     if isinstance(value, bool):
         return "bool"
-    if isinstance(value, _Number) or (isinstance(value, int) and not _int64(value)):
+    if literal and (isinstance(value, _Number) or (isinstance(value, int) and not _int64(value))):
         return "number " + str(value)
-    if isinstance(value, int | float):
+    if isinstance(value, int | float | _Number):
         return "number"
     if isinstance(value, str):
         return "string"
@@ -162,10 +163,10 @@ class _Decoder:
     def __init__(self) -> None:
         self.error: str | None = None
 
-    def type_error(self, value: Any, struct: str, path: str, go_type: str) -> None:
+    def type_error(self, value: Any, struct: str, path: str, go_type: str, literal: bool = False) -> None:
         if self.error is None:
             where = f"Go struct field {struct}.{path}" if struct else "Go value"
-            self.error = f"json: cannot unmarshal {_kind(value)} into {where} of type {go_type}"
+            self.error = f"json: cannot unmarshal {_kind(value, literal)} into {where} of type {go_type}"
 
     def field(self, obj: Mapping[str, Any], name: str) -> Any:
         """Go's field lookup: an exact key, else the last key equal under case folding."""
@@ -180,7 +181,7 @@ class _Decoder:
     def string(self, value: Any, struct: str, path: str) -> str:
         if value is None:
             return ""
-        if not isinstance(value, str):
+        if not isinstance(value, str) or isinstance(value, _Number):
             self.type_error(value, struct, path, "string")
             return ""
         return value
@@ -209,14 +210,15 @@ def _version(d: _Decoder, value: Any) -> str:
         return "0.0.0"
     if value is None:
         value = ""
-    if not isinstance(value, str):
-        if d.error is None:
-            d.error = f"json: cannot unmarshal {_kind(value)} into Go value of type string"
-        return ""
+    # A custom unmarshaler's error ends decoding at once (an earlier type error is forgotten), with the
+    # field it was decoding named when it is a type error (decodeState.addErrorContext).
+    if not isinstance(value, str) or isinstance(value, _Number):
+        raise GraphInvalid(f"json: cannot unmarshal {_kind(value)} into Go struct field node.Nodes.version of type "
+                           "string")
     try:
         return str(Version.parse(value))
     except SemverError as err:
-        raise GraphInvalid(str(err)) from None  # a custom unmarshaler's error ends decoding
+        raise GraphInvalid(str(err)) from None
 
 
 _ABSENT = object()
@@ -231,7 +233,7 @@ def _node(d: _Decoder, obj: Mapping[str, Any]) -> Node:
         metadata = None
     huge = _overflow(metadata)
     if huge is not None:  # interface{} holds numbers as float64
-        d.type_error(huge, "node", "Nodes.metadata", "float64")
+        d.type_error(huge, "node", "Nodes.metadata", "float64", literal=True)
     return Node(version, payload, _plain(metadata) if metadata else {})
 
 
@@ -263,16 +265,17 @@ def _field_or_absent(d: _Decoder, obj: Mapping[str, Any], name: str) -> Any:
 
 
 def _edge(value: Any) -> tuple[int, int]:
-    """``edge.UnmarshalJSON``: ``json.Unmarshal(data, &[]int)`` and exactly two fields."""
+    """``edge.UnmarshalJSON``: ``json.Unmarshal(data, &[]int)`` and exactly two fields; its errors end decoding."""
     if type(value) is list and len(value) == 2 and _int64(value[0]) and _int64(value[1]):
         return (value[0], value[1])
     if value is None:
         raise GraphInvalid("expected 2 fields, found 0")
+    where = "Go struct field graph.Edges"
     if not isinstance(value, list):
-        raise GraphInvalid(f"json: cannot unmarshal {_kind(value)} into Go value of type []int")
+        raise GraphInvalid(f"json: cannot unmarshal {_kind(value)} into {where} of type []int")
     for item in value:
         if item is not None and not _int64(item):
-            raise GraphInvalid(f"json: cannot unmarshal {_kind(item)} into Go value of type int")
+            raise GraphInvalid(f"json: cannot unmarshal {_kind(item, literal=True)} into {where} of type int")
     if len(value) != 2:
         raise GraphInvalid(f"expected 2 fields, found {len(value)}")
     return (value[0] or 0, value[1] or 0)
@@ -333,16 +336,22 @@ def parse_graph(body: bytes) -> Graph:
     d = _Decoder()
     if not isinstance(data, Mapping):
         raise GraphInvalid(f"json: cannot unmarshal {_kind(data)} into Go value of type cincinnati.graph")
-    nodes = [_node(d, n) for n in d.objects(d.field(data, "nodes"), "graph", "Nodes", "cincinnati.node")]
-    raw_edges = d.field(data, "edges")
+    nodes: list[Node] = []
     edges: list[tuple[int, int]] = []
-    if raw_edges is not None:
-        if not isinstance(raw_edges, list):
-            d.type_error(raw_edges, "graph", "Edges", "[]cincinnati.edge")
-        else:
-            edges = [_edge(e) for e in raw_edges]
-    conditional = [_conditional(d, c) for c in d.objects(d.field(data, "conditionalEdges"), "graph",
-                                                          "conditionalEdges", "cincinnati.conditionalEdges")]
+    conditional: list[ConditionalEdges] = []
+    for key, value in data.items():  # in the document's order, as Go decodes (a later duplicate wins)
+        name = key.lower()
+        if name == "nodes":
+            nodes = [_node(d, n) for n in d.objects(value, "graph", "Nodes", "cincinnati.node")]
+        elif name == "edges":
+            if value is not None and not isinstance(value, list):
+                d.type_error(value, "graph", "Edges", "[]cincinnati.edge")
+                edges = []
+            else:
+                edges = [_edge(e) for e in value or []]
+        elif name == "conditionaledges":
+            conditional = [_conditional(d, c) for c in d.objects(value, "graph", "conditionalEdges",
+                                                                 "cincinnati.conditionalEdges")]
     if d.error is not None:
         raise GraphInvalid(d.error)
     return Graph(tuple(nodes), tuple(edges), tuple(conditional))
