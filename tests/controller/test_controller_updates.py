@@ -15,6 +15,7 @@ from cvo.clock import run_virtual, wall_seconds
 from cvo.cluster.api import cv_ref
 from cvo.cluster.embedded.server import SimCluster
 from cvo.runner.available_updates import RefreshOptions
+from cvo.status.clusterversion import cluster_version_object
 from cvo.updates.client import UpdateServiceOptions
 from tests.controller.test_controller_loop import completed, until
 from tests.support.controller_harness import Harness, condition, new_cluster, set_desired
@@ -115,3 +116,29 @@ def test_an_update_to_another_release_asks_for_that_releases_updates() -> None:
             await asyncio.gather(task, return_exceptions=True)
 
         run_virtual(body)
+
+
+def test_a_stalled_update_service_holds_up_no_sweep() -> None:
+    with UpdateService() as service:
+        service.answer = Answer(stall="before-headers")  # never answers while the test runs
+
+        async def body() -> None:
+            cluster, clock = new_cluster()
+            cv = cluster_version_object(cluster_id=str(uuid.uuid4()))
+            cv["spec"].update(upstream=service.url, channel="stable-4.16")
+            await cluster.create(cv)
+            options = RefreshOptions(minimum_interval=300, client=UpdateServiceOptions(timeout=600),
+                                     runtime_arch="amd64", default_update_service="")
+            a = Harness(cluster, clock, "a", interval=60.0, updates=options)
+            task = asyncio.create_task(a.replica.run())
+            await settled(lambda: _asked(service))  # the fetch has begun, and will not end before the test
+            await until(completed(cluster, "4.16.0"), 3600)  # the install went on regardless
+            assert condition(await cluster.get(cv_ref()), "RetrievedUpdates").get("reason") == "NoCurrentVersion"
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
+        run_virtual(body)
+
+
+async def _asked(service: UpdateService) -> bool:
+    return bool(service.requests)

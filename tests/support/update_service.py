@@ -63,6 +63,7 @@ class UpdateService:
                 answer = service.answer
                 if answer.stall == "before-headers":
                     service._closing.wait()
+                    self.close_connection = True  # the client waiting on it gets a closed connection, now
                     return
                 body = answer.body if answer.body is not None else json.dumps(service.graph).encode()
                 self.send_response(answer.status)
@@ -81,6 +82,7 @@ class UpdateService:
                         self.wfile.write(body[: len(body) // 2])
                         self.wfile.flush()
                         service._closing.wait()
+                        self.close_connection = True
                         return
                     assert answer.chunks is not None
                     for chunk in answer.chunks:
