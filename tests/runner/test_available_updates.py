@@ -9,6 +9,8 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
 
+import pytest
+
 from cvo.clock import Clock, run_virtual
 from cvo.cluster.api import cv_ref
 from cvo.cluster.embedded.server import SimCluster
@@ -252,3 +254,112 @@ def test_another_release_starts_afresh_as_a_new_cvo_would() -> None:
         assert versions(status) == ["4.1.10"] and "conditionalUpdates" not in status
 
     on_cluster(test)
+
+
+# --- pkg/cvo/availableupdates_test.go TestSyncAvailableUpdatesDesiredUpdate ------------------------------
+
+OSUS = {"nodes": [{"version": "4.5.5", "payload": "payload/4.5.5"}, {"version": "4.5.6", "payload": "payload/4.5.6"}],
+        "conditionalEdges": [{"edges": [{"from": "4.5.5", "to": "4.5.6"}], "risks": [
+            {"url": "https://example.com/4.5.6", "name": "FourFiveSix", "message": "Four Five Five is just fine",
+             "matchingRules": [{"type": "PromQL", "promql": {"promql": "this is a query"}}]}]}]}
+CONDITIONAL = ["4.5.6"]
+MIGRATION = ["4.5.5"]  # only the current version, as the multi-architecture release
+
+DESIRED_UPDATE_CASES = [
+    # (operator is Multi, spec.desiredUpdate, query arch, available updates, conditional updates)
+    (True, {"version": "4.5.6", "image": "payload/4.5.6"}, "multi", None, CONDITIONAL),
+    (True, {"image": "payload/4.5.6"}, "multi", None, CONDITIONAL),
+    (True, {"architecture": "Multi", "version": "4.5.6"}, "multi", None, CONDITIONAL),
+    (True, {"version": "4.5.6"}, "multi", None, CONDITIONAL),
+    (False, {"version": "4.5.6", "image": "payload/4.5.6"}, "amd64", None, CONDITIONAL),
+    (False, {"image": "payload/4.5.6"}, "amd64", None, CONDITIONAL),
+    (False, {"architecture": "Multi", "version": "4.5.5"}, "multi", MIGRATION, []),  # migration to multi
+    (False, {"architecture": "Multi", "version": "4.5.6"}, "multi", MIGRATION, []),  # migration and update
+    (False, {"version": "4.5.6"}, "amd64", None, CONDITIONAL),
+    (True, None, "multi", None, CONDITIONAL),
+    (False, None, "amd64", None, CONDITIONAL),
+]
+
+
+@pytest.mark.parametrize(("multi", "desired", "query_arch", "updates", "conditional"), DESIRED_UPDATE_CASES)
+def test_sync_available_updates_desired_update(multi: bool, desired: dict[str, str] | None, query_arch: str,
+                                               updates: list[str] | None, conditional: list[str]) -> None:
+    with UpdateService() as service:
+        service.graph = OSUS
+
+        async def run() -> None:
+            clock = Clock(EPOCH)
+            cluster = SimCluster(clock)
+            cv = cluster_version_object(cluster_id=ID)
+            cv["spec"].update(upstream=service.url, channel="channel", **({"desiredUpdate": desired} if desired else {}))
+            await cluster.create(cv)
+            created = await cluster.get(cv_ref())
+            assert created is not None
+            created["status"] = {"desired": {"version": "4.5.5", "image": "payload/4.5.5",
+                                             **({"architecture": "Multi"} if multi else {})}}
+            await cluster.update_status(created)
+            h = Harness(cluster, clock, service)
+            h.registry = FixedRegistry({"this is a query": True})
+            status = await h.refresh()
+            assert service.requests[0].query == {"arch": [query_arch], "channel": ["channel"], "id": [ID],
+                                                 "version": ["4.5.5"]}
+            assert versions(status) == updates
+            got = status.get("conditionalUpdates") or []
+            assert [c["release"]["version"] for c in got] == conditional
+            for c in got:  # expectedConditionalUpdatesFor: the matching risk makes it not recommended
+                assert [(x["type"], x["status"], x["reason"], x["message"]) for x in c["conditions"]] == [
+                    ("Recommended", "False", "FourFiveSix", "Four Five Five is just fine https://example.com/4.5.6")]
+
+        run_virtual(run)
+
+
+# --- TestSyncAvailableUpdates_ConditionalUpdateRecommendedConditions: when lastTransitionTime moves --------
+
+BEFORE = "2025-12-31T00:00:00Z"
+RECOMMENDED_FALSE = {"type": "Recommended", "status": "False", "lastTransitionTime": BEFORE, "reason": "FourFiveSix",
+                     "message": "Four Five Five is just fine https://example.com/4.5.6"}
+
+
+@pytest.mark.parametrize(("known", "in_status", "moves"), [
+    (RECOMMENDED_FALSE, None, False),  # nothing changes
+    ({**RECOMMENDED_FALSE, "reason": "OldReason", "message": "to be changed"}, None, False),  # same status
+    ({**RECOMMENDED_FALSE, "status": "Unknown"}, None, True),  # the status changes
+    (None, None, True),  # first fetch, nothing in the status
+    (None, {**RECOMMENDED_FALSE, "status": "Unknown"}, True),  # first fetch, another status in the status
+    (None, RECOMMENDED_FALSE, False),  # first fetch, the same status in the status
+])
+def test_recommended_last_transition_time(known: dict[str, str] | None, in_status: dict[str, str] | None,
+                                          moves: bool) -> None:
+    from cvo.updates.model import ConditionalUpdate
+    from cvo.updates.model import Release as ModelRelease
+    from cvo.updates.poll import UpdatesState
+
+    with UpdateService() as service:
+        service.graph = OSUS
+
+        async def run() -> None:
+            clock = Clock(EPOCH)
+            cluster = SimCluster(clock)
+            cv = cluster_version_object(cluster_id=ID)
+            cv["spec"].update(upstream=service.url, channel="channel")
+            await cluster.create(cv)
+            created = await cluster.get(cv_ref())
+            assert created is not None
+            created["status"] = {"desired": {"version": "4.5.5", "image": "payload/4.5.5"}}
+            if in_status is not None:
+                created["status"]["conditionalUpdates"] = [{"release": {"version": "4.5.6", "image": "payload/4.5.6"},
+                                                            "risks": [], "conditions": [in_status]}]
+            await cluster.update_status(created)
+            h = Harness(cluster, clock, service)
+            h.registry = FixedRegistry({"this is a query": True})
+            if known is not None:  # the operator's state from an earlier sync, due for a fetch
+                h.state.value = UpdatesState(update_service=service.url, channel="channel", architecture="amd64",
+                                             version="4.5.5", conditional=(ConditionalUpdate(
+                                                 ModelRelease("4.5.6", "payload/4.5.6"), (), (known,)),))
+            status = await h.refresh()
+            (condition,) = status["conditionalUpdates"][0]["conditions"]
+            assert {k: v for k, v in condition.items() if k != "lastTransitionTime"} == \
+                {k: v for k, v in RECOMMENDED_FALSE.items() if k != "lastTransitionTime"}
+            assert (condition["lastTransitionTime"] != BEFORE) == moves
+
+        run_virtual(run)
