@@ -213,3 +213,14 @@ async def refresh_updates(cluster: Cluster, clock: Clock, options: RefreshOption
 def reevaluate_soon(state: PollState) -> bool:
     """A conditional update lacks a True/False Recommended: the CVO requeues the sync after a second."""
     return state.value is not None and needs_evaluation(state.value.conditional)
+
+
+async def refresh_once(cluster: Cluster, clock: Clock, options: RefreshOptions,
+                       registry: ConditionRegistry | None = None, sources: Sequence[RiskSource] = (),
+                       gated: bool = False) -> AvailableUpdates | None:
+    """For a command when no controller runs (``cvo upgrade`` listing, ``--to VERSION``, ``recommend``, ``path``):
+    one retrieval, as the controller's first, written to the status as it would write it (a write that fails
+    raises)."""
+    writer = StatusWriter(cluster, clock)
+    return await refresh_updates(cluster, clock, options, PollState(), sources, registry or NoMonitoring(), gated,
+                                 writer=writer)

@@ -363,3 +363,19 @@ def test_recommended_last_transition_time(known: dict[str, str] | None, in_statu
             assert (condition["lastTransitionTime"] != BEFORE) == moves
 
         run_virtual(run)
+
+
+def test_refresh_once_writes_what_the_controller_would() -> None:
+    from cvo.runner.available_updates import refresh_once
+
+    async def test(h: Harness) -> None:
+        part = await refresh_once(h.cluster, h.clock, h.options)
+        assert part is not None and part.updates.retrieved.status == "True"
+        cv = await h.cluster.get(cv_ref())
+        assert cv is not None
+        # 4.1.2's PromQL risk cannot be evaluated without a Prometheus: not listed; 4.1.3's Always risk applies
+        assert versions(cv["status"]) == ["4.1.10", "4.1.1"]
+        reasons = {c["release"]["version"]: c["conditions"][0]["reason"] for c in cv["status"]["conditionalUpdates"]}
+        assert reasons == {"4.1.3": "BugB", "4.1.2": "EvaluationFailed"}
+
+    on_cluster(test)
