@@ -7,10 +7,12 @@ import asyncio
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cvo.updates.client import UpdateServiceOptions, fetch_graph
 from cvo.updates.errors import UpdateError
-from cvo.updates.graph import Graph, Node, parse_graph
+from cvo.updates.graph import ConditionalEdges, Graph, Node, parse_graph
 from cvo.updates.model import ConditionalUpdate, MatchingRule, Release, Risk
 from cvo.updates.select import Selection, parse_metadata, select_updates
 from tests.support.update_service import FixedRegistry, UpdateService
@@ -160,8 +162,6 @@ def test_an_edge_to_a_missing_node_elsewhere_is_ignored_as_the_cvo_ignores_it() 
 
 
 def test_a_conditional_edge_to_a_missing_node_is_response_invalid() -> None:
-    from cvo.updates.graph import ConditionalEdges
-
     g = graph(node("4.1.0"), conditional=(ConditionalEdges((("4.1.0", "4.1.9"),), (RISK_B,)),))
     with pytest.raises(UpdateError) as err:
         select_updates(g, "4.1.0", "amd64", FixedRegistry())
@@ -200,8 +200,6 @@ def test_parse_metadata_errors_are_the_cvos(metadata: dict[str, Any], errors: st
 
 
 def test_invalid_metadata_on_the_current_node_update_and_conditional_target() -> None:
-    from cvo.updates.graph import ConditionalEdges
-
     bad = {"release.openshift.io/architecture": "amd64"}
     msg = 'unrecognized release.openshift.io/architecture value "amd64"'
     for g, what in [(graph(node("4.1.0", **bad)), "current"),
@@ -220,9 +218,50 @@ def test_multi_metadata_and_sorted_channels() -> None:
 
 
 def test_a_pruned_rule_with_others_left_keeps_the_target_with_the_valid_rules() -> None:
-    from cvo.updates.graph import ConditionalEdges
-
     mixed = Risk("Mixed", "m", "u", (MatchingRule("does-not-exist"), MatchingRule("Always")))
     g = graph(node("4.1.0"), node("4.1.1"), conditional=(ConditionalEdges((("4.1.0", "4.1.1"),), (mixed,)),))
     got = select_updates(g, "4.1.0", "amd64", FixedRegistry())
     assert got.conditional[0].risks[0].matching_rules == (MatchingRule("Always"),)
+
+
+# --- hypothesis: GetUpdates' rules hold on any graph -------------------------------------------------------
+
+_versions = st.sampled_from(["4.1.0", "4.1.1", "4.1.2", "4.2.0", "4.1.0+b"])
+_rules = st.lists(st.sampled_from([MatchingRule("Always"), MatchingRule("PromQL", "up"), MatchingRule("PromQL"),
+                                   MatchingRule("bogus")]), max_size=3)
+
+
+@st.composite
+def graphs(draw: st.DrawFn) -> Graph:
+    nodes = tuple(Node(v, draw(st.sampled_from(["a", "b", "c", v]))) for v in draw(st.lists(_versions, max_size=6)))
+    n = len(nodes)
+    edges = tuple(draw(st.lists(st.tuples(st.integers(0, max(n - 1, 0)), st.integers(0, max(n - 1, 0))),
+                                max_size=8))) if n else ()
+    conditional = tuple(ConditionalEdges(
+        tuple(draw(st.lists(st.tuples(_versions, st.sampled_from([x.version for x in nodes] or ["4.1.1"])),
+                            max_size=3))),
+        tuple(Risk(f"R{i}", "m", "u", tuple(draw(_rules))) for i in range(draw(st.integers(0, 2)))))
+        for _ in range(draw(st.integers(0, 3))))
+    return Graph(nodes, edges, conditional)
+
+
+@settings(max_examples=300, deadline=None)
+@given(graphs())
+def test_get_updates_rules_hold_on_any_graph(g: Graph) -> None:
+    try:
+        got = select_updates(g, "4.1.0", "amd64", FixedRegistry())
+    except UpdateError as err:
+        assert err.reason in ("VersionNotFound", "ResponseInvalid")
+        if err.reason == "VersionNotFound":
+            assert all(n.version.split("+")[0] != "4.1.0" for n in g.nodes)
+        return
+    current = next(i for i, n in enumerate(g.nodes) if n.version.split("+")[0] == "4.1.0")
+    targets = {g.nodes[b].payload for a, b in g.edges if a == current}
+    conditional_images = [c.release.image for c in got.conditional]
+    assert {u.image for u in got.updates} <= targets
+    assert not {u.image for u in got.updates} & set(conditional_images)  # both: conditional only
+    assert len(conditional_images) == len(set(conditional_images))  # a target twice: dropped
+    for update in got.conditional:
+        assert all(r.matching_rules for r in update.risks)  # a risk left without rules drops its target
+        assert all(m.type == "Always" or (m.type == "PromQL" and m.promql) for r in update.risks
+                   for m in r.matching_rules)
