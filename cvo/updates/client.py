@@ -20,6 +20,7 @@ given, replaces the system's trust roots (the CVO's ``getTLSConfig``: the Proxy'
 from __future__ import annotations
 
 import asyncio
+import socket
 import ssl
 import time
 from dataclasses import dataclass
@@ -206,11 +207,9 @@ def _fetch(url: str, options: UpdateServiceOptions) -> bytes:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     raise UpdateError("ResponseFailed", over)
-                sock = getattr(getattr(response, "_fp", None), "fp", None)
-                raw = getattr(sock, "raw", None)
-                inner = getattr(raw, "_sock", None)
-                if inner is not None:
-                    inner.settimeout(remaining)  # the next wait ends at the deadline, not a full timeout later
+                sock = getattr(response.connection, "sock", None)
+                if isinstance(sock, socket.socket):
+                    sock.settimeout(remaining)  # the next wait ends at the deadline, not a full timeout later
                 try:
                     chunk = response.read1(64 * 1024)
                 except (Urllib3Timeout, ReadTimeoutError, TimeoutError):

@@ -36,7 +36,7 @@ class Answer:
     status: int = 200
     body: bytes | None = None  # None: the service's graph as JSON
     chunks: Iterator[bytes] | None = None  # a body sent piece by piece (e.g. 50 MB)
-    stall: str = ""  # "before-headers" | "in-body": wait until the server closes
+    stall: str = ""  # "before-headers" | "in-body": wait until the server closes; "trickle": a byte every 0.1 s
 
 
 class UpdateService:
@@ -70,7 +70,7 @@ class UpdateService:
                 if service.redirect:
                     self.send_header("Location", service.redirect)
                 self.send_header("Content-Type", "application/json")
-                if answer.chunks is None and answer.stall != "in-body":
+                if answer.chunks is None and answer.stall not in ("in-body", "trickle"):
                     self.send_header("Content-Length", str(len(body)))
                     self.end_headers()
                     self.wfile.write(body)
@@ -78,6 +78,14 @@ class UpdateService:
                 self.send_header("Connection", "close")
                 self.end_headers()
                 try:
+                    if answer.stall == "trickle":
+                        for i in range(len(body)):
+                            self.wfile.write(body[i:i + 1])
+                            self.wfile.flush()
+                            if service._closing.wait(0.1):
+                                break
+                        self.close_connection = True
+                        return
                     if answer.stall == "in-body":
                         self.wfile.write(body[: len(body) // 2])
                         self.wfile.flush()

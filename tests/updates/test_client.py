@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
+import time
 from pathlib import Path
 
 import pytest
@@ -72,6 +73,16 @@ def test_a_body_that_stops_coming_is_response_failed_after_cvos_timeout() -> Non
         service.answer = Answer(stall="in-body")
         err = failure(service.url, UpdateServiceOptions(timeout=0.3))
     assert (err.reason, err.message) == ("ResponseFailed", "context deadline exceeded (cvo's timeout of 0.3 s)")
+
+
+def test_a_body_that_trickles_in_is_cut_at_the_whole_exchanges_timeout() -> None:
+    with UpdateService() as service:
+        service.answer = Answer(body=b" " * 1000, stall="trickle")  # 100 s of body, a byte every 0.1 s
+        started = time.monotonic()
+        err = failure(service.url, UpdateServiceOptions(timeout=0.5))
+        took = time.monotonic() - started
+    assert (err.reason, err.message) == ("ResponseFailed", "context deadline exceeded (cvo's timeout of 0.5 s)")
+    assert took < 5  # each read waited less than the timeout; the whole exchange may not exceed it
 
 
 def test_a_50_mb_body_is_response_failed_at_the_cap() -> None:
