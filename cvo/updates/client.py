@@ -97,8 +97,15 @@ def parse_url(text: str) -> None:
         raise fail("first path segment in URL cannot contain colon")
     if rest.startswith("//"):
         authority, _, path = rest[2:].partition("/")
-        host = authority.rpartition("@")[2]
+        userinfo, _, host = authority.rpartition("@")
+        if any(not (c.isascii() and c.isalnum()) and c not in "-._:~!$&'()*+,;=%@" for c in userinfo):
+            raise fail("net/url: invalid userinfo")
+        bad = _escapes_ok(userinfo)
+        if bad is not None:
+            raise fail(f"invalid URL escape {go_quote(bad)}")
         if host.startswith("["):
+            if "]" not in host:
+                raise fail("missing ']' in host")
             port = host.partition("]")[2]
         else:
             port = ":" + host.partition(":")[2] if ":" in host else ""
@@ -107,10 +114,17 @@ def parse_url(text: str) -> None:
         bad = _escapes_ok(host)
         if bad is not None:
             raise fail(f"invalid URL escape {go_quote(bad)}")
+        odd = next((c for c in host if c.isascii() and not c.isalnum() and c not in "-._~!$&'()*+,;=:[]<>\"%"), None)
+        if odd is not None:
+            raise fail(f"invalid character {go_quote(odd)} in host name")
         rest = path
     bad = _escapes_ok(rest)
     if bad is not None:
         raise fail(f"invalid URL escape {go_quote(bad)}")
+    try:
+        urlsplit(text)  # what Go lets through and Python's parser does not (a stray bracket in the host)
+    except ValueError as err:
+        raise fail(str(err).lower()) from None
 
 
 def query_url(upstream: str, *, arch: str, channel: str, cluster_id: str, version: str) -> str:
@@ -141,7 +155,11 @@ def _why(err: BaseException, url: str) -> str:
     127.0.0.1:1: connect: connection refused``), else the innermost reason."""
     reason = err.reason if isinstance(err, MaxRetryError) and err.reason is not None else err
     parts = urlsplit(url)
-    address = f"{parts.hostname}:{parts.port or (443 if parts.scheme == 'https' else 80)}"
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        port = parts.netloc.rpartition(":")[2]  # out of range: as written
+    address = f"{parts.hostname}:{port}"
     if isinstance(reason, NameResolutionError):
         return f"dial tcp: lookup {parts.hostname}: no such host"
     if isinstance(reason, NewConnectionError) and isinstance(reason.__cause__, OSError):

@@ -9,10 +9,13 @@ import json
 import socket
 import time
 from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from cvo.updates.client import UpdateServiceOptions, fetch_graph, query_url
+from cvo.updates.client import UpdateServiceOptions, UrlInvalid, fetch_graph, parse_url, query_url
 from cvo.updates.errors import UpdateError
 from tests.support.faultproxy import make_serving_cert
 from tests.support.update_service import Answer, UpdateService, node
@@ -155,3 +158,17 @@ def test_https_with_the_ca_bundle_option(tmp_path: Path) -> None:
     (tmp_path / "bad.pem").write_text("not a certificate")
     bad = failure("https://127.0.0.1:1/graph", UpdateServiceOptions(ca_file=tmp_path / "bad.pem"))
     assert bad.reason == "RemoteFailed" and bad.message.startswith(f"CA bundle {tmp_path / 'bad.pem'}: not a readable")
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("htps:/[]@%:?#x1. \n\u00e9fi")), max_size=30)
+       | st.from_regex(r"https?://[a-z\[\]:%@0-9 ]{0,12}(/[a-z%]{0,4})?", fullmatch=True))
+def test_any_upstream_is_refused_by_go_rules_or_makes_a_request_url(text: str) -> None:
+    try:
+        parse_url(text)
+    except UrlInvalid as err:
+        assert str(err).startswith('parse "') and "\n" not in str(err)
+        return
+    query = parse_qs(urlsplit(query_url(text, arch="amd64", channel="c", cluster_id=ID, version="4.1.0")).query)
+    assert (query["arch"][-1], query["channel"][-1], query["id"][-1], query["version"][-1]) == \
+        ("amd64", "c", ID, "4.1.0")
