@@ -156,7 +156,7 @@ def _why(err: BaseException, url: str) -> str:
     reason = err.reason if isinstance(err, MaxRetryError) and err.reason is not None else err
     parts = urlsplit(url)
     try:
-        port = parts.port or (443 if parts.scheme == "https" else 80)
+        port = str(parts.port or (443 if parts.scheme == "https" else 80))
     except ValueError:
         port = parts.netloc.rpartition(":")[2]  # out of range: as written
     address = f"{parts.hostname}:{port}"
