@@ -229,7 +229,7 @@ def test_cvo_run_polls_a_file_update_service_given_by_flag(tmp_path: Path) -> No
     """``--update-service file://…``: the CVO's flag with cvo's file upstream; the status shows the updates once
     spec.upstream names the same service (the CVO's NeedsUpdate), set here by another process."""
     from cvo.clock import Clock, run_virtual
-    from cvo.cluster.api import cv_ref
+    from cvo.cluster.api import ApiError, ApiErrorKind, cv_ref
     from cvo.cluster.embedded.server import SimCluster
 
     graph = tmp_path / "graph.json"
@@ -244,9 +244,17 @@ def test_cvo_run_polls_a_file_update_service_given_by_flag(tmp_path: Path) -> No
             async def set_upstream() -> None:
                 cluster = SimCluster(Clock(), path=state)
                 try:
-                    cv = await cluster.get(cv_ref())
-                    assert cv is not None
-                    await cluster.update({**cv, "spec": {**cv["spec"], "upstream": graph.as_uri(), "channel": "s"}})
+                    for _ in range(100):  # the controller writes the status meanwhile: read again on a Conflict
+                        cv = await cluster.get(cv_ref())
+                        assert cv is not None
+                        try:
+                            await cluster.update({**cv, "spec": {**cv["spec"], "upstream": graph.as_uri(),
+                                                                 "channel": "s"}})
+                            break
+                        except ApiError as err:
+                            assert err.kind is ApiErrorKind.CONFLICT, err
+                    else:
+                        pytest.fail("spec.upstream not written: 100 conflicts")
                 finally:
                     await cluster.close()
 
