@@ -36,6 +36,7 @@ from cvo.cli.images import ImageFlags, check_image, is_image
 from cvo.cli.progress import LogReporter
 from cvo.cli.signals import Interrupted, cancelled_by_signals
 from cvo.cli.sweep_cmd import MIN_INTERVAL, _add_selection
+from cvo.cli.update_service_flags import add_update_service_flags, refresh_options
 from cvo.cluster.persist import Budget
 from cvo.log import configure, get_logger
 from cvo.operators.behaviour import Behaviours, parse_duration
@@ -130,6 +131,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                              "number of its sweep (counted over the whole file), for 'cvo report FILE --sweep N' "
                              "(docs/report.md); the file grows with every sweep: rotate it by renaming it and "
                              "restarting")
+    add_update_service_flags(parser)
     parser.add_argument("--in-cluster", action="store_true",
                         help="use the pod's service account (KUBERNETES_SERVICE_HOST, the token and CA in "
                              "/var/run/secrets/kubernetes.io/serviceaccount or $CVO_SERVICEACCOUNT_DIR)")
@@ -196,12 +198,13 @@ def _options(args: argparse.Namespace, cluster: ClusterOptions) -> tuple[start.O
     if args.identity is not None and not args.identity.strip():
         raise UsageError("--identity: empty")
     behaviours = load_behaviours(cluster)
+    updates = refresh_options(args, cluster.real, interval)
     payload = payload_options(args)
     options = start.Options(identity=args.identity or f"{socket.gethostname()}_{uuid.uuid4()}", interval=interval,
                          timings=timings, lease_namespace=args.lease_namespace, own_release=own_release,
                          own_image=own_image, pull=ImageFlags.from_args(args, timeout=600.0).pull_options(),
                          releases=args.releases, load_filter=payload.load_filter,
-                         capabilities=payload.apply_filter, listen=listen)
+                         capabilities=payload.apply_filter, listen=listen, updates=updates)
     return options, behaviours
 
 

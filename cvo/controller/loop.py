@@ -18,6 +18,11 @@ states of the CVO's ``pkg/cvo/sync_worker.go``) — nothing is remembered that t
   retrieve: ``ReleaseAccepted=False`` with the step as reason (``RetrievePayload``,
   ``LoadPayload``, ``VerifyPayloadVersion``) and its message; the loop backs off and looks again.
 * **After completion** the release is reconciled every ``interval``: drift is repaired within one.
+* **Available updates** are polled beside the sweeps (``availableUpdatesSync``): at once, then every
+  ``minimum_interval``, at once when spec.upstream, spec.channel, spec.clusterID or spec.desiredUpdate change
+  or another release is reconciled (status.desired: the CVO restarts into it),
+  and after a second while a conditional update's Recommended is neither True nor False (the CVO's
+  requeue); written through the same status writer.
 
 Only the replica holding the lease runs this loop, and only through a
 :class:`~cvo.controller.fence.FencedCluster`: see :mod:`cvo.controller.replica`.
@@ -40,6 +45,7 @@ from cvo.cluster.persist import Budget, steady
 from cvo.log import get_logger
 from cvo.payload.filters import ApplyFilter
 from cvo.payload.loader import Release
+from cvo.runner.available_updates import NoMonitoring, RefreshOptions, reevaluate_soon, refresh_updates
 from cvo.runner.backoff import attempt_backoff
 from cvo.runner.decide import Plan, Runner, decide, runner_for
 from cvo.runner.events import Progress, Reporter
@@ -58,8 +64,23 @@ from cvo.runner.sweep_events import (
     P,
 )
 from cvo.status.parts import Accepted
+from cvo.updates.poll import PollState
+from cvo.updates.rules import ConditionRegistry
+from cvo.updates.sources import RiskSource
 
 log = get_logger("cvo.controller")
+
+
+def updates_key(cv: dict[str, Any]) -> Hashable:
+    """What of a ClusterVersion the available updates depend on (``syncAvailableUpdates``' inputs): the spec's
+    upstream, channel, clusterID and desiredUpdate, and the release being reconciled (the CVO's own)."""
+    spec = cv.get("spec") if isinstance(cv.get("spec"), dict) else {}
+    status = cv.get("status") if isinstance(cv.get("status"), dict) else {}
+    assert isinstance(spec, dict) and isinstance(status, dict)
+    desired = status.get("desired") if isinstance(status.get("desired"), dict) else {}
+    assert isinstance(desired, dict)
+    return orjson.dumps([*(spec.get(k) for k in ("upstream", "channel", "clusterID", "desiredUpdate")),
+                         desired.get("version"), desired.get("architecture")], option=orjson.OPT_SORT_KEYS)
 
 
 def work_key(cv: dict[str, Any]) -> Hashable:
@@ -79,6 +100,11 @@ class ControllerOptions:
     capabilities: ApplyFilter | None = None  # what the sweeps apply (None: every known capability)
     own_image: str = ""  # the release to install into a cluster without one (the CVO's own payload)
     seed: int | None = None  # for the back-off jitter
+    updates: RefreshOptions | None = None  # how the update service is polled (None: not polled)
+    registry: ConditionRegistry = field(default_factory=NoMonitoring)  # evaluates conditional updates' risks
+    risk_sources: tuple[RiskSource, ...] = ()  # pkg/risk's sources, merged into the conditional updates
+    gated: bool = False  # the ClusterUpdateAcceptRisks family of the status (riskNames, conditionalUpdateRisks)
+    reevaluate_after: float = 1.0  # the CVO's requeue while a Recommended is neither True nor False
 
 
 @dataclass
@@ -112,6 +138,7 @@ class Controller:
         self._rng = random.Random(self.options.seed)
         self._idle_logged = False
         self._mark = 0  # the spec watch's mark the current decision was taken at
+        self.updates = PollState()  # the available updates kept between polls
 
     def emit(self, kind: Kind[P], /, *args: P.args, **fields: P.kwargs) -> None:
         self.reporter.emit(kind(self.clock.now(), *args, **fields))
@@ -144,6 +171,8 @@ class Controller:
         await spec.start()
         consecutive = 0
         self.emit(ControllerStarted, interval=self.options.interval)
+        polling = None if self.options.updates is None else \
+            asyncio.create_task(self._poll_updates(self.options.updates), name="available updates")
         try:
             while True:
                 mark = self._mark = spec.mark()
@@ -190,7 +219,30 @@ class Controller:
                 await spec.wait_change(None, self._mark, delay)
         finally:
             self.state.runner = None
+            if polling is not None:
+                polling.cancel()
+                await asyncio.gather(polling, return_exceptions=True)
             await spec.stop()
+
+    async def _poll_updates(self, options: RefreshOptions) -> None:
+        """``availableUpdatesSync`` until cancelled: never ends on an error (it is logged, and polled again)."""
+        assert self.status is not None
+        cluster = steady(self.cluster, self.budget)
+        watch = Informer(cluster, *CLUSTER_VERSION, key=updates_key)
+        await watch.start()
+        try:
+            while True:
+                mark = watch.mark()
+                try:
+                    await refresh_updates(cluster, self.clock, options, self.updates, self.options.risk_sources,
+                                          self.options.registry, self.options.gated, writer=self.status)
+                except ApiError as err:
+                    self._error(f"available updates: {err}")
+                    log.warning("available updates not synced", error=str(err))
+                delay = self.options.reevaluate_after if reevaluate_soon(self.updates) else options.minimum_interval
+                await watch.wait_change(None, mark, delay)
+        finally:
+            await watch.stop()
 
     def _error(self, message: str) -> None:
         self.state.errors = [*self.state.errors[-9:], message]

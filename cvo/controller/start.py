@@ -29,6 +29,7 @@ from cvo.operators.behaviour import Behaviours
 from cvo.operators.simulated import OperatorSimulator
 from cvo.payload.filters import ApplyFilter, LoadFilter
 from cvo.payload.loader import Release
+from cvo.runner.available_updates import RefreshOptions
 from cvo.runner.events import Fanout, Reporter
 from cvo.runner.releases import FILE_SCHEME, Catalogue, Releases, default_loader
 from cvo.runner.retrieve import Retriever
@@ -51,6 +52,7 @@ class Options:
     load_filter: LoadFilter | None = None  # the payload selection flags: what is read of a release
     capabilities: ApplyFilter | None = None  # --capabilities, --feature-gates: what the sweeps apply
     listen: tuple[str, int] | None = None  # --listen HOST:PORT: /healthz, /readyz and /metrics; None: nowhere
+    updates: RefreshOptions | None = None  # --update-service and its options: how available updates are polled
 
 
 class Connected(Protocol):
@@ -102,7 +104,7 @@ async def run(options: Options, context: Context) -> None:
         releases = Releases(Catalogue(options.releases), default_loader(options.load_filter), retriever)
         reporter = Fanout(context.reporter, MetricsReporter(snapshot))
         controller_options = ControllerOptions(interval=options.interval, capabilities=options.capabilities,
-                                               own_image=own)
+                                               own_image=own, updates=options.updates)
 
         def make_controller(fenced: Cluster) -> Controller:
             return Controller(fenced, context.clock, releases, reporter, controller_options,

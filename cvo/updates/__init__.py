@@ -2,8 +2,11 @@
 releases and conditional updates the CVO derives from it, their risks, and the ``RetrievedUpdates`` and
 ``Recommended`` conditions.
 
-``graph.py`` holds the graph (nodes, edges, conditional edges) as the update service serves it;
-``model.py`` the releases, risks and conditional updates as a ClusterVersion's status holds them.
+``graph.py`` holds the graph (nodes, edges, conditional edges) as the update service serves it, and its
+reader; ``model.py`` the releases, risks and conditional updates as a ClusterVersion's status holds them;
+``client.py`` the HTTP exchange with the update service; ``select.py`` what a graph offers the cluster's
+version; ``retrieve.py`` one retrieval with the ``RetrievedUpdates`` reasons; ``poll.py`` the state kept
+between syncs and when to fetch again.
 Decisions over data already read, and the update service's HTTP client; no cluster I/O.
 May import: ``cvo.payload`` (semantic versions, limits) only; the typed views of a ClusterVersion's
 conditional updates are ``cvo.objects.clusterversion``'s.

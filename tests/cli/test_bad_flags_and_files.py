@@ -250,6 +250,8 @@ def test_an_override_message_has_the_apis_limit(capsys: pytest.CaptureFixture[st
     (["--releases", "/nonexistent-catalogue"], "--releases /nonexistent-catalogue: not a directory"),
     (["--in-cluster", "--state", "none"], "--in-cluster cannot be combined"),
     (["--lease-duration", "soon"], "--lease-duration"),
+    (["--update-service-ca-file", "/nonexistent.pem"], "--update-service-ca-file /nonexistent.pem: not a file"),
+    (["--update-service-timeout", "soon"], "--update-service-timeout"),
 ])
 def test_cvo_run_refuses_bad_flags_with_one_line(flags: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
     backend = [] if "--state" in flags else ["--state", "none"]

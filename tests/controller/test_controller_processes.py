@@ -223,3 +223,48 @@ def test_a_controller_waits_for_a_foreground_sweep_and_a_killed_one_leaves_the_c
 
 def _time(event: dict[str, Any]) -> datetime:
     return datetime.fromisoformat(str(event["timestamp"]).replace("Z", "+00:00"))
+
+
+def test_cvo_run_polls_a_file_update_service_given_by_flag(tmp_path: Path) -> None:
+    """``--update-service file://…``: the CVO's flag with cvo's file upstream; the status shows the updates once
+    spec.upstream names the same service (the CVO's NeedsUpdate), set here by another process."""
+    from cvo.clock import Clock, run_virtual
+    from cvo.cluster.api import ApiError, ApiErrorKind, cv_ref
+    from cvo.cluster.embedded.server import SimCluster
+
+    graph = tmp_path / "graph.json"
+    graph.write_text(json.dumps({"nodes": [{"version": "4.16.0", "payload": OLD}, {"version": "4.16.3", "payload": PATCH},
+                                           {"version": "4.17.0", "payload": MINOR}], "edges": [[0, 1], [0, 2]]}))
+    state = tmp_path / "s.db"
+    with (tmp_path / "ctl.log").open("w") as log:
+        ctl = start_controller(log, state, "--release", OLD, "--update-service", graph.as_uri())
+        try:
+            poll("the ClusterVersion", lambda: bool((cluster_version(state).get("status") or {}).get("desired")), ctl)
+
+            async def set_upstream() -> None:
+                cluster = SimCluster(Clock(), path=state)
+                try:
+                    for _ in range(100):  # the controller writes the status meanwhile: read again on a Conflict
+                        cv = await cluster.get(cv_ref())
+                        assert cv is not None
+                        try:
+                            await cluster.update({**cv, "spec": {**cv["spec"], "upstream": graph.as_uri(),
+                                                                 "channel": "s"}})
+                            break
+                        except ApiError as err:
+                            assert err.kind is ApiErrorKind.CONFLICT, err
+                    else:
+                        pytest.fail("spec.upstream not written: 100 conflicts")
+                finally:
+                    await cluster.close()
+
+            run_virtual(set_upstream)
+
+            def listed() -> bool:
+                updates = (cluster_version(state).get("status") or {}).get("availableUpdates")
+                return [u["version"] for u in updates or []] == ["4.17.0", "4.16.3"]
+
+            poll("the available updates", listed, ctl, timeout=60)
+            assert condition(cluster_version(state), "RetrievedUpdates")["status"] == "True"
+        finally:
+            stop(ctl)

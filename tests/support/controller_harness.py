@@ -16,6 +16,7 @@ from cvo.controller.replica import Replica
 from cvo.operators.behaviour import Behaviours
 from cvo.operators.simulated import OperatorSimulator
 from cvo.payload.loader import Release
+from cvo.runner.available_updates import RefreshOptions
 from cvo.runner.events import Recorder
 from cvo.runner.releases import FILE_SCHEME, Catalogue, Releases, default_loader
 from tests.support.helpers import PAYLOADS
@@ -50,11 +51,12 @@ class Harness:
 
     def __init__(self, cluster: SimCluster, clock: Clock, identity: str, *, interval: float = 60.0,
                  own: str = "4.16.0", timings: LeaseTimings = SHORT, release_on_cancel: bool = True,
-                 behaviours: Behaviours | None = None) -> None:
+                 behaviours: Behaviours | None = None, updates: RefreshOptions | None = None) -> None:
         self.cluster, self.clock = cluster, clock
         self.events = Recorder()
         self.elector = LeaderElector(cluster, clock, identity, timings, rng=random.Random(identity))
         self.interval = interval
+        self.updates = updates  # how the update service is polled (None: not polled)
         self.own = image(own) if own else ""
         self.known: list[Release] = []
         self.sim: OperatorSimulator | None = None
@@ -71,7 +73,7 @@ class Harness:
 
     def make_controller(self, fenced: Cluster) -> Controller:
         return Controller(fenced, self.clock, self.releases, self.events,
-                          ControllerOptions(interval=self.interval, own_image=self.own, seed=1),
+                          ControllerOptions(interval=self.interval, own_image=self.own, seed=1, updates=self.updates),
                           on_release=self.on_release)
 
     async def on_leading(self, fenced: Cluster) -> None:

@@ -127,7 +127,14 @@ def seeds() -> dict[str, list[bytes]]:
     read = lambda paths: [p.read_bytes() for p in paths]  # noqa: E731
     return {"parse": read(manifests) or [b"kind: ConfigMap\n"], "template": read(templates) or [b"{{.ReleaseImage}}"],
             "behaviours": read(operators) or [b"etcd: {delay: 1m}\n"], "scenario": read(scenarios) or [b"name: x\n"],
-            "state": state_seeds(), "events": events_seeds(), "saved-file": t.saved_file_seeds()}
+            "state": state_seeds(), "events": events_seeds(), "saved-file": t.saved_file_seeds(),
+            "graph": graph_seeds()}
+
+
+def graph_seeds() -> list[bytes]:
+    from tests.support.fuzz_graph import BYTE_SEEDS
+
+    return BYTE_SEEDS
 
 
 def events_seeds() -> list[bytes]:
@@ -175,6 +182,7 @@ BYTE_TARGETS: dict[str, Callable[[bytes], None]] = {
     "state": t.state_target,
     "events": t.events_target,
     "saved-file": t.saved_file_target,
+    "graph": t.GRAPH_TARGETS["graph-body"][1],
 }
 TOKENS = [s.encode("utf-8", "surrogatepass") for s in t.YAML_TOKENS + t.TEMPLATE_TOKENS] + [
     b"[" * 300, b"{a: " * 250, b"- " * 50, b"&x [*x]", b"<<: *a\n", b"\x00", b"\xff\xfe", b"\n---\n" * 50,

@@ -774,12 +774,15 @@ TARGETS["saved-objects"] = (odd_objects(), saved_objects_target)
 TARGETS["store-objects"] = (st.tuples(odd_objects(), st.sampled_from([0, 0, 0, 250, 1100])),
                             lambda pair: store_objects_target(*pair))
 
-# The release images' readers (tests/support/fuzz_images.py), the registry client's (fuzz_registry.py) and the signature verifier's
+# The release images' readers (tests/support/fuzz_images.py), the registry client's (fuzz_registry.py), the update
+# service's client (fuzz_graph.py) and the signature verifier's
 # (tests/support/fuzz_verify.py) keep their targets beside their own strategies.
+from tests.support.fuzz_graph import TARGETS as GRAPH_TARGETS  # noqa: E402
 from tests.support.fuzz_images import TARGETS as IMAGE_TARGETS  # noqa: E402
 from tests.support.fuzz_registry import TARGETS as REGISTRY_TARGETS  # noqa: E402
 from tests.support.fuzz_verify import TARGETS as VERIFY_TARGETS  # noqa: E402
 
 TARGETS.update(IMAGE_TARGETS)
+TARGETS.update(GRAPH_TARGETS)
 TARGETS.update(REGISTRY_TARGETS)
 TARGETS.update(VERIFY_TARGETS)

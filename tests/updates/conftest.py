@@ -1,6 +1,8 @@
-"""The update graph: building and serving graphs, planning paths over them.
+"""The update graph: the update service's client, the graph's reader, the selection of updates, the
+retrieval's reasons and the refetch policy; building and serving graphs, planning paths over them.
 
-Fixtures of this folder; those every folder uses are in tests/conftest.py."""
+The update service and the condition registry are in tests.support.update_service; fixtures every folder
+uses are in tests/conftest.py."""
 
 from __future__ import annotations
 
