@@ -7,7 +7,7 @@ conditional with a PromQL risk each, every release in ``candidate`` and in the `
 and the next.
 
 * *client*: in this process, ``parse_graph`` of the answer's bytes plus the selection of the current version's
-  updates (:func:`select_updates_stand_in`), median of repeated runs: a channel-sized graph (100 releases, 3,000
+  updates (:func:`select`), median of repeated runs: a channel-sized graph (100 releases, 3,000
   edges) and a large one (2,000 releases, 100,000 edges, the whole ``candidate`` answer);
 * *serve*: ``cvo graph serve`` of the 2,000-release graph as the graph builder writes it, pinned to one core
   (``taskset -c 0``), queried as the CVO queries (``channel``, ``arch``, ``id``, ``version``; ``Accept:
@@ -35,7 +35,7 @@ sys.path.insert(0, str(REPO))
 
 from cvo.updates.build import ARCH_KEY, CHANNELS_KEY, MANIFESTREF_KEY  # noqa: E402
 from cvo.updates.graph import ConditionalEdges, Graph, Node, parse_graph  # noqa: E402
-from cvo.updates.model import MatchingRule, Release, Risk  # noqa: E402
+from cvo.updates.model import ConditionalUpdate, MatchingRule, Release, Risk  # noqa: E402
 from cvo.updates.serve import Answers, filter_graph, versioned_json  # noqa: E402
 
 AB = Path("/usr/bin/ab")
@@ -78,26 +78,14 @@ def generate_graph(minors: int, patches: int, edges: int, seed: int = SEED) -> G
     return Graph(tuple(nodes), plain, risks)
 
 
-def select_updates_stand_in(graph: Graph, version: str, arch: str) -> tuple[tuple[Release, ...], tuple[Release, ...]]:
-    """The selection of ``version``'s updates, a stand-in until graph-client's
-    ``cvo.updates.select.select_updates(graph, version, arch, registry)`` is on the branch (the lead switches this
-    one function to it): the current node, its edges' targets, the conditional ones apart, newest first."""
-    from cvo.payload import semver
+def select(graph: Graph, version: str, arch: str) -> tuple[tuple[Release, ...], tuple[ConditionalUpdate, ...]]:
+    """The client's selection of ``version``'s updates (pkg/cincinnati/cincinnati.go ``GetUpdates`` after the
+    download): :func:`cvo.updates.select.select_updates` with the registry a cluster without monitoring has."""
+    from cvo.runner.available_updates import NoMonitoring
+    from cvo.updates.select import select_updates
 
-    index = next(i for i, n in enumerate(graph.nodes) if n.version == version)
-    conditional = {b for c in graph.conditional_edges for a, b in c.edges if a == version}
-    targets = [graph.nodes[b] for a, b in graph.edges if a == index and graph.nodes[b].version not in conditional]
-    by_version = {n.version: n for n in graph.nodes}
-    chosen = [by_version[v] for v in conditional if v in by_version]
-
-    def release(node: Node) -> Release:
-        return Release(node.version, node.payload, node.metadata.get("url", ""),
-                       tuple(filter(None, node.metadata.get(CHANNELS_KEY, "").split(","))), arch)
-
-    def newest(nodes: list[Node]) -> tuple[Release, ...]:
-        return tuple(release(n) for n in sorted(nodes, key=lambda n: semver.parse(n.version), reverse=True))
-
-    return newest(targets), newest(chosen)
+    chosen = select_updates(graph, version, arch, NoMonitoring())
+    return chosen.updates, chosen.conditional
 
 
 def _client_seconds(body: bytes, version: str, repeats: int) -> tuple[float, float, float, int, int]:
@@ -109,7 +97,7 @@ def _client_seconds(body: bytes, version: str, repeats: int) -> tuple[float, flo
         started = time.perf_counter()
         graph = parse_graph(body)
         parsed = time.perf_counter()
-        available, conditional = select_updates_stand_in(graph, version, "amd64")
+        available, conditional = select(graph, version, "amd64")
         times.append(time.perf_counter() - started)
         parses.append(parsed - started)
         started = time.perf_counter()

@@ -15,7 +15,6 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlencode, urlsplit
 
 from cvo.cli.backend import ClusterOptions, add_backend_flags, add_saved_flags, backend_clock, open_reader
 from cvo.cli.common import EXIT_OK, CommandFailed, UsageError
@@ -117,42 +116,6 @@ def read_cluster(args: argparse.Namespace) -> ClusterFacts:
     return found[0]
 
 
-async def fetch_graph_stand_in(upstream: str, *, arch: str, channel: str, cluster_id: str, version: str) -> bytes:
-    """GET the graph as the CVO asks for it (pkg/cincinnati/cincinnati.go ``GetUpdates``: ``arch``, ``channel``,
-    ``id``, ``version``; ``Accept: application/json``), raising ``UpdateError`` with its reasons.  A stand-in with
-    the signature of graph-client's ``cvo.updates.client.fetch_graph`` (less ``options``) until that is on the
-    branch: the lead replaces this one function by it."""
-    import asyncio
-    import urllib.error
-    import urllib.request
-
-    from cvo.updates.errors import UpdateError
-
-    url = urlsplit(upstream)
-    if url.scheme == "file":
-        return _read_file(Path(url.path))
-    if url.scheme not in ("http", "https") or not url.netloc:
-        raise UpdateError("InvalidURI", f"failed to parse upstream URL: {upstream!r} is not an http(s) URL")
-    query = urlencode({"arch": arch, "channel": channel, "id": cluster_id, "version": version})
-    target = url._replace(query=f"{url.query}&{query}" if url.query else query).geturl()
-    request = urllib.request.Request(target, headers={"Accept": "application/json"})
-
-    def get() -> bytes:
-        with urllib.request.urlopen(request, timeout=FETCH_TIMEOUT) as response:
-            body: bytes = response.read(MAX_GRAPH_BODY + 1)
-        return body
-
-    try:
-        body = await asyncio.to_thread(get)
-    except urllib.error.HTTPError as err:
-        raise UpdateError("ResponseFailed", f"unexpected HTTP status: {err.code} {err.reason}") from None
-    except (urllib.error.URLError, OSError) as err:
-        raise UpdateError("RemoteFailed", f"Get {target!r}: {getattr(err, 'reason', err)}") from None
-    if len(body) > MAX_GRAPH_BODY:
-        raise UpdateError("ResponseFailed", f"the graph is over cvo's limit of {MAX_GRAPH_BODY >> 20} MiB")
-    return body
-
-
 def _read_file(path: Path) -> bytes:
     from cvo.payload.limits import InputError, read_input
 
@@ -165,11 +128,13 @@ def _read_file(path: Path) -> bytes:
 def _fetch(upstream: str, *, arch: str, channel: str, cluster_id: str, version: str) -> bytes:
     import asyncio
 
+    from cvo.updates.client import UpdateServiceOptions, fetch_graph
     from cvo.updates.errors import UpdateError
 
+    options = UpdateServiceOptions(timeout=FETCH_TIMEOUT, max_body=MAX_GRAPH_BODY)
     try:
-        return asyncio.run(fetch_graph_stand_in(upstream, arch=arch, channel=channel, cluster_id=cluster_id,
-                                                version=version))
+        return asyncio.run(fetch_graph(upstream, arch=arch, channel=channel, cluster_id=cluster_id, version=version,
+                                       options=options))
     except UpdateError as err:  # RetrievedUpdates=False on a cluster: here the command fails with its reason
         raise CommandFailed(f"{upstream}: {err.reason}: {err.message}") from None
 

@@ -243,9 +243,10 @@ def test_an_update_service_that_fails(tmp_path: Path, built: Graph, capsys: pyte
         saved = tmp_path / "cv.yaml"
         for upstream, message in ((f"{url}/nope", f"error: {url}/nope: ResponseFailed: unexpected HTTP status: 404 "
                                                   "Not Found\n"),
-                                  ("ftp://example.com/graph", "error: ftp://example.com/graph: InvalidURI: failed to "
-                                                              "parse upstream URL: 'ftp://example.com/graph' is not "
-                                                              "an http(s) URL\n")):
+                                  ("ftp://example.com/graph", "error: ftp://example.com/graph: RemoteFailed: Get "
+                                                              '"ftp://example.com/graph?arch=amd64&channel=stable-4.17&'
+                                                              'id=0b3f2a0e-0000-4000-8000-000000000000&version=4.16.0": '
+                                                              'unsupported protocol scheme "ftp"\n')):  # Go's words
             saved.write_text(yaml.safe_dump(cluster_version(upstream)))
             assert main(["upgrade", "path", "--to", "4.17.0", "--from-file", str(saved)]) == 1
             assert capsys.readouterr().err == message
@@ -256,7 +257,7 @@ def test_an_update_service_that_fails(tmp_path: Path, built: Graph, capsys: pyte
             closed = f"http://127.0.0.1:{s.getsockname()[1]}/graph"
         saved.write_text(yaml.safe_dump(cluster_version(closed)))
         assert main(["upgrade", "path", "--to", "4.17.0", "--from-file", str(saved)]) == 1
-        assert capsys.readouterr().err.startswith(f"error: {closed}: RemoteFailed: Get '{closed}?arch=")
+        assert capsys.readouterr().err.startswith(f"error: {closed}: RemoteFailed: Get \"{closed}?arch=")
         saved.write_text(yaml.safe_dump(cluster_version(f"{url}/graph", channel="")))
         assert main(["upgrade", "path", "--to", "4.17.0", "--from-file", str(saved)]) == 2
         assert "no channel: the cluster has no spec.channel" in capsys.readouterr().err
