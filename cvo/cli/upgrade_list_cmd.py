@@ -97,12 +97,18 @@ async def refresh_available_updates(options: ClusterOptions, reader: Reader) -> 
     controller's ``syncAvailableUpdates`` would (pkg/cvo/availableupdates.go), when no controller does it.
 
     The one place where the commands that need the graph without a controller (the listing, ``--to VERSION``,
-    ``--to-latest``, ``--to-image``) call graph-client's ``cvo.runner.available_updates.refresh_updates(cluster, clock, options,
-    state, sources, registry, gates)`` with ``reader.cluster`` and ``reader.clock``.  Until that module is
-    there, the status is shown as the cluster holds it.
+    ``--to-latest``, ``--to-image``, ``recommend``) retrieve it: one retrieval as the controller's first
+    (:func:`cvo.runner.available_updates.refresh_once`), from ``spec.upstream`` (the CVO's default service on a
+    real cluster, none on the embedded one), its conditional updates evaluated with the cluster's risk sources.
+    Saved objects are shown as saved; a controller that leads the cluster keeps its own polling.
     """
     if options.saved or not isinstance(reader, Backend) or await controller_leads(options, reader):
         return
+    from cvo.runner.available_updates import RefreshOptions, refresh_once
+    from cvo.updates.poll import DEFAULT_UPDATE_SERVICE
+
+    refresh = RefreshOptions(default_update_service=DEFAULT_UPDATE_SERVICE if options.real else "")
+    await refresh_once(reader.cluster, reader.clock, refresh)
 
 
 async def read_cluster_version(options: ClusterOptions, reader: Reader) -> ClusterVersion:

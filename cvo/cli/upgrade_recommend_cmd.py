@@ -224,11 +224,11 @@ def accepted(values: list[str]) -> list[str]:
 
 async def refresh_available_updates(options: ClusterOptions, reader: Reader) -> None:
     """Fetch the graph and write the available and conditional updates as the controller's
-    ``syncAvailableUpdates`` would, when no controller does it: graph-client's
-    ``cvo.runner.available_updates.refresh_updates`` (oc-upgrade's ``upgrade_list_cmd.refresh_available_updates``
-    is the same call, for the listing).  Until those are merged, the status is shown as the cluster holds it;
-    saved objects are never refreshed."""
-    return None
+    ``syncAvailableUpdates`` would, when no controller does it: the listing's retrieval
+    (:func:`cvo.cli.upgrade_list_cmd.refresh_available_updates`); saved objects are never refreshed."""
+    from cvo.cli.upgrade_list_cmd import refresh_available_updates as refresh
+
+    await refresh(options, reader)
 
 
 def _check_flags(args: argparse.Namespace) -> None:
