@@ -142,7 +142,8 @@ def format_value(value: float) -> str:
         return "NaN"
     if math.isinf(value):
         return "+Inf" if value > 0 else "-Inf"
-    return format(Decimal(repr(value)), "f")
+    text = format(Decimal(repr(value)), "f")
+    return text.removesuffix(".0")
 
 
 def match_value(result: QueryResult) -> bool:
