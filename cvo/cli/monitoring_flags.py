@@ -12,7 +12,9 @@ import argparse
 from pathlib import Path
 
 from cvo.cli.common import UsageError
-from cvo.monitoring.client import DEFAULT_TIMEOUT, MonitoringOptions, check_url
+from cvo.clock import Clock
+from cvo.monitoring.client import DEFAULT_TIMEOUT, MonitoringOptions, Prometheus, check_url
+from cvo.updates.conditions import Registry
 
 
 def add_monitoring_flags(parser: argparse.ArgumentParser) -> None:
@@ -50,3 +52,8 @@ def monitoring_options(args: argparse.Namespace) -> MonitoringOptions | None:
     if not timeout > 0:
         raise UsageError(f"--metrics-timeout: {timeout:g} is not a positive number of seconds")
     return MonitoringOptions(url, token or "", ca or "", timeout)
+
+
+def condition_registry(options: MonitoringOptions | None, clock: Clock) -> Registry:
+    """The CVO's condition registry (standard.NewConditionRegistry) over the flags' Prometheus, if any."""
+    return Registry(Prometheus(options) if options is not None else None, clock)
