@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from cvo.clock import Clock, run_virtual, to_rfc3339
-from cvo.cluster.api import ApiErrorKind, Ref, cv_ref
+from cvo.cluster.api import ApiError, ApiErrorKind, Ref, cv_ref
 from cvo.cluster.embedded.server import SimCluster
 from cvo.gates.olm import OC_GROUP, OC_KIND
 from cvo.images.errors import ImageError
@@ -39,7 +39,9 @@ from cvo.runner.sweep_events import (
 )
 from cvo.runner.upgrade import UpgradeController
 from cvo.runner.worker import Worker
-from cvo.scenario.model import Action, Scenario, ScenarioError
+from cvo.scenario.model import Action, Scenario, ScenarioError, monitoring_answers
+from cvo.updates.conditions import StaticRegistry
+from cvo.updates.evaluate import available_from_json, conditional_from_json, evaluate, newest_first
 
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC)  # every replay starts here: timestamps are reproducible
 
@@ -87,6 +89,8 @@ class Replay:
         self.simulator: OperatorSimulator | None = None
         self._deferred: asyncio.Task[None] | None = None  # an upgrade waiting for the install to finish
         self.overrun = False  # the last sweep ran past the replay's limit and was stopped
+        # the scenario's simulated monitoring (its answers change with `monitoring` actions)
+        self.monitoring = dict(scenario.monitoring) if scenario.monitoring is not None else None
 
     def emit(self, kind: Kind[P], /, *args: P.args, **fields: P.kwargs) -> None:
         self.recorder.emit(kind(self.clock.now(), *args, **fields))
@@ -249,12 +253,51 @@ class Replay:
             if live is None:
                 raise ScenarioError(f"{self.scenario.path}: {where}: {ref} does not exist")
             await self.cluster.update_status(_merge_patch(live, value.get("merge") or {}))
+            if ref == cv_ref():  # conditional updates without a Recommended condition: evaluated at once
+                await self.evaluate_updates()
+        elif action.kind == "monitoring":
+            assert self.monitoring is not None
+            self.monitoring.update(monitoring_answers(value))
+            await self.evaluate_updates()
         elif action.kind == "fail-requests":
             self._fail_requests(value, where)
         elif action.kind == "wait":
             pass
         else:
             raise ScenarioError(f"{self.scenario.path}: {where}: the action {action.kind!r} is not supported yet")
+
+    async def evaluate_updates(self) -> None:
+        """The ClusterVersion's conditional updates evaluated against the scenario's simulated monitoring
+        (pkg/cvo/availableupdates.go ``evaluateConditionalUpdates``, without the ClusterUpdateAcceptRisks
+        gate): each gets its Recommended condition, and the recommended ones are listed as available."""
+        if self.monitoring is None:
+            return
+        now = self.clock.now()  # when the evaluation starts (reading the ClusterVersion takes simulated time)
+        for _attempt in range(5):
+            cv = await self.cluster.get(cv_ref())
+            if cv is None:
+                return
+            status = dict(cv.get("status") or {})
+            conditional = conditional_from_json(status.get("conditionalUpdates"))
+            if not conditional:
+                return
+            found = await evaluate(available_from_json(status.get("availableUpdates")), conditional,
+                                   StaticRegistry(self.monitoring), frozenset(), False, now=now)
+            listed, ordered = newest_first(found.available, found.conditional)
+            status["availableUpdates"] = None if listed is None else [r.to_json() for r in listed]
+            status["conditionalUpdates"] = [u.to_json() for u in ordered]
+            try:
+                await self.cluster.update_status({**cv, "status": status})
+                return
+            except ApiError as err:
+                if err.kind != ApiErrorKind.CONFLICT:
+                    raise
+
+    async def _evaluate_every_interval(self) -> None:
+        """syncAvailableUpdates' cadence: the evaluation again every ``options.interval``."""
+        while True:
+            await asyncio.sleep(self.scenario.interval)
+            await self.evaluate_updates()
 
     def _register(self, release: Release) -> None:
         assert self.simulator is not None
@@ -351,6 +394,9 @@ class Replay:
         snapshots: dict[float, tuple[datetime, dict[str, Any], list[dict[str, Any]], dict[str, Any] | None]] = {}
         takers = [asyncio.create_task(self._snapshot_at(origin + at, at, snapshots), name=f"snapshot {at}")
                   for at in snapshot_times(self.scenario)]
+        if self.monitoring is not None:
+            await self.evaluate_updates()
+            takers.append(asyncio.create_task(self._evaluate_every_interval(), name="available updates"))
         try:
             for action in self.scenario.actions:
                 await asyncio.sleep(max(0.0, origin + action.at - loop.time()))

@@ -25,7 +25,7 @@ from cvo.log import get_logger
 from cvo.payload.gostrings import go_quote
 from cvo.payload.semver import SemverError, Version
 from cvo.updates.errors import EvaluationError
-from cvo.updates.model import ConditionalUpdate, Release, Risk
+from cvo.updates.model import ConditionalUpdate, MatchingRule, Release, Risk
 from cvo.updates.rules import ConditionRegistry
 from cvo.updates.sources import SourcedRisks
 
@@ -401,3 +401,55 @@ def accepted_risks_message(previous: str, desired_image: str, risk_names: Sequen
         return (f"The target release {desired_image} is exposed to the risks [{names}] which were all explicitly "
                 f"accepted by the cluster administrator.")
     return f"{previous}; It is exposed to the risks [{names}] which were all explicitly accepted by the cluster administrator."
+
+
+# ---- a status's lists read back (the replay and the commands re-evaluate what a ClusterVersion holds)
+
+def _strs(value: Any) -> tuple[str, ...]:
+    return tuple(v for v in value if isinstance(v, str)) if isinstance(value, list) else ()
+
+
+def _maps(value: Any) -> tuple[dict[str, Any], ...]:
+    return tuple(dict(v) for v in value if isinstance(v, Mapping)) if isinstance(value, list) else ()
+
+
+def release_from_json(data: Any) -> Release:
+    data = data if isinstance(data, Mapping) else {}
+    text = {k: data.get(k) if isinstance(data.get(k), str) else "" for k in ("version", "image", "url", "architecture")}
+    return Release(text["version"], text["image"], text["url"], _strs(data.get("channels")), text["architecture"])
+
+
+def risk_from_json(data: Any) -> Risk:
+    data = data if isinstance(data, Mapping) else {}
+    rules = []
+    for rule in _maps(data.get("matchingRules")):
+        promql = rule.get("promql")
+        query = promql.get("promql") if isinstance(promql, Mapping) else ""
+        rules.append(MatchingRule(str(rule.get("type", "")), query if isinstance(query, str) else ""))
+    text = {k: data.get(k) if isinstance(data.get(k), str) else "" for k in ("name", "message", "url")}
+    return Risk(text["name"], text["message"], text["url"], tuple(rules), _maps(data.get("conditions")))
+
+
+def conditional_from_json(data: Any) -> tuple[ConditionalUpdate, ...]:
+    """``status.conditionalUpdates`` as written (entries that are not objects are dropped)."""
+    return tuple(ConditionalUpdate(release_from_json(u.get("release")),
+                                   tuple(risk_from_json(r) for r in _maps(u.get("risks"))),
+                                   _maps(u.get("conditions")), _strs(u.get("riskNames")))
+                 for u in _maps(data))
+
+
+def available_from_json(data: Any) -> tuple[Release, ...] | None:
+    return tuple(release_from_json(r) for r in _maps(data)) if isinstance(data, list) else None
+
+
+def newest_first(updates: Sequence[Release] | None, conditional: Sequence[ConditionalUpdate],
+                 ) -> tuple[tuple[Release, ...] | None, tuple[ConditionalUpdate, ...]]:
+    """availableupdates.go ``setAvailableUpdates``: both lists by version, newest first (a version that is no
+    semantic version last, where the CVO's MustParse would panic)."""
+    def key(version: str) -> tuple[int, Any]:
+        try:
+            return (0, _Desc(Version.parse(version)))
+        except SemverError:
+            return (1, version)
+    listed = tuple(sorted(updates, key=lambda r: key(r.version))) if updates is not None else None
+    return listed, tuple(sorted(conditional, key=lambda u: key(u.release.version)))
