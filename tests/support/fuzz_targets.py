@@ -779,7 +779,9 @@ TARGETS["store-objects"] = (st.tuples(odd_objects(), st.sampled_from([0, 0, 0, 2
 from tests.support.fuzz_images import TARGETS as IMAGE_TARGETS  # noqa: E402
 from tests.support.fuzz_registry import TARGETS as REGISTRY_TARGETS  # noqa: E402
 from tests.support.fuzz_verify import TARGETS as VERIFY_TARGETS  # noqa: E402
+from tests.support.fuzz_monitoring import TARGETS as MONITORING_TARGETS  # noqa: E402  (Prometheus answers)
 
 TARGETS.update(IMAGE_TARGETS)
 TARGETS.update(REGISTRY_TARGETS)
 TARGETS.update(VERIFY_TARGETS)
+TARGETS.update(MONITORING_TARGETS)
