@@ -777,9 +777,9 @@ TARGETS["store-objects"] = (st.tuples(odd_objects(), st.sampled_from([0, 0, 0, 2
 # The release images' readers (tests/support/fuzz_images.py), the registry client's (fuzz_registry.py) and the signature verifier's
 # (tests/support/fuzz_verify.py) keep their targets beside their own strategies.
 from tests.support.fuzz_images import TARGETS as IMAGE_TARGETS  # noqa: E402
+from tests.support.fuzz_monitoring import TARGETS as MONITORING_TARGETS  # noqa: E402  (Prometheus answers)
 from tests.support.fuzz_registry import TARGETS as REGISTRY_TARGETS  # noqa: E402
 from tests.support.fuzz_verify import TARGETS as VERIFY_TARGETS  # noqa: E402
-from tests.support.fuzz_monitoring import TARGETS as MONITORING_TARGETS  # noqa: E402  (Prometheus answers)
 
 TARGETS.update(IMAGE_TARGETS)
 TARGETS.update(REGISTRY_TARGETS)
