@@ -453,3 +453,20 @@ def newest_first(updates: Sequence[Release] | None, conditional: Sequence[Condit
             return (1, version)
     listed = tuple(sorted(updates, key=lambda r: key(r.version))) if updates is not None else None
     return listed, tuple(sorted(conditional, key=lambda u: key(u.release.version)))
+
+
+class StatusLists(NamedTuple):
+    available: tuple[Release, ...] | None
+    conditional: tuple[ConditionalUpdate, ...]
+    risks: tuple[Risk, ...] | None  # status.conditionalUpdateRisks; None with the gate off
+    desired_risk_names: tuple[str, ...]  # the risks of the update to the desired image (the history's message)
+
+
+def status_lists(evaluated: Evaluated, gated: bool, desired_image: str, now: datetime) -> StatusLists:
+    """What status.go ``updateClusterVersionStatus`` writes from an evaluation, newest first: with the gate
+    on, each risk with its Applies condition, each update with its ``riskNames``, and the list of risks."""
+    available, conditional = newest_first(evaluated.available, evaluated.conditional)
+    if not gated:
+        return StatusLists(available, conditional, None, ())
+    conditional, names = with_risk_names_and_conditions(conditional, evaluated.risk_conditions, desired_image, now)
+    return StatusLists(available, conditional, conditional_update_risks(conditional), names)

@@ -33,6 +33,7 @@ from cvo.updates.evaluate import (
     new_recommended_status,
     risks_in_order,
     set_status_condition,
+    status_lists,
     with_risk_names_and_conditions,
 )
 from cvo.updates.model import ConditionalUpdate, MatchingRule, Release, Risk
@@ -378,3 +379,21 @@ def test_set_status_condition_moves_the_time_only_on_a_change_of_status() -> Non
     assert same[0]["lastTransitionTime"] == "2026-03-04T00:38:19Z" and same[0]["reason"] == ALL_ACCEPTED
     changed = set_status_condition(same, recommended("False", "X", "y"), T1)
     assert changed[0]["lastTransitionTime"] == "2026-03-04T01:00:00Z"
+
+
+def test_status_lists_with_and_without_the_gate() -> None:
+    bad = risk("Bad", "bad thing", "https://bad", [MatchingRule("PromQL", "bad")])
+    got = asyncio.run(evaluate([Release("1.0.1", "x")], [cu("1.0.2", bad, image="two"), cu("1.0.10", bad, image="ten")],
+                               StaticRegistry({"bad": True}), set(), True, now=T1))
+    plain = status_lists(got, False, "ten", T1)
+    assert plain.risks is None and plain.desired_risk_names == ()
+    assert [u.release.version for u in plain.conditional] == ["1.0.10", "1.0.2"]
+    assert plain.conditional[0].to_json()["risks"][0].get("conditions") is None
+    gated = status_lists(got, True, "ten", T1)
+    assert gated.desired_risk_names == ("Bad",) and [r.name for r in gated.risks or ()] == ["Bad"]
+    written = gated.conditional[0].to_json(gated=True)
+    assert written["riskNames"] == ["Bad"]
+    assert written["risks"][0]["conditions"] == [{"type": "Applies", "status": "True",
+                                                  "lastTransitionTime": "2026-03-04T01:00:00Z", "reason": "Match",
+                                                  "message": ""}]
+    assert "riskNames" not in gated.conditional[0].to_json(gated=False)
