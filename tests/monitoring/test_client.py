@@ -144,6 +144,25 @@ def test_a_stalled_server_times_out() -> None:
     assert "timed out" in got
 
 
+def test_a_server_that_hangs_up_without_answering() -> None:
+    """Accepts, reads the request, closes: no status line at all."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(4)
+        url = f"http://127.0.0.1:{listener.getsockname()[1]}"
+
+        def hang_up() -> None:
+            conn, _ = listener.accept()
+            conn.recv(65536)
+            conn.close()
+
+        thread = threading.Thread(target=hang_up, daemon=True)
+        thread.start()
+        got = outcome(url, "risk", timeout=5)
+        thread.join(5)
+    assert isinstance(got, str) and got.startswith(f"error: executing PromQL query: Get '{url}/api/v1/query': ")
+
+
 def test_nothing_listening() -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
