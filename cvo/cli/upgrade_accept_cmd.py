@@ -16,9 +16,9 @@ from typing import Any
 
 from cvo.cli.backend import ClusterOptions, add_backend_flags, backend_clock, open_backend
 from cvo.cli.common import EXIT_OK, CommandFailed, UsageError
-from cvo.cluster.api import ApiError, ApiErrorKind, Cluster, Ref, cv_ref
+from cvo.cluster.api import ApiError, ApiErrorKind, Cluster, cv_ref
 from cvo.payload.conditions import current_version
-from cvo.updates.featuregates import FEATURE_GATE, cvo_gates
+from cvo.runner.feature_gates import read_gates
 
 HELP = "accept risks exposed to conditional updates, like 'oc adm upgrade accept'"
 DESCRIPTION = (
@@ -129,13 +129,9 @@ async def _write(cluster: Cluster, replace: bool, clear: bool, add: frozenset[st
 async def _gate_off_warning(cluster: Cluster, cv: dict[str, Any]) -> str:
     """A warning when the cluster's FeatureGate says the gate is off; "" when it is on or the cluster serves no
     FeatureGate (the embedded cluster: the gate is then ``cvo run``'s --feature-set/--feature-gates)."""
-    group, kind, name = FEATURE_GATE
-    if not await cluster.serves(f"{group}/v1", kind):
-        return ""
-    gate = await cluster.get(Ref(group, kind, "", name))
     history = (cv.get("status") or {}).get("history") or []
-    gates = cvo_gates(gate, current_version([h for h in history if isinstance(h, dict)]))
-    if gates.accept_risks:
+    gates, served = await read_gates(cluster, current_version([h for h in history if isinstance(h, dict)]))
+    if gates.accept_risks or not served:
         return ""
     return ("warning: the ClusterUpdateAcceptRisks feature gate is off on this cluster (TechPreviewNoUpgrade or "
             "DevPreviewNoUpgrade turns it on): the cluster version operator ignores acceptRisks")

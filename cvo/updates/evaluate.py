@@ -470,3 +470,22 @@ def status_lists(evaluated: Evaluated, gated: bool, desired_image: str, now: dat
         return StatusLists(available, conditional, None, ())
     conditional, names = with_risk_names_and_conditions(conditional, evaluated.risk_conditions, desired_image, now)
     return StatusLists(available, conditional, conditional_update_risks(conditional), names)
+
+
+ACCEPTED_BY_ADMIN = "which were all explicitly accepted by the cluster administrator."
+
+
+def with_accepted_risks(history: Sequence[Mapping[str, Any]], desired_image: str, risk_names: Sequence[str],
+                        ) -> list[dict[str, Any]]:
+    """``history`` with the newest entry's ``acceptedRisks`` extended as status.go ``updateClusterVersionStatus``
+    extends it under the gate: when that entry is the update to ``desired_image`` and the conditional update to
+    it has risks (``risk_names``, from :func:`status_lists`).  Applying it twice adds the text once."""
+    out = [dict(h) for h in history]
+    if not out or not risk_names or out[0].get("image") != desired_image:
+        return out
+    previous = out[0].get("acceptedRisks")
+    previous = previous if isinstance(previous, str) else ""
+    if ACCEPTED_BY_ADMIN in previous:
+        return out
+    out[0]["acceptedRisks"] = accepted_risks_message(previous, desired_image, risk_names)
+    return out

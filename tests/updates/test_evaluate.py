@@ -34,6 +34,7 @@ from cvo.updates.evaluate import (
     risks_in_order,
     set_status_condition,
     status_lists,
+    with_accepted_risks,
     with_risk_names_and_conditions,
 )
 from cvo.updates.model import ConditionalUpdate, MatchingRule, Release, Risk
@@ -397,3 +398,18 @@ def test_status_lists_with_and_without_the_gate() -> None:
                                                   "lastTransitionTime": "2026-03-04T01:00:00Z", "reason": "Match",
                                                   "message": ""}]
     assert "riskNames" not in gated.conditional[0].to_json(gated=False)
+
+
+def test_with_accepted_risks_extends_the_newest_entry_once() -> None:
+    history = [{"image": "img-2", "version": "1.0.2", "state": "Partial", "acceptedRisks": "forced"},
+               {"image": "img-1", "version": "1.0.1", "state": "Completed"}]
+    once = with_accepted_risks(history, "img-2", ["A", "B"])
+    assert once[0]["acceptedRisks"] == ("forced; It is exposed to the risks [A,B] which were all explicitly accepted "
+                                        "by the cluster administrator.")
+    assert with_accepted_risks(once, "img-2", ["A", "B"]) == once
+    assert "acceptedRisks" not in with_accepted_risks(history[1:], "img-1", ["A"])[1:]
+    assert with_accepted_risks(history[1:], "img-1", ["A"])[0]["acceptedRisks"].startswith(
+        "The target release img-1 is exposed to the risks [A]")
+    assert with_accepted_risks(history, "other", ["A"]) == history
+    assert with_accepted_risks(history, "img-2", []) == history
+    assert history[0]["acceptedRisks"] == "forced"
