@@ -26,6 +26,7 @@ RESULTS = ("completed", "failed", "timeout", "cancelled", "blocked", "degraded")
 # fails before a long replay.
 EXPECTATIONS = ("result", "elapsed", "conditions", "history", "operators", "events", "order", "objects",
                 "status-output", "upgrade-status")
+FEATURE_SETS = ("", "Default", "TechPreviewNoUpgrade", "DevPreviewNoUpgrade", "OKD")
 UPGRADE_STATUS_KEYS = {"at", "details", "assessment", "contains", "matches", "absent"}
 
 
@@ -76,6 +77,7 @@ class Scenario:
     # the simulated monitoring: PromQL query -> True/False (the query's one sample, 1 or 0) or an error's text;
     # None: no monitoring section (conditional updates are not evaluated by the replay)
     monitoring: dict[str, bool | str] | None = None
+    feature_set: str = ""  # options.feature-set: the cluster's feature set (the CVO's gates, docs/updates.md)
 
     def resolve(self, value: str) -> Path:
         """A release path, relative to the scenario file."""
@@ -222,6 +224,9 @@ def load_scenario(path: Path) -> Scenario:
     capabilities = options.get("capabilities")
     if capabilities is not None and not (isinstance(capabilities, list) and all(isinstance(c, str) for c in capabilities)):
         raise ScenarioError(f"{shown}: options.capabilities: expected a list of capability names")
+    feature_set = options.get("feature-set", "")
+    if feature_set not in FEATURE_SETS:
+        raise ScenarioError(f"{shown}: options.feature-set: expected one of {', '.join(FEATURE_SETS[1:])}")
     installed = cluster.get("installed")
     if installed is not None and not isinstance(installed, str):
         raise ScenarioError(f"{shown}: cluster.installed: expected a release directory path or image")
@@ -237,6 +242,7 @@ def load_scenario(path: Path) -> Scenario:
         interval=_duration(options.get("interval", "3m"), f"{shown}: options.interval", minimum=1.0),
         timeout=_duration(options.get("timeout", "2h"), f"{shown}: options.timeout"),
         capabilities=capabilities,
+        feature_set=feature_set,
     )
     if "monitoring" in data:
         if (problem := monitoring_problem(data["monitoring"])) is not None:

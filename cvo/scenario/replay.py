@@ -19,6 +19,7 @@ from cvo.images.reference import looks_like_image
 from cvo.operators.behaviour import Behaviour, Behaviours, parse_duration
 from cvo.operators.library.clusteroperator import Condition, report_status
 from cvo.operators.simulated import OperatorSimulator
+from cvo.payload.conditions import current_version
 from cvo.payload.filters import KNOWN_CAPABILITIES, ApplyFilter
 from cvo.payload.graph import Mode
 from cvo.payload.loader import LoadError, Release, load_release
@@ -41,7 +42,8 @@ from cvo.runner.upgrade import UpgradeController
 from cvo.runner.worker import Worker
 from cvo.scenario.model import Action, Scenario, ScenarioError, monitoring_answers
 from cvo.updates.conditions import StaticRegistry
-from cvo.updates.evaluate import available_from_json, conditional_from_json, evaluate, newest_first
+from cvo.updates.evaluate import available_from_json, conditional_from_json, evaluate, status_lists
+from cvo.updates.featuregates import accepted_risk_names, cvo_gates
 
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC)  # every replay starts here: timestamps are reproducible
 
@@ -242,6 +244,8 @@ class Replay:
             await self.cluster.delete(self._ref(value, where))
         elif action.kind in ("apply", "patch"):
             await self._apply(action.kind, value, where)
+            if (self._ref(value, where) if action.kind == "patch" else Ref.of(value)) == cv_ref():
+                await self.evaluate_updates()  # e.g. acceptRisks changed: the CVO evaluates again at once
         elif action.kind == "cv-override":
             cv = await self.cluster.get(cv_ref()) or {}
             await self.cluster.update({**cv, "spec": {**(cv.get("spec") or {}), "overrides": list(value or [])}})
@@ -268,8 +272,9 @@ class Replay:
 
     async def evaluate_updates(self) -> None:
         """The ClusterVersion's conditional updates evaluated against the scenario's simulated monitoring
-        (pkg/cvo/availableupdates.go ``evaluateConditionalUpdates``, without the ClusterUpdateAcceptRisks
-        gate): each gets its Recommended condition, and the recommended ones are listed as available."""
+        (pkg/cvo/availableupdates.go ``evaluateConditionalUpdates``; with ``options.feature-set`` enabling
+        ClusterUpdateAcceptRisks, ``spec.desiredUpdate.acceptRisks`` honoured and the gated fields written, as
+        status.go writes them): each gets its Recommended condition, and the recommended ones are listed."""
         if self.monitoring is None:
             return
         now = self.clock.now()  # when the evaluation starts (reading the ClusterVersion takes simulated time)
@@ -281,11 +286,19 @@ class Replay:
             conditional = conditional_from_json(status.get("conditionalUpdates"))
             if not conditional:
                 return
+            desired = (cv.get("spec") or {}).get("desiredUpdate")
+            version = current_version([h for h in status.get("history") or [] if isinstance(h, dict)])
+            gated = cvo_gates(None, version, feature_set=self.scenario.feature_set).accept_risks
             found = await evaluate(available_from_json(status.get("availableUpdates")), conditional,
-                                   StaticRegistry(self.monitoring), frozenset(), False, now=now)
-            listed, ordered = newest_first(found.available, found.conditional)
-            status["availableUpdates"] = None if listed is None else [r.to_json() for r in listed]
-            status["conditionalUpdates"] = [u.to_json() for u in ordered]
+                                   StaticRegistry(self.monitoring), accepted_risk_names(desired), gated, now=now)
+            image = str((status.get("desired") or {}).get("image") or "")
+            lists = status_lists(found, gated, image, now)
+            status["availableUpdates"] = None if lists.available is None else [r.to_json() for r in lists.available]
+            status["conditionalUpdates"] = [u.to_json(gated) for u in lists.conditional]
+            if lists.risks:
+                status["conditionalUpdateRisks"] = [r.to_json(with_conditions=True) for r in lists.risks]
+            else:
+                status.pop("conditionalUpdateRisks", None)
             try:
                 await self.cluster.update_status({**cv, "status": status})
                 return

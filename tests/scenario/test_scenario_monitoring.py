@@ -84,3 +84,20 @@ expect: {{result: completed}}
     out = replay(load_scenario(path))
     assert out.cluster_version["status"]["conditionalUpdates"] == [{"release": {"version": "4.16.3", "image": "x"},
                                                                     "risks": []}]
+
+
+def test_without_the_gate_an_accepted_risk_is_ignored_and_nothing_gated_is_written() -> None:
+    path = Path(__file__).resolve().parents[2] / "scenarios" / "conditional-update-accept-risks.yaml"
+    gated = load_scenario(path)
+    assert gated.feature_set == "TechPreviewNoUpgrade"
+    gated.feature_set = "Default"
+    status = replay(gated).cluster_version["status"]
+    (update,) = status["conditionalUpdates"]
+    assert (update["conditions"][0]["status"], update["conditions"][0]["reason"]) == ("False", "EtcdDegraded")
+    assert "riskNames" not in update and "conditions" not in update["risks"][0]
+    assert "conditionalUpdateRisks" not in status and status["availableUpdates"] is None
+
+
+def test_an_unknown_feature_set_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ScenarioError, match=r"options\.feature-set: expected one of Default, TechPreviewNoUpgrade"):
+        load_scenario(scenario(tmp_path, "options: {feature-set: Sometimes}\n"))
