@@ -3,7 +3,9 @@ releases and conditional updates the CVO derives from it, their risks, and the `
 ``Recommended`` conditions.
 
 ``graph.py`` holds the graph (nodes, edges, conditional edges) as the update service serves it;
-``model.py`` the releases, risks and conditional updates as a ClusterVersion's status holds them.
+``model.py`` the releases, risks and conditional updates as a ClusterVersion's status holds them;
+``conditions.py`` the matching rules' registry (Always, PromQL behind the CVO's cache); ``evaluate.py`` the
+``Recommended`` evaluation and what the status holds of it; ``featuregates.py`` the CVO's feature gates.
 Decisions over data already read, and the update service's HTTP client; no cluster I/O.
 May import: ``cvo.payload`` (semantic versions, limits) only; the typed views of a ClusterVersion's
 conditional updates are ``cvo.objects.clusterversion``'s.

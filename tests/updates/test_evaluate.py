@@ -9,6 +9,8 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cvo.payload.semver import Version
 from cvo.updates.conditions import Always, Registry, StaticRegistry
@@ -23,6 +25,8 @@ from cvo.updates.evaluate import (
     RECOMMENDED_MESSAGE,
     RiskWithVersion,
     accepted_risks_message,
+    available_from_json,
+    conditional_from_json,
     conditional_update_risks,
     evaluate,
     evaluate_conditional_update,
@@ -413,3 +417,26 @@ def test_with_accepted_risks_extends_the_newest_entry_once() -> None:
     assert with_accepted_risks(history, "other", ["A"]) == history
     assert with_accepted_risks(history, "img-2", []) == history
     assert history[0]["acceptedRisks"] == "forced"
+
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.sampled_from(["PromQL", "Always", "1.0.0", "4.16.3", "x", "q", "R"]),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(
+        ["release", "risks", "conditions", "riskNames", "version", "image", "name", "message", "url",
+         "matchingRules", "type", "promql", "status", "reason", "channels"]), inner, max_size=4),
+    max_leaves=20)
+
+
+@settings(max_examples=200, deadline=None)
+@given(JSON, JSON, st.booleans())
+def test_any_status_lists_evaluate_without_crashing(conditional: object, available: object, gated: bool) -> None:
+    """A saved ClusterVersion's lists, whatever their shape: read back, evaluated, written again."""
+    updates = conditional_from_json(conditional)
+    got = asyncio.run(evaluate(available_from_json(available), updates, StaticRegistry({"q": True, "x": "boom"}),
+                               {"R"}, gated, now=T1))
+    lists = status_lists(got, gated, "x", T1)
+    assert len(lists.conditional) == len(updates) or gated
+    for update in lists.conditional:
+        recommended = next(c for c in update.to_json(gated)["conditions"] if c.get("type") == "Recommended")
+        assert recommended["status"] in ("True", "False", "Unknown") and recommended["reason"]
