@@ -136,11 +136,14 @@ class Prometheus:
                 if size > self.options.max_body:
                     raise MonitoringError(f"Get {shown!r}: the answer is larger than {self.options.max_body} bytes")
                 chunks.append(chunk)
-            return response.status, b"".join(chunks)
         except Urllib3Error as err:
+            response.close()  # a connection with unread data is never reused
             raise MonitoringError(f"Get {shown!r}: {_reason(err)}") from None
-        finally:
-            response.release_conn()
+        except MonitoringError:
+            response.close()
+            raise
+        response.release_conn()
+        return response.status, b"".join(chunks)
 
 
 def _reason(err: Exception) -> str:

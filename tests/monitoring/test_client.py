@@ -133,6 +133,25 @@ def test_a_huge_body_is_cut_off(server: tuple[str, type[Answers]]) -> None:
     assert got == f"error: executing PromQL query: Get '{url}/api/v1/query': the answer is larger than 1048576 bytes"
 
 
+def test_after_a_cut_off_answer_the_next_query_is_read_cleanly(server: tuple[str, type[Answers]]) -> None:
+    """The connection left with unread bytes is closed, not handed to the next request."""
+    url, handler = server
+    handler.routes[q("big")] = (200, b"[" + b"0," * (600 << 10) + b"0]")
+    handler.routes[q("risk")] = (200, vector("1"))
+
+    async def main() -> list[bool | str]:
+        prometheus = Prometheus(MonitoringOptions(url, max_body=1 << 20))
+        out: list[bool | str] = []
+        for query in ("big", "risk", "big", "risk"):
+            try:
+                out.append(await prometheus.match(query))
+            except MonitoringError as err:
+                out.append(str(err).rpartition(": ")[2])
+        return out
+
+    assert asyncio.run(main()) == ["the answer is larger than 1048576 bytes", True] * 2
+
+
 def test_a_stalled_server_times_out() -> None:
     """A listening socket that never answers: the stall is certain; the deadline is the client's."""
     with socket.socket() as listener:
