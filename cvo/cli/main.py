@@ -38,6 +38,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "upgrade-recommend": ("upgrade_recommend_cmd", "show the updates the cluster can take and the issues to weigh "
                           "first, like 'oc adm upgrade recommend'"),
     "upgrade-channel": ("upgrade_channel_cmd", "set or clear the update channel, like 'oc adm upgrade channel'"),
+    "upgrade-accept": ("upgrade_accept_cmd", "accept risks exposed to conditional updates, like 'oc adm upgrade accept'"),
     "override": ("override_cmd", "let an operator's minor updates through, or hold them back: an admin override"),
     "replay": ("replay_cmd", "replay scenario files on a simulated cluster; print the timeline and PASS/FAIL"),
     "report": ("report_cmd", "show a sweep's events, or the cluster's records of its sweeps, as a timeline with its critical path"),

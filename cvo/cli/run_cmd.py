@@ -33,6 +33,7 @@ from cvo.cli.backend import (
 )
 from cvo.cli.common import EXIT_OK, OutputOptions, UsageError, payload_options
 from cvo.cli.images import ImageFlags, check_image, is_image
+from cvo.cli.monitoring_flags import add_monitoring_flags, monitoring_options
 from cvo.cli.progress import LogReporter
 from cvo.cli.signals import Interrupted, cancelled_by_signals
 from cvo.cli.sweep_cmd import MIN_INTERVAL, _add_selection
@@ -138,6 +139,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     _add_selection(parser)
     add_backend_flags(parser)
     add_behaviour_flags(parser)
+    add_monitoring_flags(parser)  # PromQL risks of conditional updates (cli/monitoring_flags.py)
     parser.set_defaults(func=run)
 
 
@@ -212,6 +214,7 @@ def run(args: argparse.Namespace) -> int:
     from cvo.controller import start
 
     cluster = _cluster_options(args)
+    monitoring_options(args)  # bad monitoring flags are usage errors before anything starts
     options, behaviours = _options(args, cluster)
     clock, run_loop = backend_clock(cluster)
     events = _events_writer(args.events)

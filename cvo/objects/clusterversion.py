@@ -46,6 +46,10 @@ class ConditionalUpdateRisk(View):
     name: str = ""
     message: str = ""
     matching_rules: tuple[MatchingRule, ...] = ()
+    conditions: tuple[MetaCondition, ...] = ()  # Applies (gated: ClusterUpdateAcceptRisks)
+
+    def condition(self, type_: str) -> MetaCondition | None:
+        return find(self.conditions, type_)
 
 
 @dataclass(frozen=True)
@@ -55,19 +59,26 @@ class ConditionalUpdate(View):
     release: Release = field(default_factory=Release)
     risks: tuple[ConditionalUpdateRisk, ...] = ()
     conditions: tuple[MetaCondition, ...] = ()
+    risk_names: tuple[str, ...] = ()  # gated: ClusterUpdateAcceptRisks
 
     def condition(self, type_: str) -> MetaCondition | None:
         return find(self.conditions, type_)
 
 
 @dataclass(frozen=True)
+class AcceptRisk(View):
+    name: str = ""
+
+
+@dataclass(frozen=True)
 class Update(View):
-    """``spec.desiredUpdate``."""
+    """``spec.desiredUpdate``; ``accept_risks`` is gated (ClusterUpdateAcceptRisks)."""
 
     version: str = ""
     image: str = ""
     force: bool = False
     architecture: str = ""
+    accept_risks: tuple[AcceptRisk, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -126,6 +137,7 @@ class ClusterVersionStatus(View):
     conditions: tuple[Condition, ...] = ()
     available_updates: tuple[Release, ...] = ()
     conditional_updates: tuple[ConditionalUpdate, ...] = ()
+    conditional_update_risks: tuple[ConditionalUpdateRisk, ...] = ()  # gated: ClusterUpdateAcceptRisks
 
     def condition(self, type_: str) -> Condition | None:
         return find(self.conditions, type_)

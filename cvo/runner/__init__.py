@@ -6,5 +6,5 @@ a sweep starts, the one decision of what sweep a ClusterVersion calls for and wh
 with ``releases``: finding the desired release), and the catalogue of the events a sweep reports
 (``sweep_events``).  Talks to one :class:`cvo.cluster.api.Cluster` and never knows which backend it is.
 May import: ``cvo.payload``, ``cvo.cluster`` (the interface and its wrappers), ``cvo.plan``, ``cvo.gates``,
-``cvo.status``, ``cvo.operators``.
+``cvo.status``, ``cvo.operators``, ``cvo.updates`` (``feature_gates``: the CVO's gates as the cluster says them).
 """

@@ -20,12 +20,13 @@ from cvo.payload.yamlorjson import load_documents
 from cvo.payload.yamlparse import DocumentError
 
 ACTIONS = ("install", "upgrade", "reconcile", "cancel", "resume", "set-condition", "override", "clear-override",
-           "force", "delete", "apply", "patch", "patch-status", "cv-override", "fail-requests", "wait")
+           "force", "delete", "apply", "patch", "patch-status", "cv-override", "fail-requests", "wait", "monitoring")
 RESULTS = ("completed", "failed", "timeout", "cancelled", "blocked", "degraded")
 # Expectation kinds (cvo.scenario.expect.CHECKS implements each): checked at load time, so a typo
 # fails before a long replay.
 EXPECTATIONS = ("result", "elapsed", "conditions", "history", "operators", "events", "order", "objects",
                 "status-output", "upgrade-status")
+FEATURE_SETS = ("", "Default", "TechPreviewNoUpgrade", "DevPreviewNoUpgrade", "OKD")
 UPGRADE_STATUS_KEYS = {"at", "details", "assessment", "contains", "matches", "absent"}
 
 
@@ -73,6 +74,10 @@ class Scenario:
     interval: float = 180.0
     timeout: float = 2 * 3600.0
     capabilities: list[str] | None = None
+    # the simulated monitoring: PromQL query -> True/False (the query's one sample, 1 or 0) or an error's text;
+    # None: no monitoring section (conditional updates are not evaluated by the replay)
+    monitoring: dict[str, bool | str] | None = None
+    feature_set: str = ""  # options.feature-set: the cluster's feature set (the CVO's gates, docs/updates.md)
 
     def resolve(self, value: str) -> Path:
         """A release path, relative to the scenario file."""
@@ -127,12 +132,34 @@ def action_problem(kind: str, value: Any) -> str | None:
         required = ("name", "status") if kind == "override" else ("name",)
         ok = isinstance(value, dict) and _scalars(value, required, ("type", "reason", "message"))
         return None if ok else "expected {name, status, type?, reason?, message?}"
+    if kind == "monitoring":
+        return monitoring_problem(value)
     if kind == "fail-requests":
         ok = (isinstance(value, dict) and _scalars(value, ("kind",), ("name", "namespace", "apiVersion", "error"))
               and isinstance(value.get("count", 1), int) and not isinstance(value.get("count", 1), bool)
               and 0 <= value.get("count", 1) <= 1_000_000)
         return None if ok else "expected {kind, name?, namespace?, error, count (0 to 1,000,000)}"
     return None  # reconcile, cancel, resume, wait: the value is not used
+
+
+def monitoring_problem(value: Any) -> str | None:
+    """Why a ``monitoring`` mapping (PromQL query -> 0, 1, true, false or an error's text) is malformed."""
+    if not isinstance(value, Mapping) or not value:
+        return "expected a mapping of PromQL query to 0, 1 or an error's text"
+    for query, answer in value.items():
+        if not isinstance(query, str) or not query:
+            return f"{printable(repr(query), 60)}: a query is non-empty text"
+        if isinstance(answer, bool) or answer in (0, 1):
+            continue
+        if not isinstance(answer, str) or not answer:
+            return (f"{printable(query, 60)}: {printable(repr(answer), 60)} is no answer: 0, 1 (the query's one sample) "
+                    "or the text of the error the query fails with")
+    return None
+
+
+def monitoring_answers(value: Mapping[str, Any]) -> dict[str, bool | str]:
+    """A checked ``monitoring`` mapping as the static registry's answers."""
+    return {q: a if isinstance(a, str) else bool(a) for q, a in value.items()}
 
 
 def _parse_actions(data: Any, where: str) -> list[Action]:
@@ -177,7 +204,7 @@ def load_scenario(path: Path) -> Scenario:
     data = _read(path)
     if not isinstance(data, Mapping):
         raise ScenarioError(f"{shown}: expected a mapping at the top")
-    known = {"name", "description", "cluster", "operators", "options", "actions", "expect"}
+    known = {"name", "description", "cluster", "operators", "options", "actions", "expect", "monitoring"}
     unknown = sorted(set(data) - known)
     if unknown:
         raise ScenarioError(f"{shown}: unknown key {printable(repr(unknown[0]), 60)}; known: {', '.join(sorted(known))}")
@@ -197,6 +224,9 @@ def load_scenario(path: Path) -> Scenario:
     capabilities = options.get("capabilities")
     if capabilities is not None and not (isinstance(capabilities, list) and all(isinstance(c, str) for c in capabilities)):
         raise ScenarioError(f"{shown}: options.capabilities: expected a list of capability names")
+    feature_set = options.get("feature-set", "")
+    if feature_set not in FEATURE_SETS:
+        raise ScenarioError(f"{shown}: options.feature-set: expected one of {', '.join(FEATURE_SETS[1:])}")
     installed = cluster.get("installed")
     if installed is not None and not isinstance(installed, str):
         raise ScenarioError(f"{shown}: cluster.installed: expected a release directory path or image")
@@ -212,7 +242,14 @@ def load_scenario(path: Path) -> Scenario:
         interval=_duration(options.get("interval", "3m"), f"{shown}: options.interval", minimum=1.0),
         timeout=_duration(options.get("timeout", "2h"), f"{shown}: options.timeout"),
         capabilities=capabilities,
+        feature_set=feature_set,
     )
+    if "monitoring" in data:
+        if (problem := monitoring_problem(data["monitoring"])) is not None:
+            raise ScenarioError(f"{shown}: monitoring: {problem}")
+        scenario.monitoring = monitoring_answers(data["monitoring"])
+    elif any(a.kind == "monitoring" for a in scenario.actions):
+        scenario.monitoring = {}
     if cluster.get("installed"):
         given = str(cluster["installed"])
         scenario.installed = given if looks_like_image(given) else scenario.resolve(given)

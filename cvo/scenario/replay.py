@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from cvo.clock import Clock, run_virtual, to_rfc3339
-from cvo.cluster.api import ApiErrorKind, Ref, cv_ref
+from cvo.cluster.api import ApiError, ApiErrorKind, Ref, cv_ref
 from cvo.cluster.embedded.server import SimCluster
 from cvo.gates.olm import OC_GROUP, OC_KIND
 from cvo.images.errors import ImageError
@@ -19,6 +19,7 @@ from cvo.images.reference import looks_like_image
 from cvo.operators.behaviour import Behaviour, Behaviours, parse_duration
 from cvo.operators.library.clusteroperator import Condition, report_status
 from cvo.operators.simulated import OperatorSimulator
+from cvo.payload.conditions import current_version
 from cvo.payload.filters import KNOWN_CAPABILITIES, ApplyFilter
 from cvo.payload.graph import Mode
 from cvo.payload.loader import LoadError, Release, load_release
@@ -39,7 +40,10 @@ from cvo.runner.sweep_events import (
 )
 from cvo.runner.upgrade import UpgradeController
 from cvo.runner.worker import Worker
-from cvo.scenario.model import Action, Scenario, ScenarioError
+from cvo.scenario.model import Action, Scenario, ScenarioError, monitoring_answers
+from cvo.updates.conditions import StaticRegistry
+from cvo.updates.evaluate import available_from_json, conditional_from_json, evaluate, status_lists
+from cvo.updates.featuregates import accepted_risk_names, cvo_gates
 
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC)  # every replay starts here: timestamps are reproducible
 
@@ -87,6 +91,8 @@ class Replay:
         self.simulator: OperatorSimulator | None = None
         self._deferred: asyncio.Task[None] | None = None  # an upgrade waiting for the install to finish
         self.overrun = False  # the last sweep ran past the replay's limit and was stopped
+        # the scenario's simulated monitoring (its answers change with `monitoring` actions)
+        self.monitoring = dict(scenario.monitoring) if scenario.monitoring is not None else None
 
     def emit(self, kind: Kind[P], /, *args: P.args, **fields: P.kwargs) -> None:
         self.recorder.emit(kind(self.clock.now(), *args, **fields))
@@ -238,6 +244,8 @@ class Replay:
             await self.cluster.delete(self._ref(value, where))
         elif action.kind in ("apply", "patch"):
             await self._apply(action.kind, value, where)
+            if (self._ref(value, where) if action.kind == "patch" else Ref.of(value)) == cv_ref():
+                await self.evaluate_updates()  # e.g. acceptRisks changed: the CVO evaluates again at once
         elif action.kind == "cv-override":
             cv = await self.cluster.get(cv_ref()) or {}
             await self.cluster.update({**cv, "spec": {**(cv.get("spec") or {}), "overrides": list(value or [])}})
@@ -249,12 +257,60 @@ class Replay:
             if live is None:
                 raise ScenarioError(f"{self.scenario.path}: {where}: {ref} does not exist")
             await self.cluster.update_status(_merge_patch(live, value.get("merge") or {}))
+            if ref == cv_ref():  # conditional updates without a Recommended condition: evaluated at once
+                await self.evaluate_updates()
+        elif action.kind == "monitoring":
+            assert self.monitoring is not None
+            self.monitoring.update(monitoring_answers(value))
+            await self.evaluate_updates()
         elif action.kind == "fail-requests":
             self._fail_requests(value, where)
         elif action.kind == "wait":
             pass
         else:
             raise ScenarioError(f"{self.scenario.path}: {where}: the action {action.kind!r} is not supported yet")
+
+    async def evaluate_updates(self) -> None:
+        """The ClusterVersion's conditional updates evaluated against the scenario's simulated monitoring
+        (pkg/cvo/availableupdates.go ``evaluateConditionalUpdates``; with ``options.feature-set`` enabling
+        ClusterUpdateAcceptRisks, ``spec.desiredUpdate.acceptRisks`` honoured and the gated fields written, as
+        status.go writes them): each gets its Recommended condition, and the recommended ones are listed."""
+        if self.monitoring is None:
+            return
+        now = self.clock.now()  # when the evaluation starts (reading the ClusterVersion takes simulated time)
+        for _attempt in range(5):
+            cv = await self.cluster.get(cv_ref())
+            if cv is None:
+                return
+            status = dict(cv.get("status") or {})
+            conditional = conditional_from_json(status.get("conditionalUpdates"))
+            if not conditional:
+                return
+            desired = (cv.get("spec") or {}).get("desiredUpdate")
+            version = current_version([h for h in status.get("history") or [] if isinstance(h, dict)])
+            gated = cvo_gates(None, version, feature_set=self.scenario.feature_set).accept_risks
+            found = await evaluate(available_from_json(status.get("availableUpdates")), conditional,
+                                   StaticRegistry(self.monitoring), accepted_risk_names(desired), gated, now=now)
+            image = str((status.get("desired") or {}).get("image") or "")
+            lists = status_lists(found, gated, image, now)
+            status["availableUpdates"] = None if lists.available is None else [r.to_json() for r in lists.available]
+            status["conditionalUpdates"] = [u.to_json(gated) for u in lists.conditional]
+            if lists.risks:
+                status["conditionalUpdateRisks"] = [r.to_json(with_conditions=True) for r in lists.risks]
+            else:
+                status.pop("conditionalUpdateRisks", None)
+            try:
+                await self.cluster.update_status({**cv, "status": status})
+                return
+            except ApiError as err:
+                if err.kind != ApiErrorKind.CONFLICT:
+                    raise
+
+    async def _evaluate_every_interval(self) -> None:
+        """syncAvailableUpdates' cadence: the evaluation again every ``options.interval``."""
+        while True:
+            await asyncio.sleep(self.scenario.interval)
+            await self.evaluate_updates()
 
     def _register(self, release: Release) -> None:
         assert self.simulator is not None
@@ -351,6 +407,9 @@ class Replay:
         snapshots: dict[float, tuple[datetime, dict[str, Any], list[dict[str, Any]], dict[str, Any] | None]] = {}
         takers = [asyncio.create_task(self._snapshot_at(origin + at, at, snapshots), name=f"snapshot {at}")
                   for at in snapshot_times(self.scenario)]
+        if self.monitoring is not None:
+            await self.evaluate_updates()
+            takers.append(asyncio.create_task(self._evaluate_every_interval(), name="available updates"))
         try:
             for action in self.scenario.actions:
                 await asyncio.sleep(max(0.0, origin + action.at - loop.time()))

@@ -88,7 +88,7 @@ class ConditionalUpdate:
         out["release"] = self.release.to_json()
         if gated and self.risk_names:
             out["riskNames"] = list(self.risk_names)
-        out["risks"] = [r.to_json() for r in self.risks]
+        out["risks"] = [r.to_json(with_conditions=gated) for r in self.risks]  # Applies: gated too
         return out
 
 

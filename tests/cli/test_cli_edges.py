@@ -264,7 +264,8 @@ def command_line(example: str) -> list[str]:
     return shlex.split(match.group(1))
 
 
-COMMAND_NAMES = sorted(re.sub(r"^upgrade-", "upgrade ", name) for name in  # cvo upgrade WORD: upgrade-WORD
+# `cvo upgrade WORD` views are the commands upgrade-WORD (cvo/cli/main.py UPGRADE_VIEWS)
+COMMAND_NAMES = sorted(re.sub(r"^upgrade-", "upgrade ", name) for name in
                        __import__("cvo.cli.main", fromlist=["COMMANDS"]).COMMANDS)
 
 

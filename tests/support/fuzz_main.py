@@ -128,13 +128,31 @@ def seeds() -> dict[str, list[bytes]]:
     return {"parse": read(manifests) or [b"kind: ConfigMap\n"], "template": read(templates) or [b"{{.ReleaseImage}}"],
             "behaviours": read(operators) or [b"etcd: {delay: 1m}\n"], "scenario": read(scenarios) or [b"name: x\n"],
             "state": state_seeds(), "events": events_seeds(), "saved-file": t.saved_file_seeds(),
-            "graph": graph_seeds()}
+            "graph": graph_seeds(),
+            "promql-answer": PROMQL_SEEDS, "alerts-answer": ALERTS_SEEDS}
 
 
 def graph_seeds() -> list[bytes]:
     from tests.support.fuzz_graph import BYTE_SEEDS
 
     return BYTE_SEEDS
+
+
+
+# What a Prometheus answers: an instant query's vectors (one sample of 1, two series, a string, an error)
+PROMQL_SEEDS = [
+    b'{"status":"success","data":{"resultType":"vector","result":[{"metric":{"a":"b"},"value":[1700000000.1,"1"]}]}}',
+    b'{"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":[1,"0"]},'
+    b'{"metric":{"i":"2"},"value":[1,"NaN"]}]},"warnings":["w"]}',
+    b'{"status":"success","data":{"resultType":"string","result":[1700000000,"text"]}}',
+    b'{"status":"error","errorType":"bad_data","error":"1:5: parse error: unclosed left parenthesis"}',
+]
+ALERTS_SEEDS = [
+    b'{"status":"success","data":{"alerts":[{"labels":{"alertname":"ClusterOperatorDegraded","name":"etcd",'
+    b'"severity":"warning"},"annotations":{"summary":"s","description":"d","runbook_url":"https://r"},'
+    b'"state":"firing","activeAt":"2025-01-28T23:00:54.844366438Z","value":"1e+00",'
+    b'"partialResponseStrategy":"WARN"}]}}',
+]
 
 
 def events_seeds() -> list[bytes]:
@@ -183,6 +201,8 @@ BYTE_TARGETS: dict[str, Callable[[bytes], None]] = {
     "events": t.events_target,
     "saved-file": t.saved_file_target,
     "graph": t.GRAPH_TARGETS["graph-body"][1],
+    "promql-answer": t.TARGETS["promql-answer"][1],
+    "alerts-answer": t.TARGETS["alerts-answer"][1],
 }
 TOKENS = [s.encode("utf-8", "surrogatepass") for s in t.YAML_TOKENS + t.TEMPLATE_TOKENS] + [
     b"[" * 300, b"{a: " * 250, b"- " * 50, b"&x [*x]", b"<<: *a\n", b"\x00", b"\xff\xfe", b"\n---\n" * 50,
