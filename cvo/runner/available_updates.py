@@ -19,15 +19,13 @@ from cvo.clock import Clock
 from cvo.cluster.api import Cluster, cv_ref
 from cvo.log import get_logger
 from cvo.payload.arch import go_arch
-from cvo.payload.conditions import set_condition
 from cvo.runner.status_writer import StatusWriter
 from cvo.status.parts import AvailableUpdates
 from cvo.updates.client import UpdateServiceOptions
 from cvo.updates.errors import EvaluationError
-from cvo.updates.model import ALWAYS, PROMQL, ConditionalUpdate, MatchingRule, Release, Updates
+from cvo.updates.model import ALWAYS, PROMQL, ConditionalUpdate, MatchingRule, Release, Risk, Updates
 from cvo.updates.poll import (
     DEFAULT_UPDATE_SERVICE,
-    RECOMMENDED,
     Inputs,
     PollState,
     UpdatesState,
@@ -80,43 +78,18 @@ def inputs_of(cv: Mapping[str, Any], options: RefreshOptions) -> Inputs:
 
 async def evaluate_conditional(updates: tuple[Release, ...] | None, conditional: tuple[ConditionalUpdate, ...],
                                registry: ConditionRegistry, accept_risks: frozenset[str], gated: bool,
-                               extra: Sequence[SourcedRisks], clock: Clock) -> tuple[
-                                   tuple[Release, ...] | None, tuple[ConditionalUpdate, ...]]:
-    """``evaluateConditionalUpdates``, until the risks evaluation replaces this body: each conditional update's
-    Recommended from its risks (one that applies: False, its name as reason; one that cannot be evaluated:
-    Unknown, ``EvaluationFailed``; none: True, ``NotExposedToRisks``), a recommended one added to the updates.
-    ``extra`` (the risk sources') and ``accept_risks`` are not merged here."""
-    del accept_risks, gated, extra
+                               extra: Sequence[SourcedRisks], clock: Clock, desired_image: str = "") -> tuple[
+                                   tuple[Release, ...] | None, tuple[ConditionalUpdate, ...], tuple[Risk, ...] | None]:
+    """``evaluateConditionalUpdates`` (:func:`cvo.updates.evaluate.evaluate`: the risk sources' risks merged in
+    and ``acceptRisks`` honoured under the ClusterUpdateAcceptRisks gate) and what ``updateClusterVersionStatus``
+    writes of it (:func:`cvo.updates.evaluate.status_lists`: newest first; under the gate the risks' Applies
+    conditions, ``riskNames`` and ``conditionalUpdateRisks``).  The one place conditional updates are evaluated."""
+    from cvo.updates.evaluate import evaluate, status_lists
+
     now = clock.now()
-    evaluated: list[ConditionalUpdate] = []
-    available = list(updates or ())
-    for update in conditional:
-        applying, failed = [], []
-        for risk in update.risks:
-            try:
-                if await registry.match(risk.matching_rules):
-                    applying.append(risk)
-            except EvaluationError as err:
-                failed.append(f"Could not evaluate exposure to update risk {risk.name} ({err})\n"
-                              f"  {risk.name} description: {risk.message}\n  {risk.name} URL: {risk.url}")
-        if applying:
-            status = "False"
-            reason = applying[0].name if len(applying) == 1 and not failed else "MultipleReasons"
-        elif failed:
-            status, reason = "Unknown", "EvaluationFailed"
-        else:
-            status, reason = "True", "NotExposedToRisks"
-        message = "\n\n".join(failed + [f"{r.message} {r.url}" for r in applying]) or \
-            "The update is recommended, because none of the conditional update risks apply to this cluster."
-        conditions = [dict(c) for c in update.conditions]
-        set_condition(conditions, RECOMMENDED, status, reason, message, now)
-        evaluated.append(replace(update, conditions=tuple(conditions)))
-        if status == "True":
-            if all(r.image != update.release.image for r in available):
-                available.append(update.release)
-        else:
-            available = [r for r in available if r.image != update.release.image]
-    return (tuple(available) if available or updates is not None else None), tuple(evaluated)
+    evaluated = await evaluate(updates, conditional, registry, accept_risks, gated, extra, now=now)
+    lists = status_lists(evaluated, gated, desired_image, now)
+    return lists.available, lists.conditional, lists.risks
 
 
 class NoMonitoring:
@@ -194,9 +167,11 @@ async def refresh_updates(cluster: Cluster, clock: Clock, options: RefreshOption
         if found.error:
             log.warning("detecting risks failed, which might impact risk evaluation", source=source.name,
                         error=found.error)
-    updates, conditional = await evaluate_conditional(new.upstream_updates, new.upstream_conditional, registry,
-                                                      inputs.accept_risks, gated, extra, clock)
-    new = replace(new, updates=updates, conditional=conditional, accept_risks=inputs.accept_risks)
+    desired = _mapping(_mapping(cv.get("status")).get("desired"))
+    image = desired.get("image") if isinstance(desired.get("image"), str) else ""
+    updates, conditional, risks = await evaluate_conditional(new.upstream_updates, new.upstream_conditional, registry,
+                                                             inputs.accept_risks, gated, extra, clock, str(image))
+    new = replace(new, updates=updates, conditional=conditional, risks=risks, accept_risks=inputs.accept_risks)
     state.value = set_available_updates(current, new)
     part = _part(state.value, gated)
     changed = part != state.last_part
