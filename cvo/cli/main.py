@@ -34,6 +34,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "status": ("status_cmd", "show the cluster's version and its operators"),
     # `cvo upgrade status` (see _aliased): `cvo upgrade --to DIR` keeps its own parser
     "upgrade-status": ("upgrade_status_cmd", "show the update's progress and health, like 'oc adm upgrade status'"),
+    "upgrade-ack": ("upgrade_ack_cmd", "acknowledge an update gate of admin-gates (or list them)"),
     "override": ("override_cmd", "let an operator's minor updates through, or hold them back: an admin override"),
     "replay": ("replay_cmd", "replay scenario files on a simulated cluster; print the timeline and PASS/FAIL"),
     "report": ("report_cmd", "show a sweep's events, or the cluster's records of its sweeps, as a timeline with its critical path"),
