@@ -41,7 +41,7 @@ def complete(line: str, tmp_path: Path) -> list[str]:
 
 
 def test_commands_and_flags_complete_from_the_parser_the_command_line_uses(tmp_path: Path) -> None:
-    assert complete("cvo up", tmp_path) == ["upgrade", "upgrade-status"]
+    assert complete("cvo up", tmp_path) == ["upgrade", "upgrade-ack", "upgrade-status"]
     assert "--profile" in complete("cvo plan --prof", tmp_path)
     assert complete("cvo completion f", tmp_path) == ["fish"]
 
