@@ -9,21 +9,23 @@ status writer as a :class:`cvo.status.parts.UpgradeableInputs` (pkg/cvo/status.g
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from cvo.cluster.api import CLUSTER_OPERATOR, ApiError, Cluster, ReadOnlyCluster, Ref, cv_ref, is_transient
 from cvo.cluster.informer import Informer
 from cvo.gates.olm import OC_API_VERSION, OC_GROUP, OC_KIND
 from cvo.gates.risks.adminack import ADMIN_ACKS_REF, ADMIN_GATES_REF
+from cvo.gates.risks.alert import AlertReader, AlertRisks
 from cvo.gates.risks.reads import Failed, Read
-from cvo.gates.upgradeable import UPGRADEABLE, ClusterState
+from cvo.gates.upgradeable import UPGRADEABLE, ClusterState, UpgradeableRisks
 from cvo.objects import ClusterOperator, ClusterVersion, OperatorCondition
 from cvo.payload.conditions import find_condition
 from cvo.payload.fields import dig, entries
 from cvo.runner.apply import DeleteTracker
 from cvo.runner.operator_conditions import OperatorConditionManager
 from cvo.status.parts import UpgradeableInputs
+from cvo.updates.sources import RiskSource
 
 
 def _blocks(co: dict[str, Any]) -> bool:
@@ -53,6 +55,19 @@ async def read_cluster_state(cluster: ReadOnlyCluster, deletes: Sequence[Ref] = 
     return ClusterState(ClusterVersion.read(cv) if cv is not None else None, tuple(cos), tuple(ocs), tuple(deletes),
                         await read_config_map(cluster, ADMIN_GATES_REF), await read_config_map(cluster, ADMIN_ACKS_REF),
                         assume_synced)
+
+
+def upgradeable_source(cluster: ReadOnlyCluster, deletes: Callable[[], Sequence[Ref]] = tuple) -> UpgradeableRisks:
+    """pkg/cvo/cvo.go's ``optr.upgradeable`` on ``cluster``: each ``risks()`` reads the cluster's state again."""
+    return UpgradeableRisks(lambda: read_cluster_state(cluster, deletes()))
+
+
+def risk_sources(cluster: ReadOnlyCluster, alerts: AlertReader | None = None,
+                 deletes: Callable[[], Sequence[Ref]] = tuple) -> tuple[RiskSource, ...]:
+    """``optr.risks``: the firing alerts (when there is a Prometheus to ask), then ``optr.upgradeable`` — what
+    the update evaluation merges into the conditional updates (``risk.Merge``)."""
+    upgradeable = upgradeable_source(cluster, deletes)
+    return (upgradeable,) if alerts is None else (AlertRisks(alerts), upgradeable)
 
 
 class UpgradeBlockers:
