@@ -16,8 +16,8 @@ from cvo.objects import ClusterVersion
 from cvo.objects.clusterversion import ClusterVersionStatus
 from cvo.payload import semver
 
-# The ClusterVersion's UpgradeableClusterVersionOverrides message, which the patch-update warning quotes
-# (pkg/payload/precondition/clusterversion/upgradeable.go, OTA-1860).
+# ClusterVersionOverridesCondition's message, which the patch-update warning quotes
+# (pkg/payload/precondition/clusterversion/upgradeable.go; the overrides risk says "updates" where this says "upgrades").
 OVERRIDES_MESSAGE = ("Disabling ownership via cluster version overrides prevents upgrades between minor or major "
                      "versions. Please remove overrides before requesting a minor or major version update.")
 
