@@ -29,8 +29,7 @@ from cvo.gates.risks.operatorconditions import (
     operator_condition_risks,
 )
 from cvo.gates.risks.reads import Read
-from cvo.gates.risks.upgradeable import CLUSTER_OPERATOR_UPGRADEABLE, Operators
-from cvo.gates.risks.upgradeable import cluster_operator_risks as _cluster_operator_risks
+from cvo.gates.risks.upgradeable import CLUSTER_OPERATOR_UPGRADEABLE, Operators, cluster_operator_risks
 from cvo.objects import ClusterVersion
 from cvo.payload.conditions import set_condition
 from cvo.payload.fields import entries
@@ -81,8 +80,8 @@ def upgradeable_risks(state: ClusterState, versions: Sequence[str]) -> SourcedRi
         (OVERRIDES, overrides_risks(OVERRIDES, state.cluster_version, versions)),
         (DELETION, deletion_risks(DELETION, current, state.deletes_in_progress, versions)),
         (ADMIN_ACK, admin_ack_risks(ADMIN_ACK, current, state.admin_gates, state.admin_acks, versions)),
-        (CLUSTER_OPERATOR_UPGRADEABLE, _cluster_operator_risks(CLUSTER_OPERATOR_UPGRADEABLE, current,
-                                                               state.cluster_operators, versions)),
+        (CLUSTER_OPERATOR_UPGRADEABLE, cluster_operator_risks(CLUSTER_OPERATOR_UPGRADEABLE, current,
+                                                              state.cluster_operators, versions)),
         (OPERATOR_CONDITION_UPGRADEABLE, operator_condition_risks(OPERATOR_CONDITION_UPGRADEABLE, current,
                                                                   state.operator_conditions, versions,
                                                                   state.assume_synced)),

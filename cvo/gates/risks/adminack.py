@@ -17,7 +17,7 @@ from typing import Any
 
 from cvo.cluster.api import Ref
 from cvo.gates.risks.reads import Failed, Read
-from cvo.gates.risks.versions import ALWAYS_RULES, DOCS, major_and_minor_updates
+from cvo.gates.risks.versions import ALWAYS_RULES, DOCS, for_major_and_minor
 from cvo.payload import semver
 from cvo.payload.fields import dig
 from cvo.payload.gostrings import go_quote
@@ -135,31 +135,28 @@ def _unknown(name: str, message: str, err: str) -> SourcedRisks:
     return SourcedRisks((Risk(f"{name}Unknown", message, DOCS, ALWAYS_RULES),), error=err)
 
 
+def _found(name: str, current: semver.Version, admin_gates: Read, admin_acks: Read) -> SourcedRisks:
+    if isinstance(admin_gates, Failed):
+        return _unknown(name, f"Failed to retrieve ConfigMap {ADMIN_GATES} from namespace {CONFIG_MANAGED_NAMESPACE}: "
+                              f"{admin_gates.message}", admin_gates.message)
+    if isinstance(admin_acks, Failed):
+        return _unknown(name, f"Failed to retrieve ConfigMap {ADMIN_ACKS} from namespace {CONFIG_NAMESPACE}: "
+                              f"{admin_acks.message}", admin_acks.message)
+    acks = data(admin_acks)
+    risks = [r for key, value in data(admin_gates).items()
+             if (r := check_gate(key, value, f"{name}-", current, acks)) is not None]
+    return SourcedRisks(tuple(sorted(risks, key=lambda r: r.name)))
+
+
 def admin_ack_risks(name: str, current_version: str, admin_gates: Read, admin_acks: Read,
                     versions: Sequence[str]) -> SourcedRisks:
     """``adminAck.Risks``: the unacknowledged gates for the cluster's minor version."""
     try:
         current = semver.parse(current_version)
     except semver.SemverError as err:
-        found = _unknown(name, f"Failed to parse cluster version to check admin-acks: {err}", str(err))
-        current = semver.Version(0, 0, 0)
-    else:
-        for cm, cm_name, namespace in ((admin_gates, ADMIN_GATES, CONFIG_MANAGED_NAMESPACE),
-                                       (admin_acks, ADMIN_ACKS, CONFIG_NAMESPACE)):
-            if isinstance(cm, Failed):
-                found = _unknown(name, f"Failed to retrieve ConfigMap {cm_name} from namespace {namespace}: "
-                                       f"{cm.message}", cm.message)
-                break
-        else:
-            assert not isinstance(admin_gates, Failed) and not isinstance(admin_acks, Failed)
-            acks = data(admin_acks)
-            risks = [r for key, value in data(admin_gates).items()
-                     if (r := check_gate(key, value, f"{name}-", current, acks)) is not None]
-            found = SourcedRisks(tuple(sorted(risks, key=lambda r: r.name)))
-    if not found.risks:
-        return found
-    updates = major_and_minor_updates(current, versions)
-    return SourcedRisks(found.risks, {r.name: updates for r in found.risks} if updates else {}, found.error)
+        return for_major_and_minor(semver.Version(0, 0, 0), _unknown(
+            name, f"Failed to parse cluster version to check admin-acks: {err}", str(err)), versions)
+    return for_major_and_minor(current, _found(name, current, admin_gates, admin_acks), versions)
 
 
 class AdminAck:
