@@ -382,3 +382,19 @@ def test_sources_answer_the_risk_source_protocol() -> None:
         "ClusterVersionUpdating", "ClusterVersionOverrides", "ResourceDeletionInProgress", "AdminAck-ack-4.21-a",
         "ClusterOperatorUpgradeable-etcd", "OperatorConditionUpgradeable-ns.etcd"]
     assert set(found.versions.values()) == {("4.22.0",)}
+
+
+json_values = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=6),
+                           lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner,
+                                                                                        max_size=3), max_leaves=8)
+
+
+@given(st.dictionaries(st.sampled_from(["data", "metadata", "kind"]), json_values, max_size=3),
+       st.dictionaries(st.sampled_from(["data", "metadata"]), json_values, max_size=2))
+def test_admin_ack_config_maps_of_any_shape(gates_cm: dict[str, Any], acks_cm: dict[str, Any]) -> None:
+    """What a ConfigMap read may hold: only string values of a ``data`` mapping count."""
+    found = admin_ack_risks("AdminAck", "4.21.0", gates_cm, acks_cm, VERSIONS)
+    assert found.error == ""
+    data = gates_cm.get("data")
+    keys = {k for k, v in data.items() if isinstance(v, str)} if isinstance(data, dict) else set()
+    assert {r.name.removeprefix("AdminAck-") for r in found.risks} <= keys
