@@ -264,7 +264,7 @@ def command_line(example: str) -> list[str]:
     return shlex.split(match.group(1))
 
 
-COMMAND_NAMES = sorted(name.replace("upgrade-status", "upgrade status") for name in
+COMMAND_NAMES = sorted(name.replace("upgrade-", "upgrade ", 1) for name in  # `cvo upgrade status|ack …`
                        __import__("cvo.cli.main", fromlist=["COMMANDS"]).COMMANDS)
 
 
