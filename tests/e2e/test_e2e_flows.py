@@ -459,7 +459,7 @@ def test_upgradeable_false_blocks_a_minor_upgrade_until_an_admin_override(e2e: E
     gate = "ack-4.16-kube-1.30-api-removals-in-4.17"
 
     async def add_gate(cluster: KubeCluster) -> None:
-        await cluster.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "openshift-config-managed"}})
+        assert await cluster.get(Ref("", "Namespace", "", "openshift-config-managed")) is not None  # the payload's
         await cluster.create({"apiVersion": "v1", "kind": "ConfigMap",
                               "metadata": {"name": "admin-gates", "namespace": "openshift-config-managed"},
                               "data": {gate: "Check the removed APIs: https://access.redhat.com/articles/6958394"}})
