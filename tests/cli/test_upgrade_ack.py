@@ -13,6 +13,7 @@ import pytest
 
 from cvo.cli.main import main
 from cvo.clock import Clock
+from cvo.cluster.api import Ref
 from cvo.cluster.embedded.server import SimCluster
 from cvo.log import configure
 from tests.support.helpers import PAYLOADS
@@ -152,3 +153,19 @@ def test_no_gates(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = cli(capsys, "upgrade", "ack", "--state", state)
     assert (code, out) == (0, "No gates in openshift-config-managed/admin-gates: nothing to acknowledge.\n")
 
+
+
+def test_the_acknowledgement_creates_its_namespace_where_there_is_none() -> None:
+    """A plain Kubernetes cluster has no openshift-config: the acknowledgement creates it, then admin-acks."""
+    from cvo.cli.upgrade_ack_cmd import acknowledge
+
+    async def main() -> None:
+        cluster = SimCluster(clock=Clock(), namespaces=())
+        assert await acknowledge(cluster, [GATE], clear=False)
+        assert await cluster.get(Ref("", "Namespace", "", "openshift-config")) is not None
+        acks = await cluster.get(Ref("", "ConfigMap", "openshift-config", "admin-acks"))
+        assert acks is not None and acks["data"] == {GATE: "true"}
+        assert not await acknowledge(cluster, [GATE], clear=False)  # said already: nothing written
+        await cluster.close()
+
+    asyncio.run(main())
