@@ -7,10 +7,16 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from cvo.gates.upgradeable import CONDITIONS_TYPE, DELETES_TYPE, OPERATORS_TYPE, OVERRIDES_TYPE
+from cvo.gates.risks.adminack import ADMIN_ACK
+from cvo.gates.risks.cluster_version import OVERRIDES, UPDATING
+from cvo.gates.risks.deletion import DELETION
+from cvo.gates.risks.operatorconditions import OPERATOR_CONDITION_UPGRADEABLE
+from cvo.gates.risks.upgradeable import CLUSTER_OPERATOR_UPGRADEABLE
+from cvo.gates.upgradeable import SOURCES
 from cvo.payload import semver
 from cvo.payload.loader import Release
 from cvo.runner.upgrade import Preflight
+from cvo.updates.model import Risk
 
 CHECKS = ("ClusterVersionRollback", "ClusterVersionGiantHop", "ClusterVersionUpgradeable",
           "ClusterVersionRecommendedUpdate")
@@ -36,18 +42,28 @@ def upgrade_target(release_dir: Path, image: str | None) -> str:
     return f"--to-image {shlex.quote(image)}" if image else f"--to {shlex.quote(str(release_dir))}"
 
 
-def _override_hint(kind: str, who: tuple[str, ...], to: str) -> str:
+def source_of(risk: Risk) -> str:
+    """The source that found a risk (its name's prefix: ``ClusterOperatorUpgradeable-etcd`` → ``ClusterOperatorUpgradeable``)."""
+    return next((s for s in SOURCES if risk.name == s or risk.name.startswith((f"{s}-", f"{s}Unknown"))), "")
+
+
+def _override_hint(risk: Risk, to: str) -> str:
     force = f"cvo upgrade {to} --force"
-    if kind == CONDITIONS_TYPE:
-        return "; ".join(
-            f"cvo override {name} Upgradeable=True --reason AdminAcknowledged --message {shlex.quote('upgrade reviewed')}"
-            for name in who) + f"   (or: {force})"
-    if kind == OPERATORS_TYPE:
+    source, rest = source_of(risk), risk.name.partition("-")[2]
+    if source == OPERATOR_CONDITION_UPGRADEABLE and rest:
+        name = rest.partition(".")[2]
+        return (f"cvo override {name} Upgradeable=True --reason AdminAcknowledged "
+                f"--message {shlex.quote('upgrade reviewed')}   (or: {force})")
+    if source == CLUSTER_OPERATOR_UPGRADEABLE:
         return f"{force}   (a ClusterOperator's own Upgradeable=False has no admin override; fix what it reports)"
-    if kind == OVERRIDES_TYPE:
+    if source == OVERRIDES:
         return f"remove the unmanaged entries from ClusterVersion spec.overrides, or {force}"
-    if kind == DELETES_TYPE:
+    if source == DELETION:
         return f"wait for the deletions to finish, or {force}"
+    if source == ADMIN_ACK and rest:
+        return f"cvo upgrade ack {rest}   (or: {force})"
+    if source == UPDATING:
+        return f"wait for the update in progress to complete, or {force}"
     return force
 
 
@@ -81,8 +97,8 @@ def verdict_data(check: Preflight, target: Release, to: str) -> dict[str, Any]:
         "image": target.image,
         "update": update_kind(check.current, target.version),
         "preconditions": preconditions,
-        "blockers": [{"type": b.type, "who": list(b.who), "reason": b.reason, "message": b.message,
-                      "override": _override_hint(b.type, b.who, to)} for b in check.blockers],
+        "blockers": [{"name": r.name, "source": source_of(r), "message": r.message, "url": r.url,
+                      "override": _override_hint(r, to)} for r in check.blockers],
         "blocked": blocked,
         "forced": check.verdict.forced,
         "verdict": "blocked" if blocked else "proceed-with-warnings" if check.verdict.errors else "proceed",
@@ -108,13 +124,13 @@ def print_verdict(check: Preflight, target: Release, to: str) -> None:
             print(f"             {line}")
     if check.blockers:
         print("\nBlocking minor and major updates (ClusterVersion Upgradeable=False):")
-        for b in check.blockers:
-            who = f": {', '.join(b.who)}" if b.who else ""
-            print(f"  {b.type}{who}")
-            print(f"    reason:   {b.reason}")
-            for i, line in enumerate(b.message.splitlines()):
+        for r in check.blockers:
+            print(f"  {r.name}")
+            for i, line in enumerate(r.message.splitlines() or [""]):
                 print(f"    {'message:' if i == 0 else '':<9} {line}")
-            print(f"    override: {_override_hint(b.type, b.who, to)}")
+            if r.url:
+                print(f"    url:      {r.url}")
+            print(f"    override: {_override_hint(r, to)}")
     else:
         print("\nNothing blocks minor or major updates (no Upgradeable=False anywhere).")
     if check.verdict.blocked:

@@ -39,6 +39,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
                           "first, like 'oc adm upgrade recommend'"),
     "upgrade-channel": ("upgrade_channel_cmd", "set or clear the update channel, like 'oc adm upgrade channel'"),
     "upgrade-accept": ("upgrade_accept_cmd", "accept risks exposed to conditional updates, like 'oc adm upgrade accept'"),
+    "upgrade-ack": ("upgrade_ack_cmd", "acknowledge an update gate of admin-gates (or list them)"),
     "override": ("override_cmd", "let an operator's minor updates through, or hold them back: an admin override"),
     "replay": ("replay_cmd", "replay scenario files on a simulated cluster; print the timeline and PASS/FAIL"),
     "report": ("report_cmd", "show a sweep's events, or the cluster's records of its sweeps, as a timeline with its critical path"),

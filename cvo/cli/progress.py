@@ -146,12 +146,17 @@ _BLOCKED = re.compile(r'^Precondition "(?P<check>[^"]+)" failed because of "(?P<
 
 
 def blocked_headline(message: str) -> tuple[str, str]:
-    """``(who, why)`` of a blocked upgrade's precondition message: ``ClusterVersionUpgradeable (StorageMigration)``
-    and the rest, or the preconditions and the whole message when it names several."""
-    match = _BLOCKED.match(message.strip())
-    if match:
-        return f"{match['check']} ({match['reason']})", match["message"]
-    return "the preconditions", message
+    """``(who, why)`` of a blocked upgrade's precondition message: ``ClusterVersionUpgradeable (Reason)`` and the
+    rest.  Of "Multiple precondition checks failed" the first check that can block (RecommendedUpdate only
+    warns), "and N more" when others fail too; the preconditions and the whole message when none parses."""
+    text = message.strip()
+    bullets = text.split("\n* ")[1:] if text.startswith("Multiple precondition checks failed:") else [text]
+    found = [m for b in bullets if (m := _BLOCKED.match(b)) is not None]
+    blocking = [m for m in found if m["check"] != "ClusterVersionRecommendedUpdate"] or found
+    if not blocking:
+        return "the preconditions", message
+    first, more = blocking[0], len(bullets) - 1
+    return f"{first['check']} ({first['reason']}){f' and {more} more' if more else ''}", first["message"]
 
 
 class LiveDisplay:

@@ -16,8 +16,8 @@ from cvo.objects import ClusterVersion
 from cvo.objects.clusterversion import ClusterVersionStatus
 from cvo.payload import semver
 
-# The ClusterVersion's UpgradeableClusterVersionOverrides message, which the patch-update warning quotes
-# (pkg/payload/precondition/clusterversion/upgradeable.go, OTA-1860).
+# ClusterVersionOverridesCondition's message, which the patch-update warning quotes
+# (pkg/payload/precondition/clusterversion/upgradeable.go; the overrides risk says "updates" where this says "upgrades").
 OVERRIDES_MESSAGE = ("Disabling ownership via cluster version overrides prevents upgrades between minor or major "
                      "versions. Please remove overrides before requesting a minor or major version update.")
 
@@ -169,15 +169,44 @@ def check_upgradeable(cv: ClusterVersion, target: str) -> PreconditionError | No
     return PreconditionError(name, cond.reason, cond.message)
 
 
-def check_recommended(cv: ClusterVersion, target: str, previous: Sequence[str]) -> PreconditionError | None:
-    """An update the target release does not list as coming from the current version: a warning."""
-    current = cv.status.desired.version
-    if not current or current == target or current in previous:
+def check_recommended(cv: ClusterVersion, target: str) -> PreconditionError | None:
+    """pkg/payload/precondition/clusterversion/recommendedupdate.go ``RecommendedUpdate.Run``: what the update
+    graph says of the target, from the status's available and conditional updates; never blocks."""
+    name = "ClusterVersionRecommendedUpdate"
+    status, current = cv.status, cv.status.desired.version
+    if any(r.version == target for r in status.available_updates):
         return None
-    return PreconditionError("ClusterVersionRecommendedUpdate", "UnknownUpdate",
-                             f"RetrievedUpdates=False: the release {target} does not list {current} among the versions "
-                             f"it updates from ({', '.join(previous) or 'none'}); the update is not recommended",
-                             blocking=False)
+    for update in status.conditional_updates:
+        if update.release.version != target:
+            continue
+        cond = update.condition("Recommended")
+        if cond is None:
+            return PreconditionError(name, "UnknownConditionType",
+                                     f"Update from {current} to {target} has a status.conditionalUpdates entry, but "
+                                     "no Recommended condition.", blocking=False)
+        if cond.status == "True":
+            return None
+        if cond.status == "False":
+            return PreconditionError(name, cond.reason,
+                                     f"Update from {current} to {target} is not recommended:\n\n{cond.message}",
+                                     blocking=False)
+        return PreconditionError(name, cond.reason,
+                                 f"Update from {current} to {target} is {cond.type}={cond.status}: {cond.reason}: "
+                                 f"{cond.message}", blocking=False)
+    if not cv.spec.channel:
+        return PreconditionError(name, "NoChannel",
+                                 f"Configured channel is unset, so the recommended status of updating from {current} "
+                                 f"to {target} is unknown.", blocking=False)
+    retrieved = status.condition("RetrievedUpdates")
+    if retrieved is None:
+        message = f"No RetrievedUpdates, so the recommended status of updating from {current} to {target} is unknown."
+    elif retrieved.status == "True":
+        message = (f"RetrievedUpdates={retrieved.status} ({retrieved.reason}), so the update from {current} to "
+                   f"{target} is probably neither recommended nor supported.")
+    else:
+        message = (f"RetrievedUpdates={retrieved.status} ({retrieved.reason}), so the recommended status of updating "
+                   f"from {current} to {target} is unknown.")
+    return PreconditionError(name, "UnknownUpdate", message, blocking=False)
 
 
 def summarize(errors: Sequence[PreconditionError], force: bool) -> Verdict:
@@ -192,10 +221,9 @@ def summarize(errors: Sequence[PreconditionError], force: bool) -> Verdict:
     return Verdict(tuple(errors), blocked, message)
 
 
-def run_checks(cv: ClusterVersion | Mapping[str, Any], target: str, previous: Sequence[str],
-               force: bool = False) -> Verdict:
+def run_checks(cv: ClusterVersion | Mapping[str, Any], target: str, force: bool = False) -> Verdict:
     """Every check on ``cv`` (a view, or JSON read into one here)."""
     cv = ClusterVersion.of(cv)
     checks = [check_rollback(cv, target), check_giant_hop(cv, target), check_upgradeable(cv, target),
-              check_recommended(cv, target, previous)]
+              check_recommended(cv, target)]
     return summarize([c for c in checks if c is not None], force)

@@ -1,139 +1,137 @@
-"""The ClusterVersion ``Upgradeable`` condition, aggregated from everything that can block.
+"""The ClusterVersion ``Upgradeable`` condition, derived from risks (pkg/cvo/status.go ``setUpgradeableCondition``,
+the CVO at 6e71933).
 
-cvo follows the classic aggregation (pkg/cvo/upgradeable.go `setUpgradeableConditions` up to release-4.22): each source
-that blocks becomes a sub-condition; one blocker sets ``Upgradeable=False`` with its reason and
-message; several keep their sub-conditions and set ``MultipleReasons``.  Sources, in order:
-ClusterVersion overrides, ClusterOperators, resource deletions in progress, and — cvo's addition,
-from the OperatorCondition enhancement — OperatorConditions (an admin's override wins).
+The sources of pkg/cvo/cvo.go's ``optr.upgradeable``, in its order — an update in progress, ClusterVersion
+overrides, deletions in progress, admin-ack gates, ClusterOperators with ``Upgradeable=False`` — and cvo's
+own last, OperatorConditions (:mod:`cvo.gates.risks`).  Every risk that applies blocks: none, no
+``Upgradeable`` condition; one, ``Upgradeable=False`` with the risk's name as reason (or
+``RiskNameNotCompatibleWithReasonProperty``) and its message; several, ``MultipleReasons`` and each
+message; none found but an error, ``Upgradeable=Unknown`` (``EvaluationFailed``).  The older
+``Upgradeable*`` sub-conditions are removed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from cvo.cluster.api import Ref
-from cvo.gates.olm import synced_status, upgradeable_verdict
-from cvo.gates.preconditions import OVERRIDES_MESSAGE
-from cvo.objects import ClusterOperator, ClusterVersion, OperatorCondition
+from cvo.gates.risks.adminack import ADMIN_ACK, admin_ack_risks
+from cvo.gates.risks.aggregate import combine
+from cvo.gates.risks.cluster_version import OVERRIDES, UPDATING, overrides_risks, updating_risks
+from cvo.gates.risks.deletion import DELETION, deletion_risks
+from cvo.gates.risks.operatorconditions import (
+    OPERATOR_CONDITION_UPGRADEABLE,
+    Conditions,
+    operator_condition_risks,
+)
+from cvo.gates.risks.reads import Read
+from cvo.gates.risks.upgradeable import CLUSTER_OPERATOR_UPGRADEABLE, Operators, cluster_operator_risks
+from cvo.objects import ClusterVersion
 from cvo.payload.conditions import set_condition
 from cvo.payload.fields import entries
-
-
-def effective(oc: OperatorCondition) -> OperatorCondition:
-    """The OperatorCondition as OLM's controller, which keeps copying spec.conditions into status,
-    leaves it: evaluating the stored object alone would call a report stale just because nobody
-    has copied it yet (e.g. right after an admin edited spec.overrides)."""
-    status = synced_status(dict(oc.body))
-    return oc if status is None else oc.replaced(status=status)
-
+from cvo.updates.model import Risk
+from cvo.updates.sources import SourcedRisks
 
 UPGRADEABLE = "Upgradeable"
-OVERRIDES_TYPE = "UpgradeableClusterVersionOverrides"
-OPERATORS_TYPE = "UpgradeableClusterOperators"
-DELETES_TYPE = "UpgradeableDeletesInProgress"
-CONDITIONS_TYPE = "UpgradeableOperatorConditions"
-SUB_TYPES = (OVERRIDES_TYPE, OPERATORS_TYPE, DELETES_TYPE, CONDITIONS_TYPE)
+# pkg/internal/constants.go: the sub-conditions of the classic aggregation, removed now; and cvo's own.
+OBSOLETE = ("UpgradeableAdminAckRequired", "UpgradeableDeletesInProgress", "UpgradeableClusterOperators",
+            "UpgradeableClusterVersionOverrides", "UpgradeableUpgradeInProgress", "UpgradeableOperatorConditions")
+# The sources, in pkg/cvo/cvo.go's order, cvo's OperatorConditions last.
+SOURCES = (UPDATING, OVERRIDES, DELETION, ADMIN_ACK, CLUSTER_OPERATOR_UPGRADEABLE, OPERATOR_CONDITION_UPGRADEABLE)
+REASON_PATTERN = re.compile(r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$")  # pkg/cvo/availableupdates.go reasonPattern
+INCOMPATIBLE_REASON = "RiskNameNotCompatibleWithReasonProperty"
+MULTIPLE_REASONS = "MultipleReasons"
+EVALUATION_FAILED = "EvaluationFailed"
 
 
 @dataclass(frozen=True)
-class Blocker:
-    type: str  # the sub-condition type
-    reason: str
-    message: str
-    who: tuple[str, ...] = ()  # the ClusterOperators or OperatorConditions that block
-    override: str = ""  # the command that would let it through, for `cvo upgrade --dry-run`
+class ClusterState:
+    """What the sources read, at one moment (the CVO's listers): the ClusterVersion (``None``: none yet), the
+    ClusterOperators, the OperatorConditions, the deletions in progress, and the admin-gates and admin-acks
+    ConfigMaps.  ``assume_synced`` judges OperatorConditions as they are once their spec.conditions are
+    copied to status (what a dry run predicts; a sweep runs the copy itself)."""
+
+    cluster_version: ClusterVersion | None
+    cluster_operators: Operators = ()
+    operator_conditions: Conditions = ()
+    deletes_in_progress: Sequence[Ref] = ()
+    admin_gates: Read = None
+    admin_acks: Read = None
+    assume_synced: bool = False
+
+    @property
+    def current_version(self) -> str:
+        """The version the cluster runs or goes to (the CVO's ``currentVersion()``, its own release)."""
+        return self.cluster_version.status.desired.version if self.cluster_version is not None else ""
 
 
-def _cluster_operators(cos: Sequence[ClusterOperator]) -> Blocker | None:
-    blocking = []
-    for co in sorted(cos, key=lambda o: o.name):
-        cond = co.status.condition(UPGRADEABLE)
-        if cond is not None and cond.status == "False":
-            blocking.append((co.name, cond))
-    if not blocking:
-        return None
-    names = tuple(n for n, _ in blocking)
-    if len(blocking) == 1:
-        name, cond = blocking[0]
-        return Blocker(OPERATORS_TYPE, cond.reason or "ClusterOperatorNotUpgradeable",
-                       f"Cluster operator {name} should not be upgraded between minor versions: {cond.message}", names)
-    lines = [f"Cluster operator {name} should not be upgraded between minor versions: {cond.reason}: {cond.message}"
-             for name, cond in blocking]
-    return Blocker(OPERATORS_TYPE, "ClusterOperatorsNotUpgradeable",
-                   "Multiple cluster operators should not be upgraded between minor versions:\n* " + "\n* ".join(lines),
-                   names)
+def upgradeable_risks(state: ClusterState, versions: Sequence[str]) -> SourcedRisks:
+    """``optr.upgradeable.Risks``: what every source finds now, aggregated (nothing without a ClusterVersion: the
+    CVO always has one, and its own release's version)."""
+    if state.cluster_version is None:
+        return SourcedRisks()
+    current = state.current_version
+    return combine([
+        (UPDATING, updating_risks(UPDATING, state.cluster_version, versions)),
+        (OVERRIDES, overrides_risks(OVERRIDES, state.cluster_version, versions)),
+        (DELETION, deletion_risks(DELETION, current, state.deletes_in_progress, versions)),
+        (ADMIN_ACK, admin_ack_risks(ADMIN_ACK, current, state.admin_gates, state.admin_acks, versions)),
+        (CLUSTER_OPERATOR_UPGRADEABLE, cluster_operator_risks(CLUSTER_OPERATOR_UPGRADEABLE, current,
+                                                              state.cluster_operators, versions)),
+        (OPERATOR_CONDITION_UPGRADEABLE, operator_condition_risks(OPERATOR_CONDITION_UPGRADEABLE, current,
+                                                                  state.operator_conditions, versions,
+                                                                  state.assume_synced)),
+    ])
 
 
-def operator_condition_owner(oc: OperatorCondition) -> str:
-    """The ClusterOperator an OperatorCondition speaks for (cvo names them after it)."""
-    return oc.name
+class UpgradeableRisks:
+    """``optr.upgradeable`` as a :class:`cvo.updates.sources.RiskSource`: ``read`` gives the cluster's state."""
+
+    def __init__(self, read: Callable[[], Awaitable[ClusterState]]) -> None:
+        self.read = read
+        self.name = f"Aggregate({', '.join(SOURCES)})"
+
+    async def risks(self, versions: Sequence[str]) -> SourcedRisks:
+        return upgradeable_risks(await self.read(), versions)
 
 
-def _operator_conditions(ocs: Sequence[OperatorCondition], assume_synced: bool) -> Blocker | None:
-    blocking = []
-    for oc in sorted(ocs, key=lambda o: (o.namespace, o.name)):
-        verdict = upgradeable_verdict(effective(oc) if assume_synced else oc)
-        if not verdict.upgradeable:
-            blocking.append((oc, verdict))
-    if not blocking:
-        return None
-
-    def line(oc: OperatorCondition, reason: str, message: str) -> str:
-        return (f"Operator {operator_condition_owner(oc)} should not be upgraded between minor versions: "
-                f"{reason + ': ' if reason else ''}{message} (OperatorCondition {oc.namespace}/{oc.name})")
-
-    names = tuple(operator_condition_owner(oc) for oc, _ in blocking)
-    if len(blocking) == 1:
-        oc, verdict = blocking[0]
-        return Blocker(CONDITIONS_TYPE, verdict.reason, line(oc, "", verdict.message), names)
-    return Blocker(CONDITIONS_TYPE, "OperatorConditionsNotUpgradeable",
-                   "Multiple operators should not be upgraded between minor versions:\n* "
-                   + "\n* ".join(line(oc, v.reason, v.message) for oc, v in blocking), names)
-
-
-def blockers(cv: ClusterVersion | Mapping[str, Any], cos: Sequence[ClusterOperator | Mapping[str, Any]],
-             ocs: Sequence[OperatorCondition | Mapping[str, Any]], deletes_in_progress: Sequence[Ref] = (),
-             assume_synced: bool = False) -> list[Blocker]:
-    """Every source that blocks minor and major updates now, in the CVO's order.
-
-    ``assume_synced`` evaluates OperatorConditions as they are once their spec.conditions have been
-    copied to status (what a dry run predicts; a sweep runs the copy itself).  Objects not read into
-    views yet are read here (:meth:`cvo.objects.Object.of`)."""
-    out: list[Blocker] = []
-    if any(o.unmanaged for o in ClusterVersion.of(cv).spec.overrides):
-        out.append(Blocker(OVERRIDES_TYPE, "ClusterVersionOverridesSet", OVERRIDES_MESSAGE))
-    if (b := _cluster_operators([ClusterOperator.of(co) for co in cos])) is not None:
-        out.append(b)
-    if deletes_in_progress:
-        resources = ",".join(f'{r.kind} "{r.namespace + "/" if r.namespace else ""}{r.name}"' for r in deletes_in_progress)
-        out.append(Blocker(DELETES_TYPE, "ResourceDeletesInProgress",
-                           "Cluster minor or major version upgrades are not allowed while resource deletions are in "
-                           f"progress; resources={resources}"))
-    if (b := _operator_conditions([OperatorCondition.of(oc) for oc in ocs], assume_synced)) is not None:
-        out.append(b)
+def update_versions(status: Mapping[str, Any]) -> list[str]:
+    """Every update's version in a status: ``availableUpdates``, then ``conditionalUpdates``."""
+    out = [str(r.get("version", "")) for r in entries(status.get("availableUpdates"))]
+    for update in entries(status.get("conditionalUpdates")):
+        release = update.get("release")
+        out.append(str(release.get("version", "")) if isinstance(release, Mapping) else "")
     return out
 
 
-def apply_upgradeable(status: Mapping[str, Any], found: Sequence[Blocker], now: datetime) -> dict[str, Any]:
-    """``status`` (a ClusterVersion's, as JSON: the writers' input) with the Upgradeable condition and its
-    sub-conditions set from ``found``; conditions of the wrong shape are dropped."""
-    new = dict(status)
-    conditions = [dict(c) for c in entries(status.get("conditions"))]
-    keep_subs = len(found) >= 2
-    present = {b.type for b in found}
-    conditions = [c for c in conditions if c.get("type") not in SUB_TYPES or (keep_subs and c.get("type") in present)]
-    if not found:
-        conditions = [c for c in conditions if c.get("type") != UPGRADEABLE]
-    elif len(found) == 1:
-        set_condition(conditions, UPGRADEABLE, "False", found[0].reason, found[0].message, now)
+def applies(risk: Risk) -> bool:
+    """Whether a risk counts for ``Upgradeable``: its ``Applies`` condition is not False; without one, its
+    rules matched or could not be evaluated here (``setUpgradeableCondition`` keeps both)."""
+    for cond in risk.conditions:
+        if cond.get("type") == "Applies":
+            return cond.get("status") != "False"
+    return True
+
+
+def set_upgradeable(status: Mapping[str, Any], found: SourcedRisks, now: datetime) -> dict[str, Any]:
+    """``status`` (a ClusterVersion's, as JSON) with ``Upgradeable`` set from ``found``."""
+    risks = [r for r in found.risks if applies(r)]
+    conditions = [dict(c) for c in entries(status.get("conditions")) if c.get("type") not in OBSOLETE]
+    if not risks:
+        if found.error:
+            set_condition(conditions, UPGRADEABLE, "Unknown", EVALUATION_FAILED, found.error, now)
+        else:
+            conditions = [c for c in conditions if c.get("type") != UPGRADEABLE]
     else:
-        for b in found:
-            set_condition(conditions, b.type, "False", b.reason, b.message, now)
-        set_condition(conditions, UPGRADEABLE, "False", "MultipleReasons",
-                      "Cluster should not be upgraded between minor versions for multiple reasons: "
-                      + ",".join(b.reason for b in found) + "\n* " + "\n* ".join(b.message for b in found), now)
-    new["conditions"] = conditions
-    return new
+        reason = risks[0].name if REASON_PATTERN.match(risks[0].name) else INCOMPATIBLE_REASON
+        message = risks[0].message
+        if len(risks) > 1:
+            reason = MULTIPLE_REASONS
+            message = ("Cluster should not be upgraded between minor or major versions for multiple reasons:\n* "
+                       + "\n* ".join(r.message for r in risks))
+        set_condition(conditions, UPGRADEABLE, "False", reason, message, now)
+    return {**status, "conditions": conditions}

@@ -384,7 +384,7 @@ class PreconditionBlocked(SweepEvent):
     name: ClassVar[str] = "precondition.blocked"
     version: str
     message: str  # the preconditions' summary
-    blockers: list[str]  # the Upgradeable sub-condition types that block ([] when only GiantHop/Rollback do)
+    blockers: list[str]  # the names of the risks behind Upgradeable=False ([] when only GiantHop/Rollback block)
 
 
 # --- the controller (cvo.controller.loop) ------------------------------------------------------------------

@@ -4,8 +4,8 @@ The target release is accepted only when no precondition blocks (or ``force`` tu
 failures into an accepted risk).  While it is blocked, ClusterVersion says so —
 ``ReleaseAccepted=False``, reason ``PreconditionChecks``, naming every blocker — the cluster keeps
 reconciling the release it runs, and the checks run again whenever a ClusterOperator, an
-OperatorCondition or the ClusterVersion changes: when the blocker clears, or an admin overrides
-it, the upgrade proceeds by itself.
+OperatorCondition, the ClusterVersion or the admin-gates and admin-acks ConfigMaps change: when the
+blocker clears, or an admin overrides or acknowledges it, the upgrade proceeds by itself.
 
 None of this is the sweep, so none of it follows the sweep's back-off: the gate checks, the
 ClusterVersion's status and spec writes and the watches' first lists ride out a failing server
@@ -35,13 +35,15 @@ from cvo.cluster.landed import contains
 from cvo.cluster.persist import Budget, reread_on_conflict, steady
 from cvo.gates.olm import OC_API_VERSION, OC_GROUP, OC_KIND
 from cvo.gates.preconditions import Verdict, run_checks
-from cvo.gates.upgradeable import Blocker, apply_upgradeable, blockers
-from cvo.objects import ClusterOperator, ClusterVersion, OperatorCondition
+from cvo.gates.risks.adminack import ADMIN_ACKS, ADMIN_GATES
+from cvo.gates.upgradeable import applies, set_upgradeable, update_versions, upgradeable_risks
+from cvo.objects import ClusterVersion
 from cvo.payload.capabilities import implicitly_enabled_by_update, still_enabled
 from cvo.payload.fields import dig, entries
 from cvo.payload.filters import ApplyFilter, Override
 from cvo.payload.graph import Mode
 from cvo.payload.loader import Release
+from cvo.runner.blockers import read_cluster_state
 from cvo.runner.events import Progress, Reporter
 from cvo.runner.operator_conditions import OperatorConditionManager
 from cvo.runner.status_writer import StatusWriter
@@ -49,27 +51,32 @@ from cvo.runner.sweep import SweepOptions, SweepResult
 from cvo.runner.sweep_events import Kind, P, PreconditionBlocked, PreconditionPassed, SweepBlocked
 from cvo.runner.worker import Worker
 from cvo.status.parts import Accepted, Upgradeable
+from cvo.updates.model import Risk
+from cvo.updates.sources import SourcedRisks
 
 
 @dataclass
 class Preflight:
     verdict: Verdict
-    blockers: list[Blocker]
+    risks: SourcedRisks  # what Upgradeable is derived from (those that apply block minor and major updates)
     current: str
     target: str
+
+    @property
+    def blockers(self) -> list[Risk]:
+        """The risks behind ``Upgradeable=False``."""
+        return [r for r in self.risks.risks if applies(r)]
 
 
 async def preflight(cluster: ReadOnlyCluster, target: Release, force: bool, now: datetime) -> Preflight:
     """Evaluate every gate now (reads only: nothing is written).  Pass a cluster that retries
     (:func:`cvo.cluster.persist.steady`): one failed read must not fail the checks."""
-    cv = ClusterVersion.read(await cluster.get(cv_ref()) or {})
-    cos = [ClusterOperator.read(o) for o in await cluster.list(*CLUSTER_OPERATOR)]
-    served = await cluster.serves(OC_API_VERSION, OC_KIND)
-    ocs = [OperatorCondition.read(o) for o in await cluster.list(OC_GROUP, OC_KIND)] if served else []
-    found = blockers(cv, cos, ocs, assume_synced=True)
-    cv = cv.replaced(status=apply_upgradeable(cv.section("status"), found, now))
-    return Preflight(run_checks(cv, target.version, target.metadata.previous if target.metadata else (), force),
-                     found, cv.status.desired.version, target.version)
+    state = await read_cluster_state(cluster, assume_synced=True)
+    cv = state.cluster_version or ClusterVersion.read({})
+    status = cv.section("status")
+    found = upgradeable_risks(state, update_versions(status))
+    cv = cv.replaced(status=set_upgradeable(status, found, now))
+    return Preflight(run_checks(cv, target.version, force), found, cv.status.desired.version, target.version)
 
 
 class UpgradeController:
@@ -116,12 +123,15 @@ class UpgradeController:
         return Accepted("False", "PreconditionChecks", self._accepted_message())
 
     async def _write_blocked(self, check: Preflight) -> None:
-        await self.status.report(Upgradeable(check.blockers), self._blocked_accepted(), force=True, must_land=True)
+        await self.status.report(Upgradeable(check.risks), self._blocked_accepted(), force=True, must_land=True)
 
     async def run(self) -> SweepResult:
         loop = asyncio.get_running_loop()
         deadline = None if self.options.timeout is None else loop.time() + self.options.timeout
-        watchers = [Informer(self.steady, *CLUSTER_OPERATOR), Informer(self.steady, *CLUSTER_VERSION)]
+        watchers = [Informer(self.steady, *CLUSTER_OPERATOR), Informer(self.steady, *CLUSTER_VERSION),
+                    # an admin's acknowledgement lets the update through at once (pkg/risk/adminack's informers)
+                    Informer(self.steady, "", "ConfigMap", name=ADMIN_GATES),
+                    Informer(self.steady, "", "ConfigMap", name=ADMIN_ACKS)]
         if await self.steady.serves(OC_API_VERSION, OC_KIND):
             watchers.append(Informer(self.steady, OC_GROUP, OC_KIND))
         syncer = OperatorConditionManager(self.cluster, self.current.manifests)
@@ -140,7 +150,7 @@ class UpgradeController:
                 if check.verdict.message != self.blocked_message:
                     self.blocked_message = check.verdict.message
                     self.emit(PreconditionBlocked, version=self.target.version, message=check.verdict.message,
-                              blockers=[b.type for b in check.blockers])
+                              blockers=[r.name for r in check.blockers])
                 await self._write_blocked(check)
                 now = loop.time()
                 if deadline is not None and now >= deadline:

@@ -1,7 +1,7 @@
 """The parts of a ClusterVersion's status, each reported by one producer and merged by one writer.
 
 The CVO's operator keeps the latest value of each producer — the sync worker's ``SyncWorkerStatus``,
-the Upgradeable conditions of ``syncUpgradeable``, the available updates of ``syncAvailableUpdates`` —
+the risks behind ``Upgradeable`` (``setUpgradeableCondition``), the available updates of ``syncAvailableUpdates`` —
 and ``syncStatus`` (pkg/cvo/status.go) merges all of them into the status it writes.  A part here is
 such a value: ``apply`` is a pure function of the status read, the ClusterVersion it belongs to and
 ``now``; :class:`cvo.runner.status_writer.StatusWriter` keeps the latest part of each :data:`SLOTS`
@@ -18,11 +18,14 @@ from datetime import datetime
 from typing import Any, ClassVar, Protocol
 
 from cvo.cluster.api import Ref
-from cvo.gates.upgradeable import Blocker, apply_upgradeable, blockers
+from cvo.gates.risks.reads import Failed, Read
+from cvo.gates.upgradeable import ClusterState, set_upgradeable, update_versions, upgradeable_risks
+from cvo.objects import ClusterOperator, ClusterVersion, OperatorCondition
 from cvo.payload.conditions import set_condition
 from cvo.payload.fields import dig
 from cvo.status.clusterversion import SyncStatus, update_cluster_version_status
 from cvo.updates.model import Updates
+from cvo.updates.sources import SourcedRisks
 
 # The order parts are applied in; each later one owns fields the earlier ones keep.
 SLOTS = ("sync", "updates", "upgradeable", "accepted")
@@ -85,29 +88,35 @@ class AvailableUpdates:
 
 @dataclass(frozen=True)
 class UpgradeableInputs:
-    """What blocks minor updates, as the sync worker's watches see it; evaluated against the ClusterVersion
-    being written (its ``spec.overrides``), as ``syncUpgradeable`` (pkg/cvo/upgradeable.go) does."""
+    """What the risk sources of ``Upgradeable`` read, as the sync worker's watches see it; evaluated against the
+    ClusterVersion being written (its ``spec.overrides``, and the status this write gives it: ``Progressing``,
+    ``desired``, the updates), as ``setUpgradeableCondition`` (pkg/cvo/status.go) evaluates during ``syncStatus``."""
 
     slot: ClassVar[str] = "upgradeable"
-    cluster_operators: Sequence[Mapping[str, Any]] = ()  # those reporting Upgradeable=False
-    operator_conditions: Sequence[Mapping[str, Any]] = ()
+    cluster_operators: Sequence[Mapping[str, Any]] | Failed = ()  # those reporting Upgradeable=False will do
+    operator_conditions: Sequence[Mapping[str, Any]] | Failed = ()
     deletes_in_progress: Sequence[Ref] = ()
+    admin_gates: Read = None
+    admin_acks: Read = None
 
     def apply(self, status: dict[str, Any], cv: Mapping[str, Any], now: datetime) -> dict[str, Any]:
-        found = blockers(dict(cv), [dict(c) for c in self.cluster_operators],
-                         [dict(o) for o in self.operator_conditions], self.deletes_in_progress)
-        return apply_upgradeable(status, found, now)
+        cos, ocs = self.cluster_operators, self.operator_conditions
+        state = ClusterState(ClusterVersion.of({**cv, "status": status}),
+                             cos if isinstance(cos, Failed) else tuple(ClusterOperator.of(c) for c in cos),
+                             ocs if isinstance(ocs, Failed) else tuple(OperatorCondition.of(o) for o in ocs),
+                             self.deletes_in_progress, self.admin_gates, self.admin_acks)
+        return set_upgradeable(status, upgradeable_risks(state, update_versions(status)), now)
 
 
 @dataclass(frozen=True)
 class Upgradeable:
-    """What blocks minor updates, already evaluated (the upgrade's preconditions, :mod:`cvo.runner.upgrade`)."""
+    """The risks of ``Upgradeable``, already found (the upgrade's preconditions, :mod:`cvo.runner.upgrade`)."""
 
     slot: ClassVar[str] = "upgradeable"
-    blockers: Sequence[Blocker]
+    found: SourcedRisks
 
     def apply(self, status: dict[str, Any], cv: Mapping[str, Any], now: datetime) -> dict[str, Any]:
-        return apply_upgradeable(status, self.blockers, now)
+        return set_upgradeable(status, self.found, now)
 
 
 @dataclass(frozen=True)

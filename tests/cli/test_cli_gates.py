@@ -24,6 +24,8 @@ PATCH = str(PAYLOADS / "demo-4.16.3")
 MINOR = str(PAYLOADS / "demo-4.17.0")
 ETCD_BLOCKS = "etcd: {upgradeable: {after: 0s}, use-operator-condition: true}\n"
 ETCD_MESSAGE = "The operator is migrating its data; do not upgrade now"
+NO_CHANNEL = ('Precondition "ClusterVersionRecommendedUpdate" failed because of "NoChannel": Configured channel is '
+              "unset, so the recommended status of updating from {} to {} is unknown.")
 OC_NAME = "openshift-etcd-operator/etcd"
 
 
@@ -113,10 +115,11 @@ def test_dry_run_of_a_minor_update_is_blocked_and_says_how_to_override(
     assert "Upgrade from 4.16.0 to 4.17.0 (minor update)" in out
     assert "  PASS     ClusterVersionRollback" in out
     assert "  PASS     ClusterVersionGiantHop" in out
-    assert "  BLOCKED  ClusterVersionUpgradeable (Migrating): Operator etcd should not be upgraded between minor " \
-           "versions" in out
+    assert ("  BLOCKED  ClusterVersionUpgradeable (RiskNameNotCompatibleWithReasonProperty): Operator etcd should "
+            "not be upgraded between minor or major versions") in out
+    assert "  WARNING  ClusterVersionRecommendedUpdate (NoChannel)" in out
     assert ETCD_MESSAGE in out and OC_NAME in out
-    assert "UpgradeableOperatorConditions: etcd" in out
+    assert "  OperatorConditionUpgradeable-openshift-etcd-operator.etcd\n" in out
     assert "cvo override etcd Upgradeable=True" in out
     assert "--force" in out
     assert "Verdict: BLOCKED" in out
@@ -129,7 +132,8 @@ def test_dry_run_of_a_patch_update_passes(cluster: tuple[str, str], capsys: pyte
     assert code == 0
     assert "(patch update)" in out
     assert "  PASS     ClusterVersionUpgradeable" in out
-    assert "Verdict: would proceed." in out
+    assert "Verdict: would proceed with warnings" in out  # only the NoChannel one
+    assert out.count("  WARNING  ") == 1 and "  WARNING  ClusterVersionRecommendedUpdate (NoChannel)" in out
 
 
 def test_dry_run_with_force_would_proceed_with_the_risk(cluster: tuple[str, str],
@@ -137,7 +141,7 @@ def test_dry_run_with_force_would_proceed_with_the_risk(cluster: tuple[str, str]
     state, _ = cluster
     code, out, _ = cli(capsys, "upgrade", "--to", MINOR, "--dry-run", "--force", "--state", state)
     assert code == 0
-    assert "  WARNING  ClusterVersionUpgradeable (Migrating)" in out
+    assert "  WARNING  ClusterVersionUpgradeable (RiskNameNotCompatibleWithReasonProperty)" in out
     assert "Verdict: would proceed with warnings" in out
     assert "Forced through blocking failures:" in out
 
@@ -153,9 +157,9 @@ def test_patch_update_goes_through_while_minor_updates_are_blocked(
     doc = status_json(capsys, state)
     history = doc["clusterVersion"]["status"]["history"]
     assert [(h["version"], h["state"]) for h in history] == [("4.16.3", "Completed"), ("4.16.0", "Completed")]
-    assert "acceptedRisks" not in history[0]
-    up = cv_condition(doc, "Upgradeable")
-    assert up is not None and (up["status"], up["reason"]) == ("False", "Migrating")  # still blocks minors
+    assert history[0]["acceptedRisks"] == NO_CHANNEL.format("4.16.0", "4.16.3")  # nothing else
+    up = cv_condition(doc, "Upgradeable")  # still blocks minors
+    assert up is not None and (up["status"], up["reason"]) == ("False", "RiskNameNotCompatibleWithReasonProperty")
 
 
 # --- overrides --------------------------------------------------------------------------------------------------
@@ -177,7 +181,7 @@ def test_override_lets_the_minor_update_through_and_clear_removes_it(
     code, out, _ = cli(capsys, "upgrade", "--to", MINOR, "--dry-run", "--state", state)
     assert code == 0
     assert "  PASS     ClusterVersionUpgradeable" in out
-    assert "Verdict: would proceed." in out
+    assert "Verdict: would proceed with warnings" in out
 
     code, out, err = cli(capsys, "override", "etcd", "--clear", "--state", state)
     assert code == 0, err
@@ -259,8 +263,9 @@ def test_force_goes_through_the_block_and_records_the_accepted_risk(
     top = status["history"][0]
     assert (top["version"], top["state"]) == ("4.17.0", "Completed")
     assert top["acceptedRisks"].startswith(
-        'Forced through blocking failures: Precondition "ClusterVersionUpgradeable" failed because of '
-        '"Migrating": Operator etcd should not be upgraded between minor versions: ')
+        'Forced through blocking failures: Multiple precondition checks failed:\n* Precondition '
+        '"ClusterVersionUpgradeable" failed because of "RiskNameNotCompatibleWithReasonProperty": Operator etcd should '
+        'not be upgraded between minor or major versions: ')
     assert ETCD_MESSAGE in top["acceptedRisks"]
     assert "acceptedRisks" not in status["history"][1]
     assert doc["clusterVersion"]["spec"]["desiredUpdate"]["force"] is True
@@ -280,14 +285,13 @@ def test_z_stream_rollback_goes_through_with_its_warning_recorded(cluster: tuple
     assert "Upgrade from 4.16.3 to 4.16.0 (rollback)" in out
     assert "  PASS     ClusterVersionRollback" in out
     assert "  PASS     ClusterVersionUpgradeable" in out  # Upgradeable=False does not stop a downgrade
-    assert "  WARNING  ClusterVersionRecommendedUpdate (UnknownUpdate)" in out  # 4.16.0 does not list 4.16.3
+    assert "  WARNING  ClusterVersionRecommendedUpdate (NoChannel)" in out  # no channel: recommended or not?
     code, _, err = cli(capsys, "upgrade", "--to", OLD, "--state", state, "--operators", operators)
     assert code == 0, err
     entries = status_json(capsys, state)["clusterVersion"]["status"]["history"]
     assert [(h["version"], h["state"]) for h in entries] == [
         ("4.16.0", "Completed"), ("4.16.3", "Completed"), ("4.16.0", "Completed")]
-    assert entries[0]["acceptedRisks"].startswith(
-        'Precondition "ClusterVersionRecommendedUpdate" failed because of "UnknownUpdate": ')
+    assert entries[0]["acceptedRisks"] == NO_CHANNEL.format("4.16.3", "4.16.0")
 
 
 def test_minor_rollback_is_blocked(cluster: tuple[str, str], capsys: pytest.CaptureFixture[str]) -> None:
@@ -312,8 +316,9 @@ def test_blocked_upgrade_gives_up_at_the_timeout(cluster: tuple[str, str], capsy
     assert code == 1
     assert "blocked: the upgrade did not start" in out
     assert "is blocked" in err
-    assert error_lines(err)[0].startswith(
-        'error: upgrade to 4.17.0 is blocked: Precondition "ClusterVersionUpgradeable" failed because of "Migrating"')
+    assert error_lines(err)[0] == 'error: upgrade to 4.17.0 is blocked: Multiple precondition checks failed:'
+    assert ('* Precondition "ClusterVersionUpgradeable" failed because of "RiskNameNotCompatibleWithReasonProperty": '
+            "Operator etcd should not be upgraded") in err
     assert "Traceback" not in err
 
     doc = status_json(capsys, state)
@@ -321,24 +326,25 @@ def test_blocked_upgrade_gives_up_at_the_timeout(cluster: tuple[str, str], capsy
     assert accepted is not None
     assert (accepted["status"], accepted["reason"]) == ("False", "PreconditionChecks")
     assert accepted["message"].startswith(
-        f'Preconditions failed for payload loaded version="4.17.0" image="file://{MINOR}": '
-        'Precondition "ClusterVersionUpgradeable" failed because of "Migrating": ')
+        f'Preconditions failed for payload loaded version="4.17.0" image="file://{MINOR}": Multiple precondition '
+        'checks failed:\n* Precondition "ClusterVersionUpgradeable" failed because of '
+        '"RiskNameNotCompatibleWithReasonProperty": ')
     status = doc["clusterVersion"]["status"]
     assert status["desired"]["version"] == "4.16.0"  # the payload was not adopted
     assert [(h["version"], h["state"]) for h in status["history"]] == [("4.16.0", "Completed")]
     up = cv_condition(doc, "Upgradeable")
-    assert up is not None and (up["status"], up["reason"]) == ("False", "Migrating")
+    assert up is not None and (up["status"], up["reason"]) == ("False", "RiskNameNotCompatibleWithReasonProperty")
     assert all(v["version"] == "4.16.0" for co in doc["clusterOperators"]
                for v in co["status"]["versions"] if v["name"] == "operator")
 
-    # The admin overrides; the next attempt goes ahead, with nothing to record as a risk.
+    # The admin overrides; the next attempt goes ahead, with only the missing channel to record as a risk.
     assert cli(capsys, "override", "etcd", "Upgradeable=True", "--reason", "Reviewed", "--state", state)[0] == 0
     code, _, err = cli(capsys, "upgrade", "--to", MINOR, "--state", state, "--operators", operators)
     assert code == 0, err
     doc = status_json(capsys, state)
     top = doc["clusterVersion"]["status"]["history"][0]
     assert (top["version"], top["state"]) == ("4.17.0", "Completed")
-    assert "acceptedRisks" not in top
+    assert top["acceptedRisks"] == NO_CHANNEL.format("4.16.0", "4.17.0")
     accepted = cv_condition(doc, "ReleaseAccepted")
     assert accepted is not None and (accepted["status"], accepted["reason"]) == ("True", "PayloadLoaded")
 
@@ -351,8 +357,8 @@ def test_status_text_shows_the_upgradeable_section(cluster: tuple[str, str],
     state, _ = cluster
     code, out, _ = cli(capsys, "status", "--state", state)
     assert code == 0
-    assert "Upgradeable: False (Migrating; ClusterVersion" in out
-    assert "Operator etcd should not be upgraded between minor versions" in out
+    assert "Upgradeable: False (RiskNameNotCompatibleWithReasonProperty; ClusterVersion" in out
+    assert "Operator etcd should not be upgraded between minor or major versions" in out
     row = next(line for line in out.splitlines() if line.startswith("operatorcondition") and OC_NAME in line)
     assert row.split()[:2] == ["operatorcondition", "(status)"]
     assert "False" in row and "Migrating" in row and ETCD_MESSAGE in row
@@ -397,3 +403,22 @@ def test_dry_run_after_override_edits_agrees_with_the_real_upgrade(
     code, out, _ = cli(capsys, "upgrade", "--to", MINOR, "--dry-run", "--state", state)
     assert code == real_code, out
     assert "is outdated" not in out
+
+
+# --- the live screen's headline ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("message", "who", "why"), [
+    ('Precondition "ClusterVersionUpgradeable" failed because of "R": m', "ClusterVersionUpgradeable (R)", "m"),
+    ('Multiple precondition checks failed:\n* Precondition "ClusterVersionUpgradeable" failed because of "R": m\n'
+     '* Precondition "ClusterVersionRecommendedUpdate" failed because of "NoChannel": c',
+     "ClusterVersionUpgradeable (R) and 1 more", "m"),
+    ('Multiple precondition checks failed:\n* Precondition "ClusterVersionRecommendedUpdate" failed because of '
+     '"NoChannel": c\n* Precondition "ClusterVersionGiantHop" failed because of "G": g',
+     "ClusterVersionGiantHop (G) and 1 more", "g"),
+    ("something else", "the preconditions", "something else"),
+])
+def test_blocked_headline_names_a_check_that_blocks(message: str, who: str, why: str) -> None:
+    from cvo.cli.progress import blocked_headline
+
+    assert blocked_headline(message) == (who, why)

@@ -96,19 +96,22 @@ def test_dry_run_json_of_the_demos_minor_update_says_blocked_by_etcds_operator_c
     assert (doc["blocked"], doc["verdict"], doc["forced"]) == (True, "blocked", False)
     results = {p["name"]: p["result"] for p in doc["preconditions"]}
     assert results == {"ClusterVersionRollback": "pass", "ClusterVersionGiantHop": "pass",
-                       "ClusterVersionUpgradeable": "blocked", "ClusterVersionRecommendedUpdate": "pass"}
+                       "ClusterVersionUpgradeable": "blocked", "ClusterVersionRecommendedUpdate": "warning"}
     gate = next(p for p in doc["preconditions"] if p["name"] == "ClusterVersionUpgradeable")
-    assert gate["reason"] == "StorageMigration"
-    assert gate["message"].startswith("Operator etcd should not be upgraded between minor versions")
+    assert gate["reason"] == "RiskNameNotCompatibleWithReasonProperty"
+    assert gate["message"].startswith("Operator etcd should not be upgraded between minor or major versions")
+    assert next(p for p in doc["preconditions"] if p["name"] == "ClusterVersionRecommendedUpdate")["reason"] \
+        == "NoChannel"
     [blocker] = doc["blockers"]
-    assert (blocker["type"], blocker["who"], blocker["reason"]) == (
-        "UpgradeableOperatorConditions", ["etcd"], "StorageMigration")
+    assert (blocker["name"], blocker["source"]) == (
+        "OperatorConditionUpgradeable-openshift-etcd-operator.etcd", "OperatorConditionUpgradeable")
+    assert blocker["url"] == "https://olm.operatorframework.io/docs/concepts/crds/operatorcondition/"
     assert "OperatorCondition openshift-etcd-operator/etcd" in blocker["message"]
     assert blocker["override"].startswith("cvo override etcd Upgradeable=True --reason AdminAcknowledged")
     accepted = doc["releaseAccepted"]
     assert (accepted["type"], accepted["status"], accepted["reason"]) == (
         "ReleaseAccepted", "False", "PreconditionChecks")
-    assert 'payload loaded version="4.17.0"' in accepted["message"] and "StorageMigration" in accepted["message"]
+    assert 'payload loaded version="4.17.0"' in accepted["message"] and "etcd is migrating" in accepted["message"]
     assert "Verdict" not in done.stdout + done.stderr
     assert [line for line in done.stderr.splitlines() if line.startswith("error:")] == []
     assert yaml.safe_load(cvo("upgrade", "--to", MINOR, "--dry-run", "-o", "yaml", "--state", str(demo)).stdout) \
@@ -123,9 +126,10 @@ def test_dry_run_documents_of_a_forced_and_of_a_passing_update(state: str, capsy
     assert forced["releaseAccepted"] is None
     cli(capsys, "override", "etcd", "Upgradeable=True", "--reason", "MigrationVerified", "--state", state)
     passing = structured(capsys, "upgrade", "--to", MINOR, "--dry-run", "--state", state)
-    assert (passing["blocked"], passing["verdict"], passing["blockers"], passing["message"]) == (
-        False, "proceed", [], "")
-    assert {p["result"] for p in passing["preconditions"]} == {"pass"}
+    assert (passing["blocked"], passing["verdict"], passing["blockers"]) == (False, "proceed-with-warnings", [])
+    assert passing["message"].startswith('Precondition "ClusterVersionRecommendedUpdate" failed because of "NoChannel"')
+    assert {p["name"]: p["result"] for p in passing["preconditions"] if p["result"] != "pass"} == {
+        "ClusterVersionRecommendedUpdate": "warning"}
 
 
 # --- status ---------------------------------------------------------------------------------------------------
@@ -174,7 +178,7 @@ def test_status_wide_adds_columns(demo: Path, capsys: pytest.CaptureFixture[str]
                                  "REASON", "MESSAGE"]
     # the same rows, the same order
     assert [line.split()[:1] for line in wide.splitlines()] == [line.split()[:1] for line in text.splitlines()]
-    assert "Upgradeable: False (StorageMigration" in wide
+    assert "Upgradeable: False (RiskNameNotCompatibleWithReasonProperty" in wide
 
 
 def test_status_watch_yaml_and_name(demo: Path) -> None:

@@ -118,8 +118,8 @@ def test_the_cli_is_the_controllers_client_upgrade_no_wait_blocked_override_and_
             blocked = cvo("upgrade", "--to", MINOR, "--state", str(state), "--timeout", "2s")
             assert blocked.returncode == 1, blocked.stderr
             assert "\nblocked: the upgrade did not start" in blocked.stdout
-            [line] = error_lines(blocked.stderr)
-            assert line.startswith("error: upgrade to 4.17.0 is blocked: ") and "etcd" in line
+            lines = error_lines(blocked.stderr)  # the blocked message, one error line per line of it
+            assert lines[0].startswith("error: upgrade to 4.17.0 is blocked: ") and "etcd" in "\n".join(lines)
             assert history(state)[0] == ("4.16.3", "Completed")
 
             override = cvo("override", "etcd", "Upgradeable=True", "--reason", "MigrationVerified", "--message",

@@ -454,6 +454,28 @@ def test_upgradeable_false_blocks_a_minor_upgrade_until_an_admin_override(e2e: E
     assert [(o["type"], o["status"], o["reason"], o["message"]) for o in oc["spec"]["overrides"]] == [
         ("Upgradeable", "True", "R", "M")]
 
+    # An admin-ack gate for 4.16 (pkg/risk/adminack) blocks it too, until `cvo upgrade ack` writes the
+    # acknowledgement into openshift-config/admin-acks (and creates that namespace, which a plain API server lacks).
+    gate = "ack-4.16-kube-1.30-api-removals-in-4.17"
+
+    async def add_gate(cluster: KubeCluster) -> None:
+        assert await cluster.get(Ref("", "Namespace", "", "openshift-config-managed")) is not None  # the payload's
+        await cluster.create({"apiVersion": "v1", "kind": "ConfigMap",
+                              "metadata": {"name": "admin-gates", "namespace": "openshift-config-managed"},
+                              "data": {gate: "Check the removed APIs: https://access.redhat.com/articles/6958394"}})
+
+    e2e.read(add_gate)
+    res = e2e.cvo("upgrade", "ack", timeout=60)
+    assert res.returncode == 0, res.stderr
+    assert any(line.split()[:2] == [gate, "BLOCKS"] for line in res.stdout.splitlines()), res.stdout
+    res = e2e.cvo("upgrade", "--to", str(DEMO["4.17.0"]), "--dry-run", timeout=60)
+    assert res.returncode == 1 and f"  AdminAck-{gate}\n" in res.stdout, res.stdout
+    res = e2e.cvo("upgrade", "ack", gate, timeout=60)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout == f"configmap openshift-config/admin-acks: acknowledged {gate}\n"
+    [acks] = e2e.get(Ref("", "ConfigMap", "openshift-config", "admin-acks"))
+    assert acks is not None and acks["data"] == {gate: "true"}
+
     res = e2e.cvo("upgrade", "--to", str(DEMO["4.17.0"]), "-o", "json", "--timeout", "3m", timeout=210,
                   log_json=True)
     assert res.returncode == 0, tail(res.stderr)

@@ -32,14 +32,21 @@ def entry(version: str, state: str = "Completed", img: str | None = None) -> dic
 
 def cv(current: str = "4.16.0", history: list[dict[str, Any]] | None = None,
        conditions: list[dict[str, Any]] | None = None, overrides: list[dict[str, Any]] | None = None,
-       desired_image: str | None = None) -> dict[str, Any]:
-    """A ClusterVersion at ``current`` (``history`` defaults to one Completed entry for it)."""
+       desired_image: str | None = None, channel: str = "", available: list[str] | None = None,
+       conditional: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """A ClusterVersion at ``current`` (``history`` defaults to one Completed entry for it); ``available``: the
+    versions of ``status.availableUpdates``, ``conditional``: ``status.conditionalUpdates``."""
+    status: dict[str, Any] = {"desired": {"version": current, "image": desired_image or image(current)},
+                              "history": [entry(current)] if history is None else history,
+                              "conditions": conditions or []}
+    if available is not None:
+        status["availableUpdates"] = [{"version": v, "image": image(v)} for v in available]
+    if conditional is not None:
+        status["conditionalUpdates"] = conditional
     return {
         "apiVersion": "config.openshift.io/v1", "kind": "ClusterVersion", "metadata": {"name": "version"},
-        "spec": {"overrides": overrides or []},
-        "status": {"desired": {"version": current, "image": desired_image or image(current)},
-                   "history": [entry(current)] if history is None else history,
-                   "conditions": conditions or []},
+        "spec": {"overrides": overrides or [], **({"channel": channel} if channel else {})},
+        "status": status,
     }
 
 
@@ -62,8 +69,8 @@ def check_upgradeable(obj: dict[str, Any], target: str) -> PreconditionError | N
     return preconditions.check_upgradeable(ClusterVersion.read(obj), target)
 
 
-def check_recommended(obj: dict[str, Any], target: str, previous: list[str]) -> PreconditionError | None:
-    return preconditions.check_recommended(ClusterVersion.read(obj), target, previous)
+def check_recommended(obj: dict[str, Any], target: str) -> PreconditionError | None:
+    return preconditions.check_recommended(ClusterVersion.read(obj), target)
 
 
 UNMANAGED = [{"kind": "Deployment", "group": "apps", "namespace": "openshift-etcd-operator",
@@ -324,20 +331,67 @@ def test_patch_retarget_during_a_patch_update_passes() -> None:
 # --- ClusterVersionRecommendedUpdate ----------------------------------------------------------------
 
 
-def test_recommended_update_passes_when_the_target_lists_the_current_version() -> None:
-    assert check_recommended(cv("4.16.0"), "4.17.0", ["4.16.0", "4.16.3"]) is None
-    assert check_recommended(cv("4.16.0"), "4.16.0", []) is None  # a retarget
-    assert check_recommended(cv(""), "4.16.0", []) is None  # nothing to compare with
+def conditional(version: str, *conditions: dict[str, Any]) -> dict[str, Any]:
+    return {"release": {"version": version, "image": image(version)}, "risks": [], "conditions": list(conditions)}
 
 
-def test_recommended_update_warns_for_an_unknown_update() -> None:
-    err = check_recommended(cv("4.15.2"), "4.17.0", ["4.16.0", "4.16.3"])
-    assert err is not None
-    assert (err.name, err.reason, err.blocking) == (RECOMMENDED, "UnknownUpdate", False)
-    assert "4.17.0" in err.message and "4.15.2" in err.message
-    assert "4.16.0, 4.16.3" in err.message
-    none = check_recommended(cv("4.15.2"), "4.17.0", [])
-    assert none is not None and not none.blocking
+def recommended(status: str, reason: str, message: str) -> dict[str, Any]:
+    return {"type": "Recommended", "status": status, "reason": reason, "message": message,
+            "lastTransitionTime": "2025-07-01T00:00:00Z"}
+
+
+def retrieved(status: str, reason: str, message: str = "m") -> dict[str, Any]:
+    return {"type": "RetrievedUpdates", "status": status, "reason": reason, "message": message,
+            "lastTransitionTime": "2025-07-01T00:00:00Z"}
+
+
+# recommendedupdate_test.go's cases: the cluster at 4.3.0, the target 4.3.2, channel set.
+@pytest.mark.parametrize(("state", "reason", "expected"), [
+    (cv("4.3.0", channel="stable-4.3", available=["4.3.2"]), "", ""),
+    (cv("4.3.0", channel="stable-4.3"), "UnknownUpdate",
+     "No RetrievedUpdates, so the recommended status of updating from 4.3.0 to 4.3.2 is unknown."),
+    (cv("4.3.0", channel="stable-4.3", conditional=[conditional("4.3.2", recommended(
+        "True", "RecommendedReason", "For some reason, this update is recommended."))]), "", ""),
+    (cv("4.3.0", channel="stable-4.3", conditional=[conditional("4.3.2", recommended(
+        "False", "FalseReason", "For some reason, this update is not recommended."))]), "FalseReason",
+     "Update from 4.3.0 to 4.3.2 is not recommended:\n\nFor some reason, this update is not recommended."),
+    (cv("4.3.0", channel="stable-4.3", conditional=[conditional("4.3.2", recommended(
+        "Unknown", "UnknownReason", "For some reason, we cannot decide if this update is recommended."))]),
+     "UnknownReason", "Update from 4.3.0 to 4.3.2 is Recommended=Unknown: UnknownReason: For some reason, we cannot "
+                      "decide if this update is recommended."),
+    (cv("4.3.0", channel="stable-4.3", conditional=[conditional("4.3.2", {"type": "Other", "status": "True",
+                                                                           "reason": "NotUsed", "message": "Not used."})]),
+     "UnknownConditionType", "Update from 4.3.0 to 4.3.2 has a status.conditionalUpdates entry, but no Recommended "
+                             "condition."),
+    (cv("4.3.0", channel="stable-4.3", conditions=[retrieved("True", "TrueReason", "Not used.")]), "UnknownUpdate",
+     "RetrievedUpdates=True (TrueReason), so the update from 4.3.0 to 4.3.2 is probably neither recommended nor "
+     "supported."),
+    (cv("4.3.0", channel="stable-4.3", conditions=[retrieved("False", "FalseReason")]), "UnknownUpdate",
+     "RetrievedUpdates=False (FalseReason), so the recommended status of updating from 4.3.0 to 4.3.2 is unknown."),
+    (cv("4.3.0", conditions=[retrieved("False", "NoChannel")]), "NoChannel",
+     "Configured channel is unset, so the recommended status of updating from 4.3.0 to 4.3.2 is unknown."),
+])
+def test_recommended_update(state: dict[str, Any], reason: str, expected: str) -> None:
+    err = check_recommended(state, "4.3.2")
+    if not expected:
+        assert err is None
+        return
+    assert err == PreconditionError(RECOMMENDED, reason, expected, blocking=False)
+    assert err.render() == f'Precondition "{RECOMMENDED}" failed because of "{reason}": {expected}'
+
+
+def test_recommended_update_an_available_update_wins_over_no_channel() -> None:
+    assert check_recommended(cv("4.3.0", available=["4.3.1", "4.3.2"]), "4.3.2") is None
+    assert check_recommended(cv("4.3.0", available=["4.3.1"]), "4.3.2") is not None
+
+
+def test_recommended_update_the_first_conditional_entry_of_the_target_decides() -> None:
+    state = cv("4.3.0", channel="c", conditional=[
+        conditional("4.3.1", recommended("False", "Other", "x")),
+        conditional("4.3.2", recommended("False", "Risky", "first")),
+        conditional("4.3.2", recommended("True", "Fine", "second"))])
+    err = check_recommended(state, "4.3.2")
+    assert err is not None and err.reason == "Risky" and err.message.endswith("\n\nfirst")
 
 
 # --- summarize (precondition.Summarize) -------------------------------------------------------------
@@ -407,26 +461,34 @@ def test_force_without_blocking_failures_changes_nothing() -> None:
 
 
 def test_all_checks_run_in_order() -> None:
-    state = cv("4.16.0", conditions=[not_upgradeable("Migrating", "etcd migrates")])
-    verdict = run_checks(state, "4.18.0", previous=["4.17.0"])
+    state = cv("4.16.0", conditions=[not_upgradeable("Migrating", "etcd migrates")], available=["4.17.0"])
+    verdict = run_checks(state, "4.18.0")
     assert [e.name for e in verdict.errors] == [GIANT_HOP, UPGRADEABLE, RECOMMENDED]
     assert verdict.blocked
     assert verdict.message.startswith("Multiple precondition checks failed:\n* Precondition \"ClusterVersionGiantHop\"")
-    rollback = run_checks(cv("4.16.3", conditions=[not_upgradeable()]), "4.15.0", previous=[])
+    rollback = run_checks(cv("4.16.3", conditions=[not_upgradeable()]), "4.15.0")
     assert [e.name for e in rollback.errors] == [ROLLBACK, RECOMMENDED]
 
 
 def test_run_checks_patch_update_with_upgradeable_false_passes() -> None:
-    verdict = run_checks(cv("4.16.0", conditions=[not_upgradeable()]), "4.16.3", previous=["4.16.0"])
+    verdict = run_checks(cv("4.16.0", conditions=[not_upgradeable()], available=["4.16.3"]), "4.16.3")
     assert verdict == Verdict((), False, "")
 
 
 def test_run_checks_force() -> None:
-    verdict = run_checks(cv("4.16.0", conditions=[not_upgradeable("Migrating", "m")]), "4.17.0",
-                         previous=["4.16.0"], force=True)
+    verdict = run_checks(cv("4.16.0", conditions=[not_upgradeable("Migrating", "m")], available=["4.17.0"]), "4.17.0",
+                         force=True)
     assert not verdict.blocked and verdict.forced
     assert verdict.accepted_risks == ('Forced through blocking failures: Precondition "ClusterVersionUpgradeable" '
                                       'failed because of "Migrating": m')
+
+
+def test_run_checks_no_channel_warns_and_is_recorded() -> None:
+    verdict = run_checks(cv("4.16.0"), "4.16.3")
+    assert not verdict.blocked
+    assert verdict.accepted_risks == ('Precondition "ClusterVersionRecommendedUpdate" failed because of "NoChannel": '
+                                      "Configured channel is unset, so the recommended status of updating from 4.16.0 "
+                                      "to 4.16.3 is unknown.")
 
 
 # --- minor vs patch (pkg/payload/precondition/clusterversion/upgradeable.go) ------------------------------

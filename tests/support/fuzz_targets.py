@@ -672,12 +672,13 @@ READ_COMMANDS = {
 
 
 def check_read_command(code: int, out: str, err: str, json_output: bool) -> None:
-    """A command reading objects of any shape: exit 0, or 1 or 2 with exactly one ``error:`` line; never a
-    traceback; valid JSON when asked for."""
+    """A command reading objects of any shape: exit 0, or 1 or 2 with exactly one ``error:`` line (or a dry run's
+    verdict that the upgrade is blocked: exit 1, no error); never a traceback; valid JSON when asked for."""
     assert code in (0, 1, 2), (code, err)
     assert "Traceback" not in err, err
     errors = [line for line in err.splitlines() if line.startswith("error:")]
-    assert len(errors) == (0 if code == 0 else 1), err
+    blocked = code == 1 and "Verdict: BLOCKED." in out
+    assert len(errors) == (0 if code == 0 or blocked else 1), err
     if json_output and code == 0:
         orjson.loads(out)
 
