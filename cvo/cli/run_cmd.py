@@ -206,7 +206,8 @@ def _options(args: argparse.Namespace, cluster: ClusterOptions) -> tuple[start.O
                          timings=timings, lease_namespace=args.lease_namespace, own_release=own_release,
                          own_image=own_image, pull=ImageFlags.from_args(args, timeout=600.0).pull_options(),
                          releases=args.releases, load_filter=payload.load_filter,
-                         capabilities=payload.apply_filter, listen=listen, updates=updates)
+                         capabilities=payload.apply_filter, listen=listen, updates=updates,
+                         monitoring=monitoring_options(args))
     return options, behaviours
 
 

@@ -105,10 +105,15 @@ async def refresh_available_updates(options: ClusterOptions, reader: Reader) -> 
     if options.saved or not isinstance(reader, Backend) or await controller_leads(options, reader):
         return
     from cvo.runner.available_updates import RefreshOptions, refresh_once
+    from cvo.runner.blockers import risk_sources
+    from cvo.runner.feature_gates import read_gates
+    from cvo.updates.conditions import Registry
     from cvo.updates.poll import DEFAULT_UPDATE_SERVICE
 
     refresh = RefreshOptions(default_update_service=DEFAULT_UPDATE_SERVICE if options.real else "")
-    await refresh_once(reader.cluster, reader.clock, refresh)
+    gates, _ = await read_gates(reader.steady, "")
+    await refresh_once(reader.cluster, reader.clock, refresh, Registry(None, reader.clock),
+                       risk_sources(reader.steady), gates.accept_risks)
 
 
 async def read_cluster_version(options: ClusterOptions, reader: Reader) -> ClusterVersion:

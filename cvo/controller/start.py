@@ -9,6 +9,7 @@ controller for every term this replica leads, and what runs beside it while it l
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
@@ -25,14 +26,18 @@ from cvo.controller.metrics import MetricsReporter, Snapshot
 from cvo.controller.replica import Replica
 from cvo.images.pull import PullOptions
 from cvo.log import get_logger
+from cvo.monitoring.client import MonitoringOptions, Prometheus
 from cvo.operators.behaviour import Behaviours
 from cvo.operators.simulated import OperatorSimulator
 from cvo.payload.filters import ApplyFilter, LoadFilter
 from cvo.payload.loader import Release
 from cvo.runner.available_updates import RefreshOptions
+from cvo.runner.blockers import risk_sources
 from cvo.runner.events import Fanout, Reporter
+from cvo.runner.feature_gates import read_gates
 from cvo.runner.releases import FILE_SCHEME, Catalogue, Releases, default_loader
 from cvo.runner.retrieve import Retriever
+from cvo.updates.conditions import Registry
 
 log = get_logger("cvo.controller")
 
@@ -53,6 +58,7 @@ class Options:
     capabilities: ApplyFilter | None = None  # --capabilities, --feature-gates: what the sweeps apply
     listen: tuple[str, int] | None = None  # --listen HOST:PORT: /healthz, /readyz and /metrics; None: nowhere
     updates: RefreshOptions | None = None  # --update-service and its options: how available updates are polled
+    monitoring: MonitoringOptions | None = None  # --metrics-url and its options: PromQL risks, firing alerts
 
 
 class Connected(Protocol):
@@ -103,12 +109,20 @@ async def run(options: Options, context: Context) -> None:
         retriever = Retriever(options.pull or PullOptions(), own_image=own)
         releases = Releases(Catalogue(options.releases), default_loader(options.load_filter), retriever)
         reporter = Fanout(context.reporter, MetricsReporter(snapshot))
+        # The risks of conditional updates (pkg/cvo/cvo.go New: the condition registry over the cluster's
+        # Prometheus, optr.risks = the firing alerts and optr.upgradeable) and the CVO's feature gates, read once at
+        # start as pkg/start/start.go processInitialFeatureGate reads them.
+        prometheus = Prometheus(options.monitoring) if options.monitoring is not None else None
+        selection = options.load_filter or LoadFilter()
+        gates, _ = await read_gates(steady(backend.cluster, Budget.of(None)), "", feature_set=selection.feature_set,
+                                    enabled=selection.feature_gates)
         controller_options = ControllerOptions(interval=options.interval, capabilities=options.capabilities,
-                                               own_image=own, updates=options.updates)
+                                               own_image=own, updates=options.updates,
+                                               registry=Registry(prometheus, context.clock), gated=gates.accept_risks)
 
         def make_controller(fenced: Cluster) -> Controller:
-            return Controller(fenced, context.clock, releases, reporter, controller_options,
-                              on_release=leading.on_release)
+            with_sources = dataclasses.replace(controller_options, risk_sources=risk_sources(fenced, prometheus))
+            return Controller(fenced, context.clock, releases, reporter, with_sources, on_release=leading.on_release)
 
         await Replica(backend.cluster, elector, make_controller, snapshot, health, leading.start,
                       leading.stop).run()
