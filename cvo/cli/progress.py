@@ -242,7 +242,8 @@ class LiveDisplay:
             if _WARNED.match(line):  # what went ahead despite a warning is read in full (three lines at most)
                 import textwrap
 
-                events += [(part, "warn") for part in textwrap.wrap(line, max(width, 10), max_lines=3, placeholder=" …")]
+                events += [(part, "warn") for part in textwrap.wrap(line, max(width, 10), max_lines=3, placeholder=" …",
+                                                                    subsequent_indent="    ")]
             else:
                 events.append((shorten(line, width), "dim"))
         room = max(1, height - len(out) - len(events) - 1)

@@ -26,7 +26,7 @@ SIZES = [(80, 24), (160, 45)]
 LINE_STARTS = re.compile(
     r"^(cluster: |(install|upgrade to) \d|[━╺─]+$|running: |forecast: |waiting on |[a-z][a-z0-9-]* +(\d|now)|"
     r"… and \d+ more|sim \d\d:\d\d:\d\d |NAME |version |[a-z][a-z0-9-]* +4\.\d|completed: |did not complete|"
-    r"The upgrade waits|Operator etcd|blocked: )")
+    r"The upgrade waits|Operator etcd|blocked: |    \S)")
 
 
 def env() -> dict[str, str]:

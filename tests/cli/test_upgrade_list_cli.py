@@ -15,7 +15,7 @@ import yaml
 
 from cvo.cli.main import main
 from cvo.log import configure
-from tests.support.cluster_version import T, write_cluster_version
+from tests.support.cluster_version import write_cluster_version
 from tests.support.helpers import PAYLOADS, state_kind
 
 
@@ -28,23 +28,6 @@ def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
     code = main(list(args))
     out, err = capsys.readouterr()
     return code, out, err
-
-
-def recommended(status: str, reason: str, message: str) -> list[dict[str, str]]:
-    return [{"type": "Recommended", "status": status, "reason": reason, "message": message, "lastTransitionTime": T}]
-
-
-def graph_status(images: dict[str, str]) -> dict[str, Any]:
-    """What the CVO writes for channel stable-4.16 of a graph 4.16.0 -> 4.16.3, 4.16.0 -> 4.17.0 (a risk)."""
-    return {
-        "availableUpdates": [{"version": "4.16.3", "image": images["4.16.3"]}],
-        "conditionalUpdates": [{
-            "release": {"version": "4.17.0", "image": images["4.17.0"]},
-            "risks": [{"name": "EtcdMigration", "message": "etcd may lose its leader during the migration.",
-                       "url": "https://example.com/etcd", "matchingRules": [{"type": "Always"}]}],
-            "conditions": recommended("False", "EtcdMigration", "etcd may lose its leader during the migration. "
-                                      "https://example.com/etcd")}],
-    }
 
 
 def set_graph(state: str, spec: dict[str, Any], status: dict[str, Any], retrieved: tuple[str, str, str]) -> None:
@@ -64,14 +47,36 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return state
 
 
+def graph_file(path: Path, images: dict[str, str], *, with_current: bool = True) -> str:
+    """The update service's answer for channel stable-4.16, as a file (a ``file://`` upstream, cvo's extension):
+    4.16.0 -> 4.16.3, and 4.16.0 or 4.16.3 -> 4.17.0 under the EtcdMigration risk (Always). Without ``with_current`` the
+    graph does not hold 4.16.0 (VersionNotFound)."""
+    from cvo.updates.graph import ConditionalEdges, Graph, Node
+    from cvo.updates.model import MatchingRule, Risk
+
+    versions = (["4.16.0"] if with_current else []) + ["4.16.3", "4.17.0"]
+    nodes = tuple(Node(v, images.get(v, url(v))) for v in versions)
+    edges = ((0, 1),) if with_current else ()
+    risk = Risk("EtcdMigration", "etcd may lose its leader during the migration.", "https://example.com/etcd",
+                (MatchingRule("Always"),))
+    conditional = ConditionalEdges((("4.16.0", "4.17.0"), ("4.16.3", "4.17.0")), (risk,))
+    path.write_bytes(Graph(nodes, edges, (conditional,)).dumps())
+    return path.as_uri()
+
+
 @pytest.fixture
 def state(installed: Path, tmp_path: Path) -> str:
-    """A cluster on 4.16.0 in channel stable-4.16 whose graph offers 4.16.3 and, not recommended, 4.17.0."""
+    """A cluster on 4.16.0 in channel stable-4.16 whose graph offers 4.16.3 and, not recommended, 4.17.0: the
+    graph is a file the commands retrieve as the controller would (no controller runs)."""
     path = tmp_path / "cluster.db"
     shutil.copy(installed, path)
-    set_graph(str(path), {"channel": "stable-4.16"}, graph_status({v: url(v) for v in ("4.16.3", "4.17.0")}),
-              ("True", "", ""))
+    upstream = graph_file(tmp_path / "graph.json", {v: url(v) for v in ("4.16.3", "4.17.0")})
+    set_graph(str(path), {"channel": "stable-4.16", "upstream": upstream}, {}, None)
     return str(path)
+
+
+def upstream_of(state: str) -> str:
+    return str(state_kind(Path(state), "ClusterVersion")[0]["spec"]["upstream"])
 
 
 def history(state: str) -> list[tuple[str, str]]:
@@ -83,7 +88,7 @@ def test_the_listing(state: str, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = cli(capsys, "upgrade", "--state", state)
     assert code == 0, err
     assert out == ("Cluster version is 4.16.0\n\n"
-                   "Upstream is unset, so the cluster will use an appropriate default.\n"
+                   f"Upstream: {upstream_of(state)}\n"
                    "Channel: stable-4.16 (available channels: fast-4.16, stable-4.16)\n\n"
                    "Recommended updates:\n\n"
                    "  VERSION     IMAGE\n"
@@ -161,9 +166,8 @@ def test_to_latest(state: str, capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_a_failed_retrieval_refuses_a_version(state: str, capsys: pytest.CaptureFixture[str]) -> None:
-    set_graph(state, {"channel": "stable-4.99"}, {"availableUpdates": None, "conditionalUpdates": None},
-              ("False", "VersionNotFound", "Unable to retrieve available updates: currently reconciling cluster "
-               "version 4.16.0 not found in the \"stable-4.99\" channel"))
+    elsewhere = graph_file(Path(state).parent / "other.json", {}, with_current=False)
+    set_graph(state, {"channel": "stable-4.99", "upstream": elsewhere}, {}, None)
     code, out, err = cli(capsys, "upgrade", "--state", state, "--to", "4.16.3")
     assert code == 2
     assert err == ("error: cannot refresh available updates:\n  Reason: VersionNotFound\n  Message: Unable to "
@@ -173,12 +177,14 @@ def test_a_failed_retrieval_refuses_a_version(state: str, capsys: pytest.Capture
     assert code == 0 and err.startswith("warning: Cannot display available updates:\n  Reason: VersionNotFound\n")
     # a release directory is still cvo's own explicit target, outside the graph
     code, out, err = cli(capsys, "upgrade", "--state", state, "--to", str(PAYLOADS / "demo-4.16.3"), "--dry-run")
-    assert code == 0 and "Verdict: would proceed." in out, err
+    assert code == 0 and "Verdict: would proceed with warnings" in out, err  # the target is not in the graph
 
 
 def test_saved_objects(state: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    live = cli(capsys, "upgrade", "--state", state)[1]  # the graph retrieved and written, as a controller would
     saved = tmp_path / "cv.yaml"
     saved.write_text(yaml.safe_dump(state_kind(Path(state), "ClusterVersion")[0]))
+    assert "Recommended updates:" in live
     code, out, err = cli(capsys, "upgrade", "--from-file", str(saved))
     assert code == 0 and out == cli(capsys, "upgrade", "--state", state)[1]
     code, out, err = cli(capsys, "upgrade", "--from-file", str(saved), "--to", "4.16.3", "--dry-run", "-o", "json")
@@ -215,7 +221,8 @@ def test_a_version_whose_update_is_an_image(installed: Path, images: dict[str, s
                                             capsys: pytest.CaptureFixture[str]) -> None:
     state = str(tmp_path / "cluster.db")
     shutil.copy(installed, state)
-    set_graph(state, {"channel": "stable-4.16"}, graph_status(images), ("True", "", ""))
+    upstream = graph_file(tmp_path / "graph.json", {v: images[v] for v in ("4.16.3", "4.17.0")})
+    set_graph(state, {"channel": "stable-4.16", "upstream": upstream}, {}, None)
     monkeypatch.setenv("CVO_CACHE_DIR", images["cache"])
     code, out, err = cli(capsys, "upgrade", "--state", state, "--to", "4.16.3", "-o", "json")
     assert code == 0, err

@@ -24,8 +24,18 @@ def degraded() -> dict[str, Any]:
 
 
 def embedded(tmp_path: Path, cv: dict[str, Any]) -> Path:
-    """An embedded cluster's state file in ``tmp_path`` holding ``cv`` (its spec and status as given)."""
+    """An embedded cluster's state file in ``tmp_path`` holding ``cv`` (its spec and status as given), kept by a
+    controller: the sweep lock records a ``cvo run`` of this (live) process, so the commands read the status as the
+    controller wrote it instead of retrieving the graph themselves (oc's examples name update services that are not
+    reachable from here)."""
+    import os
+
+    import orjson
+
+    from cvo.cluster.embedded.sweep_lock import lock_path
+
     path = tmp_path / "state.db"
+    lock_path(path).write_bytes(orjson.dumps({"pid": os.getpid(), "what": "cvo run (controller test)"}))
 
     async def write() -> None:
         cluster = SimCluster(path=path)
