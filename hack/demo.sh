@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # make demo: the story of a cluster's life on the embedded simulated cluster, one narrated step at a time.
-# Build the demo releases as signed release images (OCI layouts: no registry needed), install 4.16.0, take
-# the signed 4.16.3 patch by digest, see an unsigned 4.17.0 refused, ask whether the signed 4.17.0 may start
+# Build the demo releases as signed release images (OCI layouts: no registry needed) and their update graph,
+# served as the update service serves it; install 4.16.0, set its channel, list what it may update to and take
+# the signed 4.16.3 patch by version, see an unsigned 4.17.0 refused, ask whether the signed 4.17.0 may start
 # (no: etcd's OperatorCondition blocks minor updates), start it anyway and watch it wait, override the block
 # from another command, see the waiting upgrade go ahead by itself, and finally force an unsigned rebuild.  Every step says what is about to happen and why before it runs; an
 # expected non-zero exit is shown as the expected outcome, anything unexpected stops the demo (exit 1).
@@ -18,7 +19,7 @@ step() { n=$((n + 1)); printf '\n%s%d. %s%s\n' "$bold" "$n" "$*" "$off"; }
 # shown ARGS...: the command line as a reader would type it (arguments with spaces quoted)
 shown() {
     local words=() a
-    for a in "$@"; do [[ $a == *" "* && $a != "|"* ]] && words+=("\"$a\"") || words+=("$a"); done
+    for a in "$@"; do [[ $a == *" "* && $a != "|"* && $a != ">"* ]] && words+=("\"$a\"") || words+=("$a"); done
     printf '%s$ cvo %s%s\n' "$dim" "${words[*]}" "$off"
 }
 run() { shown "$@"; "$CVO" "$@"; }
@@ -76,28 +77,44 @@ for version in 4.16.0 4.16.3 4.17.0; do
 done
 shown release info "$IMAGES:4.16.3" "| head -12"
 "$CVO" release info "$IMAGES:4.16.3" | head -12
-D3=$(digest_of "$IMAGES:4.16.3")
-D7=$(digest_of "$IMAGES:4.17.0")
+
+step "Build their update graph (versions, 'previous' edges, channels and a blocked edge from the demo's graph data) and serve it on 127.0.0.1 as the update service does."
+shown graph build "$IMAGES:4.16.0" "$IMAGES:4.16.3" "$IMAGES:4.17.0" --graph-data hack/demo-graph-data -o json "> $WORK/graph.json"
+"$CVO" graph build "$IMAGES:4.16.0" "$IMAGES:4.16.3" "$IMAGES:4.17.0" --graph-data hack/demo-graph-data -o json > "$WORK/graph.json"
+shown graph serve "$WORK/graph.json" --address 127.0.0.1:0 "&"
+"$CVO" graph serve "$WORK/graph.json" --address 127.0.0.1:0 > "$WORK/serve.out" 2> "$WORK/serve.err" &
+serve=$!
+trap 'kill "$serve" 2>/dev/null || true' EXIT
+until grep -q '^Serving ' "$WORK/serve.out" 2>/dev/null; do
+    kill -0 "$serve" 2>/dev/null || { echo "demo: cvo graph serve ended: $(cat "$WORK/serve.err")" >&2; exit 1; }
+    sleep 0.1
+done
+UPSTREAM=$(sed -n 's/^Serving .* at \(http:[^ ]*\)$/\1/p' "$WORK/serve.out")
+sed 's/^/  /' "$WORK/serve.out"
 
 step "Install 4.16.0 from its image into a new embedded cluster ($STATE, $SPEED simulated seconds per second): every ClusterOperator becomes Available."
 run install "$IMAGES:4.16.0" "${DEMO[@]}"
 
-step "Sign the 4.16.3 image's digest with the demo key (GnuPG) into the signature store the releases name."
+step "Point the cluster at the update service and subscribe it to stable-4.16, as 'oc adm upgrade channel' does; then ask what it may update to (no controller runs: the command retrieves the graph as the CVO would)."
+run upgrade channel stable-4.16 --upstream "$UPSTREAM" --state "$STATE"
+run upgrade --state "$STATE"
+
+step "Sign 4.16.3 (GnuPG) and take it by version: the graph names its image by digest, verified against the running release's key (history: verified)."
 run release sign "$IMAGES:4.16.3" --key releases@demo.invalid --to "$WORK/signatures"
+run upgrade --to 4.16.3 "${DEMO[@]}"
 
-step "Take the 4.16.3 patch by digest: its signature is verified against the running release's key (history: verified), and Upgradeable=False gates minor updates only."
-run upgrade --to-image "$IMAGES@$D3" --allow-explicit-upgrade "${DEMO[@]}"
-
-step "Try 4.17.0, which nobody signed: the cluster refuses it (ReleaseAccepted=False, 'The update cannot be verified') and keeps 4.16.3."
-expect 1 "an unsigned image is refused" upgrade --to-image "$IMAGES@$D7" --allow-explicit-upgrade "${DEMO[@]}"
+step "Move to stable-4.17 (4.16.3's own metadata lists only 4.16 channels, hence --allow-explicit-channel) and see 4.17.0 offered; nobody signed it, so the cluster refuses it (ReleaseAccepted=False) and keeps 4.16.3."
+run upgrade channel stable-4.17 --allow-explicit-channel --state "$STATE"
+run upgrade --state "$STATE"
+expect 1 "an unsigned image is refused" upgrade --to 4.17.0 "${DEMO[@]}"
 
 step "The release team signs 4.17.0. Ask whether it may start (a dry run): etcd's OperatorCondition says Upgradeable=False."
 run release sign "$IMAGES:4.17.0" --key releases@demo.invalid --to "$WORK/signatures"
-expect 1 "the upgrade is blocked, and nothing was changed" upgrade --to-image "$IMAGES@$D7" --allow-explicit-upgrade --dry-run --state "$STATE"
+expect 1 "the upgrade is blocked, and nothing was changed" upgrade --to 4.17.0 --dry-run --state "$STATE"
 
 step "Start the 4.17.0 upgrade anyway: it is verified and accepted but waits, blocked by etcd, while the cluster keeps reconciling 4.16.3."
-shown upgrade --to-image "$IMAGES@$D7" --allow-explicit-upgrade "${DEMO[@]}" "&"
-"$CVO" upgrade --to-image "$IMAGES@$D7" --allow-explicit-upgrade "${DEMO[@]}" &
+shown upgrade --to 4.17.0 "${DEMO[@]}" "&"
+"$CVO" upgrade --to 4.17.0 "${DEMO[@]}" &
 upgrade=$!
 until "$CVO" status --state "$STATE" -o json 2>/dev/null | grep -q PreconditionChecks; do
     kill -0 "$upgrade" 2>/dev/null || { echo "demo: the upgrade ended before it was blocked" >&2; exit 1; }

@@ -104,6 +104,7 @@ class ControllerOptions:
     registry: ConditionRegistry = field(default_factory=NoMonitoring)  # evaluates conditional updates' risks
     risk_sources: tuple[RiskSource, ...] = ()  # pkg/risk's sources, merged into the conditional updates
     gated: bool = False  # the ClusterUpdateAcceptRisks family of the status (riskNames, conditionalUpdateRisks)
+    on_updates: Callable[[PollState], None] | None = None  # told after every poll (the metrics' retrieval time)
     reevaluate_after: float = 1.0  # the CVO's requeue while a Recommended is neither True nor False
 
 
@@ -236,6 +237,8 @@ class Controller:
                 try:
                     await refresh_updates(cluster, self.clock, options, self.updates, self.options.risk_sources,
                                           self.options.registry, self.options.gated, writer=self.status)
+                    if self.options.on_updates is not None:
+                        self.options.on_updates(self.updates)
                 except ApiError as err:
                     self._error(f"available updates: {err}")
                     log.warning("available updates not synced", error=str(err))

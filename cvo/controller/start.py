@@ -38,6 +38,7 @@ from cvo.runner.feature_gates import read_gates
 from cvo.runner.releases import FILE_SCHEME, Catalogue, Releases, default_loader
 from cvo.runner.retrieve import Retriever
 from cvo.updates.conditions import Registry
+from cvo.updates.poll import PollState
 
 log = get_logger("cvo.controller")
 
@@ -116,9 +117,17 @@ async def run(options: Options, context: Context) -> None:
         selection = options.load_filter or LoadFilter()
         gates, _ = await read_gates(steady(backend.cluster, Budget.of(None)), "", feature_set=selection.feature_set,
                                     enabled=selection.feature_gates)
+        snapshot.update_service = options.updates.update_service if options.updates is not None else ""
+        snapshot.accept_risks = gates.accept_risks
+
+        def retrieved(state: PollState) -> None:  # cluster_version_operator_update_retrieval_timestamp_seconds
+            when = state.value.last_sync_or_config_change if state.value is not None else None
+            snapshot.set_update_retrieval(when.timestamp() if when is not None else None)
+
         controller_options = ControllerOptions(interval=options.interval, capabilities=options.capabilities,
                                                own_image=own, updates=options.updates,
-                                               registry=Registry(prometheus, context.clock), gated=gates.accept_risks)
+                                               registry=Registry(prometheus, context.clock), gated=gates.accept_risks,
+                                               on_updates=retrieved)
 
         def make_controller(fenced: Cluster) -> Controller:
             with_sources = dataclasses.replace(controller_options, risk_sources=risk_sources(fenced, prometheus))

@@ -32,12 +32,19 @@ def test_the_demo_tells_its_story(demo: subprocess.CompletedProcess[str]) -> Non
     lines = done.stdout.splitlines()
     steps = [i for i, line in enumerate(lines) if re.match(r"^\d+\. \S", line)]
     commands = [i for i, line in enumerate(lines) if line.startswith("$ cvo ")]
-    assert len(steps) == 13
+    assert len(steps) == 14
     for i in commands:  # every command is introduced by a narrated step before it
         assert any(s < i for s in steps)
     for s in steps:  # every step is one line, then what it runs
         assert lines[s + 1].startswith("$ "), lines[s:s + 2]
     assert '--message "storage migration checked by the admin"' in done.stdout
+    # the update graph: built, served on 127.0.0.1, a channel set, the recommended updates listed, taken by version
+    assert re.search(r"^  Serving \S+graph\.json \(3 releases; .*\) at http://127\.0\.0\.1:\d+/api/upgrades_info/v1/graph$",
+                     done.stdout, re.M)
+    assert re.search(r"^Channel: stable-4\.16 .*\n\nRecommended updates:\n\n  VERSION     IMAGE\n  4\.16\.3      oci:\S+@sha256:",
+                     done.stdout, re.M)
+    assert re.search(r"^\$ cvo upgrade --to 4\.16\.3 ", done.stdout, re.M)
+    assert re.search(r"^  4\.17\.0      oci:\S+@sha256:", done.stdout, re.M)
     assert "(exit 1, as expected: the upgrade is blocked" in done.stdout
     # the releases are signed images: 4.16.3 verified, unsigned images refused (twice), the rebuild forced
     assert done.stdout.count("$ cvo release new --from-dir ") == 4

@@ -77,10 +77,8 @@ def test_sigkill_loses_only_the_request_in_flight(tmp_path: Path) -> None:
     rerun resumes the same history entry."""
     state = tmp_path / "cluster.db"
     log = tmp_path / "install.jsonl"
-    never = tmp_path / "never.yaml"  # operators that never report: the install is certain to run until stopped
-    never.write_text("default:\n  delay: 24h\n")
     with log.open("w") as err:
-        proc = start_cvo(err, "install", OLD, "--state", str(state), "--speed", "60", "--operators", str(never))
+        proc = start_cvo(err, "install", OLD, "--state", str(state), "--speed", "60")
         try:
             seen = wait_for(proc, log, lambda ev: sum(e.get("event") == "operator.ready" for e in ev) >= 3,
                             "three ClusterOperators ready")
@@ -212,8 +210,10 @@ def test_an_override_from_another_command_lets_the_waiting_upgrade_through(tmp_p
 def test_a_second_sweep_is_refused_while_one_runs(tmp_path: Path) -> None:
     state = tmp_path / "cluster.db"
     log = tmp_path / "install.jsonl"
+    never = tmp_path / "never.yaml"  # operators that never report: the install is certain to run until stopped
+    never.write_text("default:\n  delay: 24h\n")
     with log.open("w") as err:
-        proc = start_cvo(err, "install", OLD, "--state", str(state), "--speed", "60")
+        proc = start_cvo(err, "install", OLD, "--state", str(state), "--speed", "60", "--operators", str(never))
         try:
             wait_for(proc, log, lambda ev: any(e.get("event") == "task.applied" for e in ev), "the install running")
             second = cvo("install", OLD, "--state", str(state))
