@@ -27,8 +27,8 @@ from cvo.cluster.api import cv_ref
 from cvo.objects import ClusterVersion
 
 if TYPE_CHECKING:
+    from cvo.monitoring.answers import Alert
     from cvo.status.recommend import AcceptableCondition
-    from cvo.status.recommend_alerts import Alert
 
 HELP = "show the updates the cluster can take and the issues to weigh first, like 'oc adm upgrade recommend'"
 DESCRIPTION = (

@@ -7,5 +7,5 @@ assessment (``upgrade_status``, Go's durations and tab writer in ``godur``), its
 records it learns from (``update_records``: their storage format on the cluster); ``oc adm upgrade recommend``'s
 precheck (``recommend``, over the alerts answer read by ``recommend_alerts``) Go's buffered tab writer
 (``tabwriter``) and Go's ``sort.Slice`` (``gosort``).
-May import: ``cvo.payload``, ``cvo.objects`` and ``cvo.gates``.
+May import: ``cvo.payload``, ``cvo.objects``, ``cvo.updates``, ``cvo.monitoring`` and ``cvo.gates``.
 """

@@ -12,13 +12,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from cvo.monitoring.answers import Alert
 from cvo.objects import ClusterVersion
 from cvo.objects.clusterversion import ConditionalUpdate, ConditionalUpdateRisk, MatchingRule
 from cvo.objects.condition import Condition, MetaCondition, find
 from cvo.payload import semver
 from cvo.payload.gostrings import go_quote
 from cvo.status.gosort import go_sort_slice
-from cvo.status.recommend_alerts import Alert
 from cvo.status.tabwriter import TabWriter
 
 FAILING = "Failing"

@@ -5,18 +5,19 @@ The fields oc's ``pkg/cli/admin/upgrade/status/alerts.go`` ``AlertData`` decodes
 whose ``status`` is not ``success``, or that is not of that shape, is refused (:class:`AlertsInvalid`)
 rather than read as "no alerts"; keys are matched exactly, as Prometheus writes them.
 
-This is the recommend command's own reader until :mod:`cvo.monitoring.client` (``parse_alerts``,
-``Prometheus.alerts``) is there to replace it: :class:`Alert` has the same fields.
+The alerts are :class:`cvo.monitoring.answers.Alert`, as the Prometheus client (``Prometheus.alerts``) reads
+them; this reader is the stricter one for a file a person hands over (``--alerts-file``), where the client's
+follows what the CVO's Prometheus client library accepts of a server's answer.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
+from cvo.monitoring.answers import Alert
 from cvo.payload.fields import type_name
 from cvo.payload.limits import MIB, printable
 
@@ -25,17 +26,6 @@ MAX_ALERTS_BYTES = 32 * MIB  # an answer listing ~20,000 alerts; a real cluster'
 
 class AlertsInvalid(ValueError):
     """Not Prometheus' alerts answer; ``str()`` says where and what (one line)."""
-
-
-@dataclass(frozen=True)
-class Alert:
-    """One alert of the answer (``v1.Alert`` of Prometheus' HTTP API)."""
-
-    labels: Mapping[str, str] = field(default_factory=dict)
-    annotations: Mapping[str, str] = field(default_factory=dict)
-    state: str = ""
-    active_at: str = ""
-    value: str = ""
 
 
 def _strings(value: Any, where: str) -> dict[str, str]:

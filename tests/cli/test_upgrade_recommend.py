@@ -16,9 +16,9 @@ import yaml
 
 from cvo.cli.main import main
 from cvo.cli.upgrade_recommend_cmd import accepted
+from cvo.monitoring.answers import Alert
 from cvo.objects import ClusterVersion
 from cvo.status.recommend import alert_conditions, complete, recommend
-from cvo.status.recommend_alerts import Alert
 from tests.support.recommend_objects import DEGRADED, DEGRADED_ALERTS, EXAMPLES, degraded, embedded
 
 

@@ -11,8 +11,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cvo.cli.main import main
+from cvo.monitoring.answers import Alert
 from cvo.status.recommend import alert_conditions
-from cvo.status.recommend_alerts import MAX_ALERTS_BYTES, Alert, AlertsInvalid, parse_alerts
+from cvo.status.recommend_alerts import MAX_ALERTS_BYTES, AlertsInvalid, parse_alerts
 from tests.support.recommend_objects import DEGRADED
 
 json_values = st.recursive(
