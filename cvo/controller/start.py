@@ -38,6 +38,7 @@ from cvo.runner.feature_gates import read_gates
 from cvo.runner.releases import FILE_SCHEME, Catalogue, Releases, default_loader
 from cvo.runner.retrieve import Retriever
 from cvo.updates.conditions import Registry
+from cvo.updates.featuregates import cvo_gates
 from cvo.updates.poll import PollState
 
 log = get_logger("cvo.controller")
@@ -115,8 +116,12 @@ async def run(options: Options, context: Context) -> None:
         # start as pkg/start/start.go processInitialFeatureGate reads them.
         prometheus = Prometheus(options.monitoring) if options.monitoring is not None else None
         selection = options.load_filter or LoadFilter()
-        gates, _ = await read_gates(steady(backend.cluster, Budget.of(None)), "", feature_set=selection.feature_set,
-                                    enabled=selection.feature_gates)
+        try:
+            gates, _ = await read_gates(steady(backend.cluster, Budget.of(None)), "", feature_set=selection.feature_set,
+                                        enabled=selection.feature_gates)
+        except ApiError as err:  # not readable with this account's rights: the flags' gates, and say so
+            log.warning("the FeatureGate is not readable; the feature gates are the flags'", error=str(err))
+            gates = cvo_gates(None, "", feature_set=selection.feature_set, enabled=selection.feature_gates)
         snapshot.update_service = options.updates.update_service if options.updates is not None else ""
         snapshot.accept_risks = gates.accept_risks
 

@@ -64,14 +64,14 @@ def test_the_real_backend_is_chosen_by_flags_only(monkeypatch: pytest.MonkeyPatc
     assert runner is run_real and clock.epoch is not None
 
 
-@pytest.mark.parametrize(("extra", "message"), [
-    (["--state", "x.json"], "--state is the embedded cluster's state file"),
-    (["--speed", "60"], "--speed sets the embedded cluster's virtual clock"),
+@pytest.mark.parametrize(("command", "extra", "message"), [
+    ("status", ["--state", "x.json"], "--state is the embedded cluster's state file"),
+    ("reconcile", ["--speed", "60"], "--speed sets the embedded cluster's virtual clock"),  # status offers no --speed
 ])
 def test_simulator_flags_are_refused_with_a_real_cluster(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                                         extra: list[str], message: str) -> None:
+                                                         command: str, extra: list[str], message: str) -> None:
     config = kubeconfig(tmp_path / "k", {"one": "https://127.0.0.1:9"}, current="one")
-    assert cvo_main(["status", "--kubeconfig", str(config), *extra]) == 2
+    assert cvo_main([command, "--kubeconfig", str(config), *extra]) == 2
     assert message in capsys.readouterr().err
 
 
