@@ -238,8 +238,10 @@ def test_an_upgrade_rides_out_the_api_server_killed_for_ten_seconds(e2e: E2E,  #
                    lambda: sim.stderr.count(WAITED) > waited_before, 60, alive=sim.popen)
         time.sleep(max(0.0, OUTAGE - (time.monotonic() - killed)))  # the rest of the outage
         assert upgrade.popen.poll() is None, f"the upgrade ended while the API server was down:\n{tail(upgrade.stderr)}"
-        restart = e2e.cp.start_apiserver()
+        # taken before the restart: a retried report may land while start_apiserver still waits for readiness
+        # (a report that lands at all has met a live server, which only the restart brings back)
         restarted_at = time.time()
+        restart = e2e.cp.start_apiserver()
         print(f"API server down {time.monotonic() - killed:.1f}s (restart took {restart:.1f}s)")
         code = upgrade.finish(240)
     finally:
