@@ -284,27 +284,31 @@ class Parser(argparse.ArgumentParser):
         after = vars(parsed).pop(VERBOSE_AFTER, 0)
         parsed.verbose = getattr(parsed, "verbose", 0) + after  # -v is additive on both sides of the command
         if extras:
-            prog = self.prog
-            for action in self._actions:
-                if isinstance(action, argparse._SubParsersAction) and getattr(parsed, "command", None) in action.choices:
-                    prog = action.choices[parsed.command].prog
+            chosen = self._subparser(parsed)
+            prog = chosen.prog
             hint = ""
-            flags = [o for a in self._subparser(parsed)._actions for o in a.option_strings if o.startswith("--")]
+            flags = [o for a in chosen._actions for o in a.option_strings if o.startswith("--")]
             if extras[0].startswith("--"):
                 import difflib
 
-                close = difflib.get_close_matches(extras[0].split("=", 1)[0], flags, n=1, cutoff=0.7)
+                typed = extras[0].split("=", 1)[0]
+                close = [c for c in difflib.get_close_matches(typed, flags, n=2, cutoff=0.7) if c != typed]
                 hint = f"; did you mean {close[0]}?" if close else ""
             self.fail(prog, f"unrecognized arguments: {' '.join(extras)}{hint}")
         return parsed
 
     def _subparser(self, parsed: argparse.Namespace) -> argparse.ArgumentParser:
-        """The parser of the command ``parsed`` holds (this one when none)."""
-        for action in self._actions:
-            if isinstance(action, argparse._SubParsersAction) and getattr(parsed, "command", None) in action.choices:
-                chosen: argparse.ArgumentParser = action.choices[parsed.command]
-                return chosen
-        return self
+        """The parser of the command ``parsed`` holds, a sub-command's when it has one (``cvo graph serve``);
+        this one when none."""
+        parser: argparse.ArgumentParser = self
+        while True:
+            for action in parser._actions:
+                if isinstance(action, argparse._SubParsersAction) and \
+                        getattr(parsed, action.dest, None) in action.choices:
+                    parser = action.choices[getattr(parsed, action.dest)]
+                    break
+            else:
+                return parser
 
 
 def _with_suggestion(message: str) -> str:

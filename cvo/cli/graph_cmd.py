@@ -224,8 +224,14 @@ def run_serve(args: argparse.Namespace) -> int:
     print(f"Serving {args.graph} ({len(graph.nodes)} releases; channels: {', '.join(channels) or 'none'}) at "
           f"http://{bound_host!s}:{bound_port}{PATH_PREFIX}/v1/graph", flush=True)
     log.info("graph.serving", address=f"{bound_host!s}:{bound_port}", pid=os.getpid())
+    from cvo.cli.signals import Interrupted, terminate_like_interrupt
+
     try:
-        server.serve_forever()
+        with terminate_like_interrupt():
+            server.serve_forever()
+    except (KeyboardInterrupt, Interrupted):
+        # a server's normal end, as for cvo run: a supervisor (systemd, kubelet) stops it with SIGTERM
+        log.info("graph.stopped", address=f"{bound_host!s}:{bound_port}")
     finally:
         server.server_close()
     return EXIT_OK

@@ -333,6 +333,13 @@ def parse_error(capsys: pytest.CaptureFixture[str], *args: str) -> str:
                               "(see 'cvo status --help')"),
     (["upgrade", "--to", OLD, "--dryrun"], "error: cvo upgrade: unrecognized arguments: --dryrun; did you mean "
                                            "--dry-run? (see 'cvo upgrade --help')"),
+    # a sub-command's own flags, under its own name
+    (["upgrade", "channel", "stable-4.16", "--uptream", "x"],
+     "error: cvo upgrade channel: unrecognized arguments: --uptream x; did you mean --upstream? "
+     "(see 'cvo upgrade channel --help')"),
+    # a flag other commands have is never suggested as itself
+    (["graph", "serve", "g.json", "--kubeconfig", "k"],
+     "error: cvo graph serve: unrecognized arguments: --kubeconfig k (see 'cvo graph serve --help')"),
 ])
 def test_a_typo_gets_a_suggestion(args: list[str], line: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert parse_error(capsys, *args) == line

@@ -27,7 +27,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -80,7 +80,7 @@ class Exporter:
         self._server.shutdown()
         self._server.server_close()
 
-    def set(self, name: str, value: float, **labels: str) -> None:
+    def set(self, name: str, value: float, /, **labels: str) -> None:
         with self._lock:
             self._values[(name, tuple(sorted(labels.items())))] = value
 
@@ -99,6 +99,9 @@ class PrometheusServer:
     directory: Path
     targets: Sequence[str] = ()
     tls: bool = False
+    rule_files: Sequence[Path] = ()  # alerting rules it evaluates every second
+    job: str = "test"
+    target_labels: Mapping[str, str] = field(default_factory=dict)  # set on every scraped series
     port: int = 0
     ca_path: Path | None = None
     process: subprocess.Popen[bytes] | None = None
@@ -122,7 +125,9 @@ class PrometheusServer:
         config = self.directory / "prometheus.yml"
         config.write_text(json.dumps({
             "global": {"scrape_interval": SCRAPE_INTERVAL, "evaluation_interval": SCRAPE_INTERVAL},
-            "scrape_configs": [{"job_name": "test", "static_configs": [{"targets": list(self.targets)}]}],
+            "rule_files": [str(path) for path in self.rule_files],
+            "scrape_configs": [{"job_name": self.job, "static_configs": [
+                {"targets": list(self.targets), "labels": dict(self.target_labels)}]}],
         }))
         args = [PROMETHEUS_BIN, f"--config.file={config}", f"--storage.tsdb.path={self.directory / 'data'}",
                 "--log.level=warn", "--web.enable-lifecycle"]
@@ -172,6 +177,12 @@ class PrometheusServer:
         with urllib.request.urlopen(url, timeout=5, context=self._context()) as res:
             answer: dict[str, Any] = json.load(res)
             return answer
+
+    def alerts(self) -> list[dict[str, Any]]:
+        """``/api/v1/alerts``: every pending and firing alert of the rules it evaluates."""
+        with urllib.request.urlopen(f"{self.url}/api/v1/alerts", timeout=5, context=self._context()) as res:
+            alerts: list[dict[str, Any]] = json.load(res)["data"]["alerts"]
+            return alerts
 
     def wait_for(self, promql: str, value: float, timeout: float = 60.0) -> None:
         """Until ``promql`` answers one sample of ``value`` (the scrape and its ingestion have happened)."""
