@@ -7,8 +7,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from cvo.status.clusterversion import SyncStatus, find_condition
-from cvo.status.parts import AvailableUpdates, Sync, merge
+from cvo.payload.conditions import find_condition
+from cvo.status.clusterversion import SyncStatus
+from cvo.status.parts import AvailableUpdates, StatusPart, Sync, merge
 from cvo.updates.model import ConditionalUpdate, Release, Retrieved, Risk, Updates
 
 T0 = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
@@ -34,7 +35,7 @@ def conditions(status: dict[str, Any]) -> dict[str, tuple[str, str, str]]:
 
 def test_accept_risks_without_the_gate_make_the_cluster_version_invalid_and_the_sync_says_so() -> None:
     obj = cv({"version": NEXT, "image": NEXT_IMG, "acceptRisks": [{"name": "EtcdMigration"}]})
-    parts = {"sync": Sync(SyncStatus(V, IMG, completed=1, reconciling=True))}
+    parts: dict[str, StatusPart] = {"sync": Sync(SyncStatus(V, IMG, completed=1, reconciling=True))}
     status = merge(parts, {}, obj, T0, gated=False)
     assert conditions(status)["Invalid"] == (
         "True", "InvalidClusterVersion",
@@ -75,20 +76,20 @@ def updates(gated_names: bool = True, channel: str = "stable-4.17", current: Rel
 
 def test_the_update_to_a_release_with_accepted_risks_says_so_in_its_history_entry() -> None:
     obj = cv({"version": NEXT, "image": NEXT_IMG, "acceptRisks": [{"name": "EtcdMigration"}, {"name": "AlertFiring"}]})
-    parts = {"sync": Sync(SyncStatus(NEXT, NEXT_IMG, done=1, total=10)), "updates": AvailableUpdates(updates(), True)}
+    parts: dict[str, StatusPart] = {"sync": Sync(SyncStatus(NEXT, NEXT_IMG, done=1, total=10)), "updates": AvailableUpdates(updates(), True)}
     status = merge(parts, {}, obj, T0, gated=True)
     assert status["history"][0]["acceptedRisks"] == (
         f"The target release {NEXT_IMG} is exposed to the risks [AlertFiring,EtcdMigration] {ACCEPTED}")
     assert merge(parts, status, obj, T0, gated=True)["history"] == status["history"]  # written again: once
     # a forced signature failure comes first, as the CVO joins them
-    forced = {**parts, "sync": Sync(SyncStatus(NEXT, NEXT_IMG, accepted_risks="The update cannot be verified."))}
+    forced: dict[str, StatusPart] = {**parts, "sync": Sync(SyncStatus(NEXT, NEXT_IMG, accepted_risks="The update cannot be verified."))}
     assert merge(forced, {}, obj, T0, gated=True)["history"][0]["acceptedRisks"] == (
         f"The update cannot be verified.; It is exposed to the risks [AlertFiring,EtcdMigration] {ACCEPTED}")
 
 
 def test_without_the_gate_no_risk_names_are_written_and_the_history_says_nothing() -> None:
     obj = cv({"version": NEXT, "image": NEXT_IMG})
-    parts = {"sync": Sync(SyncStatus(NEXT, NEXT_IMG)), "updates": AvailableUpdates(updates(gated_names=False), False)}
+    parts: dict[str, StatusPart] = {"sync": Sync(SyncStatus(NEXT, NEXT_IMG)), "updates": AvailableUpdates(updates(gated_names=False), False)}
     status = merge(parts, {}, obj, T0, gated=False)
     assert "acceptedRisks" not in status["history"][0] and "riskNames" not in status["conditionalUpdates"][0]
 
@@ -111,7 +112,7 @@ NODE = Release(V, "registry.example.com/mirror/release@sha256:4163", "https://ex
 
 
 def test_the_desired_release_takes_the_graphs_channels_and_url_when_its_metadata_has_none() -> None:
-    parts = {"sync": Sync(SyncStatus(V, IMG, completed=1, reconciling=True)),
+    parts: dict[str, StatusPart] = {"sync": Sync(SyncStatus(V, IMG, completed=1, reconciling=True)),
              "updates": AvailableUpdates(updates(current=NODE), False)}
     status = merge(parts, {}, cv(), T0)
     assert status["desired"] == {"version": V, "image": IMG, "url": NODE.url, "channels": list(NODE.channels)}
@@ -126,17 +127,17 @@ def test_the_releases_own_metadata_wins_and_only_a_digest_matches() -> None:
     status = merge({"sync": own, "updates": AvailableUpdates(updates(current=NODE), False)}, {}, cv(), T0)
     assert status["desired"] == {"version": V, "image": IMG, "url": "https://own", "channels": ["stable-4.16"]}
     by_tag = Release(V, "quay.io/openshift-release-dev/ocp-release:4.16.3", "https://tag", ("tagged",))
-    tagged = {"sync": Sync(SyncStatus(V, by_tag.image.replace("4.16.3", "4.16.3-x86_64"), completed=1)),
+    tagged: dict[str, StatusPart] = {"sync": Sync(SyncStatus(V, by_tag.image.replace("4.16.3", "4.16.3-x86_64"), completed=1)),
               "updates": AvailableUpdates(updates(current=by_tag), False)}
     assert "channels" not in merge(tagged, {}, cv(), T0)["desired"]
     # an available update of that digest (the graph retrieved before the update to it)
-    avail = {"sync": Sync(SyncStatus(V, IMG, done=1, total=4)),
+    avail: dict[str, StatusPart] = {"sync": Sync(SyncStatus(V, IMG, done=1, total=4)),
              "updates": AvailableUpdates(updates(current=Release("4.16.0", "x@sha256:4160"), available=(NODE,)), False)}
     assert merge(avail, {}, cv(), T0)["desired"]["channels"] == list(NODE.channels)
 
 
 def test_no_node_of_the_desired_release_leaves_it_as_the_payload_gave_it() -> None:
-    parts = {"sync": Sync(SyncStatus(V, IMG, completed=1)),
+    parts: dict[str, StatusPart] = {"sync": Sync(SyncStatus(V, IMG, completed=1)),
              "updates": AvailableUpdates(updates(current=Release("4.16.0", "x@sha256:4160", "u", ("c",))), False)}
     assert merge(parts, {}, cv(), T0)["desired"] == {"version": V, "image": IMG}
     assert find_condition(merge(parts, {}, cv(), T0)["conditions"], "RetrievedUpdates") is not None
