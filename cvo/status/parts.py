@@ -202,6 +202,18 @@ def desired_risk_names(status: Mapping[str, Any]) -> list[str]:
     return []
 
 
+def _with_local_reconcile(parts: Mapping[str, StatusPart]) -> Mapping[str, StatusPart]:
+    """A reconcile whose release was the last one loaded applies the CVO's own payload, which the CVO loads as
+    local (pkg/cvo/sync_worker.go ``LoadPayloadStatus.Local``): its sync leaves the history's accepted risks as
+    they are.  A reconcile while another release was refused (ReleaseAccepted=False) is not: that load's empty
+    risks are written, as the CVO writes them."""
+    sync, accepted = parts.get("sync"), parts.get("accepted")
+    if not isinstance(sync, Sync) or not sync.status.reconciling or sync.status.local or (
+            isinstance(accepted, Accepted) and accepted.status != "True"):
+        return parts
+    return {**parts, "sync": Sync(dataclasses.replace(sync.status, local=True))}
+
+
 def merge(parts: Mapping[str, StatusPart], status: dict[str, Any], cv: Mapping[str, Any],
           now: datetime, gated: bool | None = None) -> dict[str, Any]:
     """``status`` with every part applied, in :data:`SLOTS` order, then the history's ``acceptedRisks`` extended
@@ -210,6 +222,7 @@ def merge(parts: Mapping[str, StatusPart], status: dict[str, Any], cv: Mapping[s
     ``Invalid`` condition is set first (the sync part's Progressing message reads it)."""
     if gated is not None:
         status = set_invalid(status, cv, gated, now)
+    parts = _with_local_reconcile(parts)
     for slot in SLOTS:
         part = parts.get(slot)
         if part is not None:

@@ -9,7 +9,7 @@ from typing import Any
 
 from cvo.payload.conditions import find_condition
 from cvo.status.clusterversion import SyncStatus
-from cvo.status.parts import AvailableUpdates, StatusPart, Sync, merge
+from cvo.status.parts import Accepted, AvailableUpdates, StatusPart, Sync, merge
 from cvo.updates.model import ConditionalUpdate, Release, Retrieved, Risk, Updates
 
 T0 = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
@@ -141,3 +141,28 @@ def test_no_node_of_the_desired_release_leaves_it_as_the_payload_gave_it() -> No
              "updates": AvailableUpdates(updates(current=Release("4.16.0", "x@sha256:4160", "u", ("c",))), False)}
     assert merge(parts, {}, cv(), T0)["desired"] == {"version": V, "image": IMG}
     assert find_condition(merge(parts, {}, cv(), T0)["conditions"], "RetrievedUpdates") is not None
+
+
+def test_a_reconcile_keeps_the_accepted_risks_once_the_graph_no_longer_offers_the_update() -> None:
+    """After the update the graph is retrieved for the new release: no conditional update to it is left; the
+    reconcile of that release is the CVO's own payload (local), whose sync leaves the history's text alone."""
+    obj = cv({"version": NEXT, "image": NEXT_IMG, "acceptRisks": [{"name": "EtcdMigration"}, {"name": "AlertFiring"}]})
+    updating: dict[str, StatusPart] = {"sync": Sync(SyncStatus(NEXT, NEXT_IMG, completed=1)),
+                                       "updates": AvailableUpdates(updates(), True)}
+    status = merge(updating, {}, obj, T0, gated=True)
+    text = status["history"][0]["acceptedRisks"]
+    fetched_again = Updates(UPSTREAM, "stable-4.17", None, (), Retrieved("True"))
+    reconciling: dict[str, StatusPart] = {"sync": Sync(SyncStatus(NEXT, NEXT_IMG, completed=1, reconciling=True)),
+                                          "updates": AvailableUpdates(fetched_again, True)}
+    status = merge(reconciling, status, obj, T0, gated=True)
+    assert "conditionalUpdates" not in status and status["history"][0]["acceptedRisks"] == text
+
+
+def test_a_reconcile_while_another_release_is_refused_clears_them_as_the_cvo() -> None:
+    obj = cv({"version": NEXT, "image": NEXT_IMG})
+    status = merge({"sync": Sync(SyncStatus(NEXT, NEXT_IMG, completed=1, accepted_risks="Forced: a warning."))}, {},
+                   obj, T0)
+    refused: dict[str, StatusPart] = {"sync": Sync(SyncStatus(NEXT, NEXT_IMG, completed=1, reconciling=True)),
+                                      "accepted": Accepted("False", "PreconditionChecks", "blocked")}
+    assert merge({"sync": refused["sync"]}, status, obj, T0)["history"][0]["acceptedRisks"] == "Forced: a warning."
+    assert "acceptedRisks" not in merge(refused, status, obj, T0)["history"][0]
