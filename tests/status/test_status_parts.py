@@ -7,6 +7,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from cvo.payload.conditions import find_condition
 from cvo.status.clusterversion import SyncStatus
 from cvo.status.parts import Accepted, AvailableUpdates, StatusPart, Sync, merge
@@ -166,3 +169,22 @@ def test_a_reconcile_while_another_release_is_refused_clears_them_as_the_cvo() -
                                       "accepted": Accepted("False", "PreconditionChecks", "blocked")}
     assert merge({"sync": refused["sync"]}, status, obj, T0)["history"][0]["acceptedRisks"] == "Forced: a warning."
     assert "acceptedRisks" not in merge(refused, status, obj, T0)["history"][0]
+
+
+JSONISH = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=6)),
+                       lambda inner: st.one_of(st.lists(inner, max_size=3),
+                                               st.dictionaries(st.text(max_size=6), inner, max_size=3)), max_leaves=8)
+
+
+@given(desired=st.one_of(JSONISH, st.fixed_dictionaries({"image": st.sampled_from([NEXT_IMG, "x"])}, optional={
+           "version": JSONISH, "url": JSONISH, "channels": JSONISH})),
+       conditional=st.one_of(JSONISH, st.lists(st.fixed_dictionaries({"release": st.one_of(JSONISH, st.just(
+           {"image": NEXT_IMG})), "riskNames": JSONISH}), max_size=2)),
+       history=st.one_of(JSONISH, st.lists(st.fixed_dictionaries({"image": st.sampled_from([NEXT_IMG, "x"])},
+                                                                 optional={"acceptedRisks": JSONISH}), max_size=2)))
+def test_any_status_read_is_merged_without_an_exception(desired: Any, conditional: Any, history: Any) -> None:
+    """The status the writer reads may hold anything (another writer, a person's edit): merged, never a crash."""
+    status = {"desired": desired, "conditionalUpdates": conditional, "history": history}
+    parts: dict[str, StatusPart] = {"updates": AvailableUpdates(updates(current=NODE), True)}
+    out = merge(parts, status, cv(), T0, gated=True)
+    assert isinstance(out["conditions"], list)
