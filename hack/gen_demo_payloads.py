@@ -178,7 +178,8 @@ def release_metadata(r: Release) -> str:
         "version": r.version,
         "previous": list(r.fields["previous"]),
         "metadata": {
-            "io.openshift.upgrades.graph.release.channels": r.fields["channels"],
+            # none given: the update graph's node supplies them (pkg/cvo/cvo.go mergeReleaseMetadata)
+            **({"io.openshift.upgrades.graph.release.channels": r.fields["channels"]} if r.fields["channels"] else {}),
             "url": f"https://demo.example.com/releases/{r.version}",
         },
     }
@@ -376,7 +377,8 @@ def readme(data: Data, rendered: dict[str, dict[str, Files]]) -> str:
             f"| `{comp}` | {', '.join(sorted(c.levels))} | {', '.join(sorted(c.namespaces)) or '—'} | "
             f"{c.co or '—'} | {vers} | {data.readme_releases.get(comp, releases)} | {'; '.join(notes)} |")
     release_rows = [f"| {r.version} | {r.fields['kind']} | {', '.join(r.fields['previous'])} | "
-                    f"`{r.fields['channels']}` |" for r in data.releases]
+                    + (f"`{r.fields['channels']}` |" if r.fields["channels"] else "none: the update graph's |")
+                    for r in data.releases]
     count_rows = []
     for r in data.releases:
         files = rendered[r.version]

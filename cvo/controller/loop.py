@@ -47,7 +47,7 @@ from cvo.payload.filters import ApplyFilter
 from cvo.payload.loader import Release
 from cvo.runner.available_updates import NoMonitoring, RefreshOptions, reevaluate_soon, refresh_updates
 from cvo.runner.backoff import attempt_backoff
-from cvo.runner.decide import Plan, Runner, decide, runner_for
+from cvo.runner.decide import Plan, Runner, decide, desired_update_work, runner_for
 from cvo.runner.events import Progress, Reporter
 from cvo.runner.releases import Releases, RetrieveFailed
 from cvo.runner.status_writer import StatusWriter
@@ -87,7 +87,7 @@ def work_key(cv: dict[str, Any]) -> Hashable:
     """What in a ClusterVersion's spec is work for the controller (the CVO's ``SyncWork`` inputs)."""
     spec = cv.get("spec") if isinstance(cv.get("spec"), dict) else {}
     assert isinstance(spec, dict)
-    return orjson.dumps([spec.get("desiredUpdate") or None, spec.get("overrides") or None,
+    return orjson.dumps([desired_update_work(spec.get("desiredUpdate")), spec.get("overrides") or None,
                          spec.get("capabilities") or None],
                         option=orjson.OPT_SORT_KEYS)
 
@@ -166,7 +166,8 @@ class Controller:
     async def run(self) -> None:
         """Run until cancelled."""
         self.budget = Budget.of(None)  # the controller rides out any outage
-        self.status = StatusWriter(self.cluster, self.clock, reporter=self.reporter, budget=self.budget)
+        self.status = StatusWriter(self.cluster, self.clock, reporter=self.reporter, budget=self.budget,
+                                   gated=self.options.gated)
         cluster = steady(self.cluster, self.budget)
         spec = Informer(cluster, *CLUSTER_VERSION, key=work_key)
         await spec.start()
@@ -181,7 +182,7 @@ class Controller:
                     cv = await cluster.get(cv_ref())
                     key = work_key(cv or {})
                     await self.releases.prepare_trust(cluster, cv)
-                    plan = decide(cv, self.releases, self.options.own_image)
+                    plan = decide(cv, self.releases, self.options.own_image, gated=self.options.gated)
                     if plan is None:
                         if not self._idle_logged:
                             self.emit(ControllerIdle, message="no release to install: waiting for a "

@@ -121,7 +121,7 @@ def _part(state: UpdatesState, gated: bool) -> AvailableUpdates:
     retrieved = state.retrieved
     assert retrieved is not None
     return AvailableUpdates(Updates(state.update_service, state.channel, state.updates, state.conditional,
-                                    retrieved, state.risks), gated)
+                                    retrieved, state.risks, state.current), gated)
 
 
 async def refresh_updates(cluster: Cluster, clock: Clock, options: RefreshOptions, state: PollState,

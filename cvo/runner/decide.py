@@ -70,16 +70,38 @@ class Runner(Protocol):
         """Why the sweep waits for its preconditions; ``""`` when it does not."""
 
 
+def desired_of(cv: Object, gated: bool) -> Desired | None:
+    """``spec.desiredUpdate`` as pkg/cvo/cvo.go ``sync`` takes it: dropped when one of its fields fails validation
+    (lib/validation ``ClearInvalidFields``: e.g. ``acceptRisks`` without the ClusterUpdateAcceptRisks gate, which
+    ``gated`` says), and no update when it names no release (only risks to accept: ``findUpdateFromConfig``)."""
+    from cvo.updates.validation import clear_invalid_fields, validate_cluster_version
+
+    valid = clear_invalid_fields(cv, validate_cluster_version(cv, gated))
+    return Desired.of(dig(valid, "spec", "desiredUpdate"))
+
+
+def desired_update_work(update: object) -> object:
+    """What of ``spec.desiredUpdate`` is work for a sweep (the CVO's ``SyncWork.Desired``): the accepted risks are
+    not, only whether there are any (without the gate they make the whole desiredUpdate invalid)."""
+    if not isinstance(update, dict):
+        return update or None
+    work = {k: v for k, v in update.items() if k != "acceptRisks"}
+    if update.get("acceptRisks"):
+        work["acceptRisks"] = True
+    return work or None
+
+
 def decide(cv: Object | None, releases: Releases, own_image: str = "", *, desired: Desired | None = None,
-           reconcile: bool = False) -> Plan | None:
+           reconcile: bool = False, gated: bool = False) -> Plan | None:
     """The sweep a ClusterVersion calls for now; ``None``: nothing to do (no release known).
 
     ``desired``: asked for instead of ``spec.desiredUpdate`` (a command's own release); ``reconcile``: the
-    release the cluster runs, once more, whatever its history's head says (``cvo reconcile``).  Raises
-    :class:`~cvo.runner.releases.RetrieveFailed` for a release that cannot be found.
+    release the cluster runs, once more, whatever its history's head says (``cvo reconcile``); ``gated``: the
+    ClusterUpdateAcceptRisks gate (:func:`desired_of`).  Raises :class:`~cvo.runner.releases.RetrieveFailed`
+    for a release that cannot be found.
     """
     cv = cv or {}
-    desired = desired or Desired.of(dig(cv, "spec", "desiredUpdate"))
+    desired = desired or desired_of(cv, gated)
     history = [h for h in dig(cv, "status", "history") or [] if isinstance(h, dict)]
     running = str(dig(cv, "status", "desired", "image") or "")
     if reconcile:

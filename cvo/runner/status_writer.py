@@ -52,11 +52,15 @@ def _condition_key(status: dict[str, Any]) -> dict[str, tuple[str, str, str]]:
 
 class StatusWriter:
     """``budget``: how long writes that must land, and the first read, ride out a failing server
-    (``None``: no retries beyond the backend's own, and a write's failure is raised)."""
+    (``None``: no retries beyond the backend's own, and a write's failure is raised).  ``gated``: the
+    ClusterUpdateAcceptRisks gate, for the ``Invalid`` condition (:func:`cvo.status.parts.merge`)."""
 
     def __init__(self, cluster: Cluster, clock: Clock, throttle: float = 15.0, reporter: Reporter | None = None,
-                 name: str = "version", budget: Budget | None = None) -> None:
+                 name: str = "version", budget: Budget | None = None, gated: bool | None = None) -> None:
         self.cluster = cluster
+        # The ClusterUpdateAcceptRisks gate when the writer's owner knows it (the controller): then every write
+        # validates the spec into the Invalid condition, as the CVO's sync does; None leaves that condition be.
+        self.gated = gated
         self.clock = clock
         self.throttle = throttle
         self.reporter = reporter
@@ -204,7 +208,7 @@ class StatusWriter:
         if not cv:
             return  # no ClusterVersion to report on (until a sweep creates it: :meth:`ensure`)
         old_status = ClusterVersion.read(cv).section("status")  # a field of the wrong shape: absent, one warning
-        new_status = merge(state, dict(old_status), cv, self.clock.now())
+        new_status = merge(state, dict(old_status), cv, self.clock.now(), self.gated)
         if new_status == old_status:
             self._last_write = now_mono
             return

@@ -223,7 +223,10 @@ class Replay:
             if cv is None:
                 raise ScenarioError(f"{self.scenario.path}: {where}: nothing installed to upgrade")
             spec = dict(cv.get("spec") or {})
-            spec["desiredUpdate"] = {"version": release.version, "image": release.image, "force": force}
+            accepted = (spec.get("desiredUpdate") or {}).get("acceptRisks")
+            # the risks the admin accepted stay with the new target, as 'oc adm upgrade --to' keeps them
+            spec["desiredUpdate"] = {"version": release.version, "image": release.image, "force": force,
+                                     **({"acceptRisks": accepted} if accepted else {})}
             await self.cluster.update({**cv, "spec": spec})
             if self._installing():
                 self._defer_until_installed(release)

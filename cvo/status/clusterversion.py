@@ -33,6 +33,7 @@ from cvo.payload.conditions import (  # noqa: F401 - re-exported: status readers
 )
 from cvo.payload.errors import Effect, UpdateError, condense_cluster_operators, summarize, summary_for_reason
 from cvo.payload.filters import API_CAPABILITIES
+from cvo.updates.validation import INVALID, INVALID_REASON
 
 MAX_HISTORY = 100
 PARTIAL = "Partial"
@@ -364,7 +365,8 @@ def update_cluster_version_status(status: Mapping[str, Any], sync: SyncStatus, n
                                "knownCapabilities": sorted(caps.known & api)}
         _set_implicitly_enabled(conditions, caps.implicit, now)
     _set_available(conditions, sync, version, now)
-    failing, progressing = _failing_and_progressing(sync, version, bool(new["history"]), now, limits)
+    invalid = (find_condition(conditions, INVALID) or {}).get("status") == "True"  # set by cvo.status.parts
+    failing, progressing = _failing_and_progressing(sync, version, bool(new["history"]), now, limits, invalid)
     set_condition(conditions, "Failing", *failing, now)
     set_condition(conditions, "Progressing", *progressing, now)
     if find_condition(conditions, "RetrievedUpdates") is None:
@@ -391,14 +393,14 @@ def _set_available(conditions: list[Condition], sync: SyncStatus, version: str, 
 
 
 def _failing_and_progressing(sync: SyncStatus, version: str, has_history: bool, now: datetime,
-                             limits: Thresholds) -> tuple[_Cond, _Cond]:
+                             limits: Thresholds, invalid: bool = False) -> tuple[_Cond, _Cond]:
     progress = None
     failure = sync.failure
     if not sync.reconciling and has_history:
         progress = _convert_error_to_progressing(failure, sync.co_start_times, now, limits)
         failure = _filter_for_failing(failure, sync.errors)
     tolerated = progress is not None and progress.tolerated
-    return _failing(failure, progress, tolerated), _progressing(sync, version, progress, tolerated)
+    return _failing(failure, progress, tolerated), _progressing(sync, version, progress, tolerated, invalid)
 
 
 def _failing(failure: Exception | None, progress: _Progress | None, tolerated: bool) -> _Cond:
@@ -409,7 +411,9 @@ def _failing(failure: Exception | None, progress: _Progress | None, tolerated: b
     return _Cond("False")
 
 
-def _progressing(sync: SyncStatus, version: str, progress: _Progress | None, tolerated: bool) -> _Cond:
+def _progressing(sync: SyncStatus, version: str, progress: _Progress | None, tolerated: bool,
+                 invalid: bool = False) -> _Cond:
+    """``invalid``: the spec fails validation (the Invalid condition): its reason, and said instead of progress."""
     err = sync.failure
     if err is not None and not tolerated:
         reason = err.reason if isinstance(err, UpdateError) else ""
@@ -417,6 +421,10 @@ def _progressing(sync: SyncStatus, version: str, progress: _Progress | None, tol
         if sync.reconciling:
             return _Cond("False", reason, f"Error while reconciling {version}: {summary}")
         return _Cond("True", reason, f"Unable to apply {version}: {summary}")
+    if invalid:
+        if sync.reconciling:
+            return _Cond("False", INVALID_REASON, f"Stopped at {version}: the cluster version is invalid")
+        return _Cond("True", INVALID_REASON, f"Reconciling {version}: the cluster version is invalid")
     if sync.reconciling:
         return _Cond("False", "", f"Cluster version is {version}")
     if progress is not None and tolerated:

@@ -20,15 +20,19 @@ from typing import Any, ClassVar, Protocol
 from cvo.cluster.api import Ref
 from cvo.gates.risks.reads import Failed, Read
 from cvo.gates.upgradeable import ClusterState, set_upgradeable, update_versions, upgradeable_risks
+from cvo.log import get_logger
 from cvo.objects import ClusterOperator, ClusterVersion, OperatorCondition
 from cvo.payload.conditions import set_condition
 from cvo.payload.fields import dig
 from cvo.status.clusterversion import SyncStatus, update_cluster_version_status
 from cvo.updates.model import Updates
 from cvo.updates.sources import SourcedRisks
+from cvo.updates.validation import INVALID, INVALID_REASON, invalid_message, validate_cluster_version
 
 # The order parts are applied in; each later one owns fields the earlier ones keep.
 SLOTS = ("sync", "updates", "upgradeable", "accepted")
+
+log = get_logger("cvo.status")
 
 
 class StatusPart(Protocol):
@@ -63,6 +67,7 @@ class AvailableUpdates:
     gated: bool = False  # the ClusterUpdateAcceptRisks family: riskNames, conditionalUpdateRisks
 
     def apply(self, status: dict[str, Any], cv: Mapping[str, Any], now: datetime) -> dict[str, Any]:
+        status = merge_release_metadata(status, self.updates)  # whatever the spec says now, as the CVO
         spec = cv.get("spec") if isinstance(cv.get("spec"), Mapping) else {}
         upstream = spec.get("upstream") if isinstance(spec, Mapping) else None
         channel = spec.get("channel") if isinstance(spec, Mapping) else None
@@ -84,6 +89,42 @@ class AvailableUpdates:
         set_condition(conditions, "RetrievedUpdates", retrieved.status, retrieved.reason, retrieved.message, now)
         new["conditions"] = conditions
         return new
+
+
+def _digest(pullspec: str) -> str:
+    """pkg/cvo/sync_worker.go ``splitDigest``: the pull spec's digest, "" when it is not by digest."""
+    parts = pullspec.split("@")
+    return parts[1] if len(parts) == 2 else ""
+
+
+def equal_digest(a: str, b: str) -> bool:
+    """pkg/cvo/sync_worker.go ``equalDigest``: identical pull specs, or by-digest ones of equal digests."""
+    return a == b or (_digest(a) != "" and _digest(a) == _digest(b))
+
+
+def merge_release_metadata(status: dict[str, Any], updates: Updates) -> dict[str, Any]:
+    """``status`` with ``desired``'s missing version, url and channels filled in from the update graph's node for
+    that release (the current release's, else an available update's, matched by digest), as pkg/cvo/cvo.go
+    ``mergeReleaseMetadata`` does: what the release's own metadata gave is kept.  (The architecture is left out,
+    as the CVO leaves it without the StatusReleaseArchitecture gate.)"""
+    desired = status.get("desired")
+    if not isinstance(desired, Mapping) or (desired.get("version") and desired.get("url") and "channels" in desired):
+        return status
+    image = str(desired.get("image") or "")
+    candidates = [updates.current] if updates.current is not None else []
+    node = next((r for r in [*candidates, *(updates.available or ())] if equal_digest(image, r.image)), None)
+    if node is None:
+        log.debug("no available update matches the desired release's digest", image=image,
+                  version=desired.get("version"))
+        return status
+    merged = dict(desired)
+    merged["version"] = merged.get("version") or node.version
+    merged["url"] = merged.get("url") or node.url
+    if "channels" not in merged and node.channels:
+        merged["channels"] = list(node.channels)
+    order = ("version", "image", "url", "channels")
+    merged = {**{k: merged[k] for k in order if merged.get(k)}, **{k: v for k, v in merged.items() if k not in order}}
+    return {**status, "desired": merged}
 
 
 @dataclass(frozen=True)
@@ -136,11 +177,62 @@ class Accepted:
         return {**status, "conditions": conditions}
 
 
+def set_invalid(status: dict[str, Any], cv: Mapping[str, Any], gated: bool, now: datetime) -> dict[str, Any]:
+    """The ``Invalid`` condition from lib/validation ``ValidateClusterVersion`` (pkg/cvo/status.go
+    ``updateClusterVersionStatus``): set while the spec is invalid, removed otherwise.  ``gated``: the
+    ClusterUpdateAcceptRisks gate, which decides whether ``acceptRisks`` may be given."""
+    errors = validate_cluster_version(cv, gated)
+    conditions = [dict(c) for c in status.get("conditions") or [] if isinstance(c, dict)]
+    if errors:
+        set_condition(conditions, INVALID, "True", INVALID_REASON, invalid_message(errors), now)
+    else:
+        conditions = [c for c in conditions if c.get("type") != INVALID]
+    return {**status, "conditions": conditions}
+
+
+def desired_risk_names(status: Mapping[str, Any]) -> list[str]:
+    """The gated ``riskNames`` of the conditional update to ``status.desired.image`` (status.go
+    ``conditionalUpdateWithRiskNamesAndRiskConditions``' second result); [] without the gate, which writes none."""
+    image = dig(status, "desired", "image")
+    updates = status.get("conditionalUpdates")
+    for update in updates if isinstance(updates, list) and image else []:
+        if isinstance(update, Mapping) and dig(update, "release", "image") == image:
+            names = update.get("riskNames")
+            return [n for n in names if isinstance(n, str)] if isinstance(names, list) else []
+    return []
+
+
+def _with_local_reconcile(parts: Mapping[str, StatusPart]) -> Mapping[str, StatusPart]:
+    """A reconcile whose release was the last one loaded applies the CVO's own payload, which the CVO loads as
+    local (pkg/cvo/sync_worker.go ``LoadPayloadStatus.Local``): its sync leaves the history's accepted risks as
+    they are.  A reconcile while another release was refused (ReleaseAccepted=False) is not: that load's empty
+    risks are written, as the CVO writes them."""
+    sync, accepted = parts.get("sync"), parts.get("accepted")
+    if not isinstance(sync, Sync) or not sync.status.reconciling or sync.status.local or (
+            isinstance(accepted, Accepted) and accepted.status != "True"):
+        return parts
+    return {**parts, "sync": Sync(dataclasses.replace(sync.status, local=True))}
+
+
 def merge(parts: Mapping[str, StatusPart], status: dict[str, Any], cv: Mapping[str, Any],
-          now: datetime) -> dict[str, Any]:
-    """``status`` with every part applied, in :data:`SLOTS` order."""
+          now: datetime, gated: bool | None = None) -> dict[str, Any]:
+    """``status`` with every part applied, in :data:`SLOTS` order, then the history's ``acceptedRisks`` extended
+    with the risks of the update to the desired release (``updateClusterVersionStatus``: gated, and written
+    only under the gate).  ``gated``: the ClusterUpdateAcceptRisks gate, when the writer knows it; then the
+    ``Invalid`` condition is set first (the sync part's Progressing message reads it)."""
+    if gated is not None:
+        status = set_invalid(status, cv, gated, now)
+    parts = _with_local_reconcile(parts)
     for slot in SLOTS:
         part = parts.get(slot)
         if part is not None:
             status = part.apply(status, cv, now)
+    names = desired_risk_names(status)
+    history = status.get("history")
+    if names and isinstance(history, list):
+        from cvo.updates.evaluate import with_accepted_risks  # here: the listing's import time
+
+        image = str(dig(status, "desired", "image") or "")
+        status = {**status, "history": with_accepted_risks([h for h in history if isinstance(h, Mapping)], image,
+                                                          names)}
     return status

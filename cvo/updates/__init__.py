@@ -8,7 +8,8 @@ reader; ``model.py`` the releases, risks and conditional updates as a ClusterVer
 version; ``retrieve.py`` one retrieval with the ``RetrievedUpdates`` reasons; ``poll.py`` the state kept
 between syncs and when to fetch again; ``conditions.py`` the matching rules' registry (Always, PromQL behind
 the CVO's cache); ``evaluate.py`` the ``Recommended`` evaluation and what the status holds of it;
-``featuregates.py`` the CVO's feature gates; ``build.py``, ``graph_data.py``, ``serve.py`` and ``path.py``
+``featuregates.py`` the CVO's feature gates; ``validation.py`` the CVO's check of the ClusterVersion's spec
+(the ``Invalid`` condition); ``build.py``, ``graph_data.py``, ``serve.py`` and ``path.py``
 build a graph from releases and cincinnati-graph-data, serve it as the update service does, and plan paths
 over it.
 Decisions over data already read, and the update service's HTTP client; no cluster I/O.

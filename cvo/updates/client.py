@@ -125,6 +125,9 @@ def parse_url(text: str) -> None:
         urlsplit(text)  # what Go lets through and Python's parser does not (a stray bracket in the host)
     except ValueError as err:
         raise fail(str(err).lower()) from None
+    bad = _escapes_ok(text.partition("#")[2])  # url.Parse's setFragment, after the rest
+    if bad is not None:
+        raise fail(f"invalid URL escape {go_quote(bad)}")
 
 
 def query_url(upstream: str, *, arch: str, channel: str, cluster_id: str, version: str) -> str:

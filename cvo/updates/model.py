@@ -115,3 +115,4 @@ class Updates:
     conditional: tuple[ConditionalUpdate, ...] = ()
     retrieved: Retrieved = field(default_factory=lambda: Retrieved("False"))
     risks: tuple[Risk, ...] | None = None
+    current: Release | None = None  # the graph's node for the cluster's release (mergeReleaseMetadata's source)

@@ -44,6 +44,12 @@ def test_the_demo_tells_its_story(demo: subprocess.CompletedProcess[str]) -> Non
     assert re.search(r"^Channel: stable-4\.16 .*\n\nRecommended updates:\n\n  VERSION     IMAGE\n  4\.16\.3      oci:\S+@sha256:",
                      done.stdout, re.M)
     assert re.search(r"^\$ cvo upgrade --to 4\.16\.3 ", done.stdout, re.M)
+    # 4.16.3's metadata names no channels: the graph's node for it does (mergeReleaseMetadata), stable-4.17 among
+    # them, so the channel moves there without --allow-explicit-channel
+    assert "Channel: stable-4.16 (available channels: fast-4.17, stable-4.16, stable-4.17)\nNo updates available." \
+        in done.stdout
+    assert re.search(r"^\$ cvo upgrade channel stable-4\.17 --state \S+$", done.stdout, re.M)
+    assert not re.search(r"^\$ cvo .*--allow-explicit-channel", done.stdout, re.M)
     assert re.search(r"^  4\.17\.0      oci:\S+@sha256:", done.stdout, re.M)
     assert "(exit 1, as expected: the upgrade is blocked" in done.stdout
     # the releases are signed images: 4.16.3 verified, unsigned images refused (twice), the rebuild forced

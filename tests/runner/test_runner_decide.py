@@ -15,7 +15,16 @@ from cvo.cluster.embedded.server import SimCluster
 from cvo.payload.graph import Mode
 from cvo.payload.loader import Release, load_release
 from cvo.runner import start
-from cvo.runner.decide import Plan, Runner, decide, for_install, for_reconcile, for_upgrade, runner_for
+from cvo.runner.decide import (
+    Plan,
+    Runner,
+    decide,
+    desired_update_work,
+    for_install,
+    for_reconcile,
+    for_upgrade,
+    runner_for,
+)
 from cvo.runner.events import Progress, Recorder
 from cvo.runner.releases import Catalogue, Desired, Releases, RetrieveFailed, default_loader
 from cvo.runner.sweep import SweepOptions
@@ -63,6 +72,32 @@ def test_the_controller_turn_follows_the_cvo_states(three: tuple[Release, Releas
     assert decide(asked, releases) == Plan("Updating", new, old, force=True)
     failed = cv([entry(new, "Partial"), entry(old)], new.image, new.version, desired={"image": new.image})
     assert decide(failed, releases) == Plan("Updating", new, new)  # not reached yet: still updating
+
+
+def test_accepted_risks_alone_are_no_update_and_without_the_gate_they_void_the_desired_update(
+        three: tuple[Release, Release, Release]) -> None:
+    """lib/validation ``ValidateClusterVersion`` and ``ClearInvalidFields``, as pkg/cvo/cvo.go ``sync`` applies
+    them before it looks for the desired release."""
+    old, new, _ = three
+    releases = known(old, new)
+    risks = [{"name": "EtcdMigration"}]
+    only_risks = cv([entry(old)], old.image, old.version, desired={"acceptRisks": risks})
+    assert decide(only_risks, releases, gated=True) == Plan("Reconciling", old)
+    assert decide(only_risks, releases, gated=False) == Plan("Reconciling", old)
+    with_target = cv([entry(old)], old.image, old.version, desired={"image": new.image, "acceptRisks": risks})
+    assert decide(with_target, releases, gated=True) == Plan("Updating", new, old)
+    assert decide(with_target, releases, gated=False) == Plan("Reconciling", old)  # Forbidden: cleared whole
+    assert decide(with_target, releases) == Plan("Reconciling", old)  # the gate is off unless said
+
+
+def test_what_of_the_desired_update_is_work_for_a_sweep() -> None:
+    """Accepting one more risk does not restart the sweep (the CVO's SyncWork compares the release and force);
+    the first risk accepted or the last withdrawn may void the desiredUpdate without the gate, so they do."""
+    base = {"version": "4.17.0", "image": "x@sha256:1"}
+    one = desired_update_work({**base, "acceptRisks": [{"name": "A"}]})
+    assert one == desired_update_work({**base, "acceptRisks": [{"name": "A"}, {"name": "B"}]})
+    assert one != desired_update_work(base) != desired_update_work({**base, "force": True})
+    assert desired_update_work(None) is None and desired_update_work({}) is None
 
 
 def test_a_command_asks_for_its_release_and_reconcile_for_the_current_one(

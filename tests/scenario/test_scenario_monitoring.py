@@ -101,3 +101,23 @@ def test_without_the_gate_an_accepted_risk_is_ignored_and_nothing_gated_is_writt
 def test_an_unknown_feature_set_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ScenarioError, match=r"options\.feature-set: expected one of Default, TechPreviewNoUpgrade"):
         load_scenario(scenario(tmp_path, "options: {feature-set: Sometimes}\n"))
+
+
+def test_an_update_to_a_release_whose_risks_were_accepted_records_them_in_its_history_entry(tmp_path: Path) -> None:
+    """The upgrade action keeps ``acceptRisks``; the sweep's writer extends the history entry of the update with
+    the risks the status's conditional update to it names (pkg/cvo/status.go, under the gate)."""
+    source = Path(__file__).resolve().parents[2] / "scenarios" / "conditional-update-accept-risks.yaml"
+    target = source.parent / "payloads" / "gate-4.16.3"
+    text = source.read_text().replace("payloads/gate-4.16.0", str(source.parent / "payloads" / "gate-4.16.0"))
+    text = text.replace('"quay.io/openshift-release-dev/ocp-release@sha256:4163"', f'"file://{target}"')
+    text = text.replace("  - {at: 6m, wait: true}\n", f"  - {{at: 6m, upgrade: {target}}}\n  - {{at: 40m, wait: true}}\n")
+    text = text[:text.index("expect:")] + "expect: {result: completed}\n"
+    path = tmp_path / "accepted.yaml"
+    path.write_text(text)
+    cv = replay(load_scenario(path)).cluster_version
+    assert cv["spec"]["desiredUpdate"]["acceptRisks"] == [{"name": "EtcdDegraded"}]
+    head = cv["status"]["history"][0]
+    assert (head["version"], head["state"]) == ("4.16.3", "Completed")
+    assert head["acceptedRisks"] == (f"The target release file://{target} is exposed to the risks [EtcdDegraded] which "
+                                     "were all explicitly accepted by the cluster administrator.")
+    assert "acceptedRisks" not in cv["status"]["history"][1]

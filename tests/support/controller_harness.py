@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import random
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -51,8 +53,10 @@ class Harness:
 
     def __init__(self, cluster: SimCluster, clock: Clock, identity: str, *, interval: float = 60.0,
                  own: str = "4.16.0", timings: LeaseTimings = SHORT, release_on_cancel: bool = True,
-                 behaviours: Behaviours | None = None, updates: RefreshOptions | None = None) -> None:
+                 behaviours: Behaviours | None = None, updates: RefreshOptions | None = None,
+                 gated: bool = False) -> None:
         self.cluster, self.clock = cluster, clock
+        self.gated = gated  # the ClusterUpdateAcceptRisks gate
         self.events = Recorder()
         self.elector = LeaderElector(cluster, clock, identity, timings, rng=random.Random(identity))
         self.interval = interval
@@ -73,7 +77,8 @@ class Harness:
 
     def make_controller(self, fenced: Cluster) -> Controller:
         return Controller(fenced, self.clock, self.releases, self.events,
-                          ControllerOptions(interval=self.interval, own_image=self.own, seed=1, updates=self.updates),
+                          ControllerOptions(interval=self.interval, own_image=self.own, seed=1, updates=self.updates,
+                                            gated=self.gated),
                           on_release=self.on_release)
 
     async def on_leading(self, fenced: Cluster) -> None:
@@ -101,3 +106,22 @@ def history(cv: dict[str, Any] | None) -> list[tuple[str, str]]:
 
 def condition(cv: dict[str, Any] | None, type_: str) -> dict[str, Any]:
     return next((c for c in ((cv or {}).get("status") or {}).get("conditions") or [] if c["type"] == type_), {})
+
+
+async def until(check: Callable[[], Awaitable[bool]], limit: float, step: float = 1.0) -> float:
+    """Virtual seconds until ``check()`` holds; fails after ``limit``."""
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    while not await check():
+        assert loop.time() - start < limit, f"not within {limit}s"
+        await asyncio.sleep(step)
+    return loop.time() - start
+
+
+def completed(cluster: Cluster, version: str) -> Callable[[], Awaitable[bool]]:
+    """Whether ``version`` is the completed head of the history and the cluster no longer progresses."""
+    async def check() -> bool:
+        cv = await cluster.get(cv_ref())
+        h = history(cv)
+        return bool(h) and h[0] == (version, "Completed") and condition(cv, "Progressing").get("status") == "False"
+    return check

@@ -57,9 +57,11 @@ def test_the_demo_releases(tmp_path: Path) -> None:
     graph = build_graph(releases)
     assert edges(graph) == {("4.16.0+amd64", "4.16.3+amd64"), ("4.16.0+amd64", "4.17.0+amd64"),
                             ("4.16.3+amd64", "4.17.0+amd64")}
-    meta = node(graph, "4.16.3+amd64")
+    meta = node(graph, "4.16.0+amd64")
     assert meta == {ARCH_KEY: "amd64", CHANNELS_KEY: "stable-4.16,fast-4.16,candidate-4.16",
-                    "url": "https://demo.example.com/releases/4.16.3"}
+                    "url": "https://demo.example.com/releases/4.16.0"}
+    # 4.16.3's metadata names no channels (the graph data's channels/ would): none without graph data
+    assert node(graph, "4.16.3+amd64") == {ARCH_KEY: "amd64", "url": "https://demo.example.com/releases/4.16.3"}
     assert graph.nodes[0].payload == f"file://{REPO / 'payloads' / 'demo-4.16.0'}"
 
 
