@@ -134,7 +134,8 @@ async def _gate_off_warning(cluster: Cluster, cv: dict[str, Any]) -> str:
     if gates.accept_risks or not served:
         return ""
     return ("warning: the ClusterUpdateAcceptRisks feature gate is off on this cluster (TechPreviewNoUpgrade or "
-            "DevPreviewNoUpgrade turns it on): the cluster version operator ignores acceptRisks")
+            "DevPreviewNoUpgrade turns it on): while spec.desiredUpdate.acceptRisks is set the cluster version operator "
+            "finds the ClusterVersion invalid (Invalid=True) and takes no requested update")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -122,22 +122,6 @@ def cvo_gates(feature_gate: Mapping[str, Any] | None, version: str, *, feature_s
     return (gates or CvoGates()).with_enabled(enabled)
 
 
-def desired_update_problem(desired_update: Mapping[str, Any] | None, gated: bool) -> str:
-    """lib/validation/validation.go ``ValidateClusterVersion``'s acceptRisks rules for
-    ``spec.desiredUpdate`` ("" when none applies): the field path and what is wrong."""
-    if not isinstance(desired_update, Mapping):
-        return ""
-    accept = desired_update.get("acceptRisks") or []
-    target = any(desired_update.get(k) for k in ("architecture", "version", "image"))
-    if not gated and accept:
-        return "spec.desiredUpdate.acceptRisks: Forbidden: acceptRisks must not be specified"
-    if not target and not gated:
-        return "spec.desiredUpdate: Required value: must specify architecture, version, or image"
-    if not target and not accept and gated:
-        return "spec.desiredUpdate: Required value: must specify architecture, version, image, or acceptRisks"
-    return ""
-
-
 def accepted_risk_names(desired_update: Mapping[str, Any] | None) -> frozenset[str]:
     """``spec.desiredUpdate.acceptRisks[].name`` as a set (syncAvailableUpdates' ``acceptRisks``)."""
     if not isinstance(desired_update, Mapping):

@@ -13,7 +13,6 @@ from cvo.updates.featuregates import (
     CvoGates,
     accepted_risk_names,
     cvo_gates,
-    desired_update_problem,
     from_feature_gate_status,
 )
 
@@ -82,19 +81,6 @@ def test_unknown_feature_set_is_the_default() -> None:
 def test_any_feature_gate_object_gives_gates(obj: Any) -> None:
     for candidate in (obj, {"spec": obj, "status": obj}, {"status": {"featureGates": obj}}):
         assert isinstance(cvo_gates(candidate if isinstance(candidate, dict) else None, "1.0.0"), CvoGates)
-
-
-@pytest.mark.parametrize(("desired", "gated", "problem"), [
-    (None, False, ""),
-    ({"version": "4.21.1"}, False, ""),
-    ({"version": "4.21.1", "acceptRisks": [{"name": "A"}]}, False,
-     "spec.desiredUpdate.acceptRisks: Forbidden: acceptRisks must not be specified"),
-    ({"acceptRisks": [{"name": "A"}]}, True, ""),
-    ({}, False, "spec.desiredUpdate: Required value: must specify architecture, version, or image"),
-    ({}, True, "spec.desiredUpdate: Required value: must specify architecture, version, image, or acceptRisks"),
-])
-def test_desired_update_problem(desired: dict[str, Any] | None, gated: bool, problem: str) -> None:
-    assert desired_update_problem(desired, gated) == problem
 
 
 def test_accepted_risk_names() -> None:
