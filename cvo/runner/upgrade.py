@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from cvo.clock import Clock, pace, wall_seconds
 from cvo.cluster.api import (
@@ -57,8 +57,8 @@ from cvo.runner.status_writer import StatusWriter
 from cvo.runner.sweep import SweepOptions, SweepResult
 from cvo.runner.sweep_events import Kind, P, PreconditionBlocked, PreconditionPassed, SweepBlocked
 from cvo.runner.worker import Worker, payload_loaded
+from cvo.status.godur import SECOND, short_duration
 from cvo.status.parts import Accepted, Upgradeable
-from cvo.status.text import format_age
 from cvo.updates.model import Risk
 from cvo.updates.sources import SourcedRisks
 
@@ -263,8 +263,8 @@ class UpgradeController:
             on = f"on the simulated cluster's clock, at --speed {clock.speed:g}: {wall:.1f}s of real time"
         else:
             on = f"on the simulated cluster's clock, which runs as fast as it can: {wall:.1f}s of real time"
-        return (f"the --timeout of {format_age(timedelta(seconds=timeout))} ({on}) ended the wait; the cluster "
-                f"keeps {self.current.version}. To wait longer: --timeout {format_age(timedelta(seconds=2 * timeout))}"
+        return (f"the --timeout of {short_duration(round(timeout * SECOND))} ({on}) ended the wait; the cluster "
+                f"keeps {self.current.version}. To wait longer: --timeout {short_duration(round(2 * timeout * SECOND))}"
                 f", or --timeout 0 for no limit")
 
     async def _blocked_result(self, why: str) -> SweepResult:
