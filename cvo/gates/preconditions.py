@@ -10,6 +10,7 @@ that only an update changes, so no operator or admin action clears them while an
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -236,6 +237,16 @@ def summarize(errors: Sequence[PreconditionError], force: bool) -> Verdict:
     if force and blocked:
         return Verdict(tuple(errors), False, f"Forced through blocking failures: {message}", forced=True)
     return Verdict(tuple(errors), blocked, message)
+
+
+_RENDERED = re.compile(r'Precondition "([^"\n]+)" failed because of "([^"\n]*)"')
+
+
+def force_only_named(message: str) -> list[str]:
+    """The checks a summary (:func:`summarize`'s message, as ReleaseAccepted carries it) names that block for good."""
+    named = (PreconditionError(name, reason, "", blocking=reason != "InvalidCurrentVersion")
+             for name, reason in _RENDERED.findall(message))
+    return list(dict.fromkeys(e.name for e in named if e.force_only))
 
 
 def run_checks(cv: ClusterVersion | Mapping[str, Any], target: str, force: bool = False) -> Verdict:

@@ -22,6 +22,8 @@ import pytest
 
 from cvo.cli.main import main
 from cvo.log import configure
+from tests.cluster.test_store_processes import DEMO_OPERATORS, cvo, history, stop
+from tests.controller.test_controller_processes import completed, poll, start_controller
 from tests.support.helpers import PAYLOADS, REPO
 
 OLD = str(PAYLOADS / "demo-4.16.0")
@@ -179,3 +181,26 @@ def test_a_block_that_can_clear_still_waits_for_the_operator_or_the_admin(
     started = [json.loads(line) for line in events.read_text().splitlines()
                if json.loads(line)["event"] == "sweep.started"]
     assert started and all(e["mode"] == "reconcile" and e["version"] == "4.16.0" for e in started)
+
+
+def test_a_controller_led_rollback_only_force_passes_ends_the_command_at_once(tmp_path: Path) -> None:
+    """With ``cvo run`` leading, the controller holds the rollback at its gates (as the CVO does, until the admin
+    changes spec.desiredUpdate); the command following it does not wait out its ``--timeout`` (here: none)."""
+    state = tmp_path / "cluster.db"
+    with (tmp_path / "run.jsonl").open("w") as log:
+        ctl = start_controller(log, state, "--release", OLD, "--operators", DEMO_OPERATORS)
+        try:
+            poll("the controller's install of 4.16.0", completed(state, "4.16.0"), ctl)
+            forced = cvo("upgrade", "--to", MINOR, "--force", "--state", str(state))
+            assert forced.returncode == 0, forced.stderr
+            rollback = cvo("upgrade", "--to", PATCH, "--timeout", "0", "--state", str(state))  # 0: no limit
+            assert rollback.returncode == 1, rollback.stderr
+            assert "\nblocked: the upgrade did not start" in rollback.stdout
+            lines = errors(rollback.stderr)
+            assert lines[0] == "error: upgrade to 4.16.3 is blocked: Multiple precondition checks failed:"
+            assert lines[-1] == ("error: ClusterVersionRollback blocks for good: waiting would not clear it, only "
+                                 "--force passes it; the controller keeps spec.desiredUpdate ('cvo upgrade --clear' "
+                                 "withdraws it)")
+            assert history(state)[0] == ("4.17.0", "Completed")
+        finally:
+            stop(ctl)

@@ -13,7 +13,7 @@ import pytest
 
 from cvo.cli.gates import update_kind
 from cvo.gates import preconditions
-from cvo.gates.preconditions import PreconditionError, Verdict, run_checks, summarize
+from cvo.gates.preconditions import PreconditionError, Verdict, force_only_named, run_checks, summarize
 from cvo.objects import ClusterVersion
 
 ROLLBACK = "ClusterVersionRollback"
@@ -542,3 +542,12 @@ def test_an_unparsable_target_blocks_for_good_an_unparsable_current_version_only
     assert not PreconditionError(ROLLBACK, "InvalidCurrentVersion", "x", blocking=False).force_only
     assert summarize([error, PreconditionError(ROLLBACK, "InvalidCurrentVersion", "x", blocking=False)],
                      force=False).force_only == (error,)
+
+
+def test_force_only_checks_are_read_back_from_the_summary_release_accepted_carries() -> None:
+    hop = run_checks(cv("4.16.0", conditions=[not_upgradeable()]), "4.18.0")
+    assert force_only_named(hop.message) == [GIANT_HOP]
+    assert force_only_named(run_checks(cv("4.16.0", conditions=[not_upgradeable()]), "4.17.0").message) == []
+    warned = PreconditionError(ROLLBACK, "InvalidCurrentVersion", "No Major.Minor.Patch elements found", blocking=False)
+    assert force_only_named(summarize([warned], force=False).message) == []  # a warning, not a block
+    assert force_only_named(run_checks(cv("4.16.0"), "x").message) == [ROLLBACK, GIANT_HOP]
