@@ -254,18 +254,18 @@ class UpgradeController:
                 f"target); the cluster keeps {self.current.version}")
 
     def _timed_out(self, wall: float) -> str:
-        """Which timeout ended the wait, on which clock, and how to wait longer."""
-        timeout = self.options.timeout or 0.0
+        """Which timeout ended the wait, on which clock, and how to wait longer.  (``options.timeout`` is what was
+        left of the command's ``--timeout`` when the wait began: its budget runs from the command's start.)"""
+        waited = short_duration(round(self.options.timeout or 0.0) * SECOND)
         clock = pace()
         if not clock.simulated:
             on = "on the wall clock"
         elif clock.speed:
-            on = f"on the simulated cluster's clock, at --speed {clock.speed:g}: {wall:.1f}s of real time"
+            on = f"on the simulated cluster's clock (at --speed {clock.speed:g}: {wall:.1f}s of real time)"
         else:
-            on = f"on the simulated cluster's clock, which runs as fast as it can: {wall:.1f}s of real time"
-        return (f"the --timeout of {short_duration(round(timeout * SECOND))} ({on}) ended the wait; the cluster "
-                f"keeps {self.current.version}. To wait longer: --timeout {short_duration(round(2 * timeout * SECOND))}"
-                f", or --timeout 0 for no limit")
+            on = f"on the simulated cluster's clock (as fast as it runs: {wall:.1f}s of real time)"
+        return (f"the command's --timeout ended the wait after {waited} {on}; the cluster keeps "
+                f"{self.current.version}. To wait longer: a longer --timeout, or --timeout 0 for no limit")
 
     async def _blocked_result(self, why: str) -> SweepResult:
         now = self.clock.now()

@@ -322,10 +322,10 @@ def test_blocked_upgrade_gives_up_at_the_timeout(cluster: tuple[str, str], capsy
     assert "Traceback" not in err
     # the last line: what ended the wait, on which clock, how to wait longer
     assert error_lines(err)[-1].startswith(
-        "error: the --timeout of 10m (on the simulated cluster's clock, which runs as fast as it can: ")
+        "error: the command's --timeout ended the wait after 10m on the simulated cluster's clock (as fast as it "
+        "runs: ")
     assert error_lines(err)[-1].endswith(
-        "of real time) ended the wait; the cluster keeps 4.16.0. To wait longer: --timeout 20m, or --timeout 0 for "
-        "no limit")
+        "s of real time); the cluster keeps 4.16.0. To wait longer: a longer --timeout, or --timeout 0 for no limit")
 
     # Nothing asks for 4.17.0 any more: the request ended with the command (tests/cli/test_blocked_upgrade.py
     # shows ReleaseAccepted=False while it waits).
