@@ -64,6 +64,7 @@ from cvo.updates.sources import SourcedRisks
 
 log = get_logger("cvo.runner.upgrade")
 
+
 @dataclass
 class Preflight:
     verdict: Verdict
@@ -264,6 +265,8 @@ class UpgradeController:
             on = f"on the simulated cluster's clock (at --speed {clock.speed:g}: {wall:.1f}s of real time)"
         else:
             on = f"on the simulated cluster's clock (as fast as it runs: {wall:.1f}s of real time)"
+        if not self.write_spec:  # a controller's request stays in spec.desiredUpdate
+            return f"the timeout ended the wait after {waited} {on}"
         return (f"the command's --timeout ended the wait after {waited} {on}; the cluster keeps "
                 f"{self.current.version}. To wait longer: a longer --timeout, or --timeout 0 for no limit")
 
