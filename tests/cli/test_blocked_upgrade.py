@@ -25,6 +25,7 @@ from cvo.log import configure
 from tests.cluster.test_store_processes import DEMO_OPERATORS, cvo, history, stop
 from tests.controller.test_controller_processes import completed, poll, start_controller
 from tests.support.helpers import PAYLOADS, REPO
+from tests.support.pty_run import run_on_pty
 
 OLD = str(PAYLOADS / "demo-4.16.0")
 PATCH = str(PAYLOADS / "demo-4.16.3")
@@ -98,6 +99,14 @@ def test_a_waiting_upgrade_is_seen_by_every_view_and_forgotten_when_it_is_stoppe
         code, wide, _ = cli(capsys, "status", "--state", state, "-o", "wide")
         assert wide.splitlines()[3] == lines[3]
 
+        screen = run_on_pty(["status", "--state", state], columns=80, rows=24, cwd=str(REPO))  # a person's terminal
+        assert screen.code == 0
+        shown = screen.output.replace("\r\n", "\n").splitlines()
+        assert all(len(line) <= 80 for line in shown)
+        head = shown.index("4.17.0 requested, not started: ReleaseAccepted=False (PreconditionChecks)")
+        assert shown[head - 2].startswith("version   4.16.0") and head < 24  # on the first screen
+        assert "ClusterVersionUpgradeable" in " ".join(shown[head:head + 8])
+
         code, out, _ = cli(capsys, "upgrade", "status", "--state", state)
         assert code == 0
         assert out.splitlines()[:3] == ["The cluster is not updating.", "",
@@ -145,6 +154,18 @@ def test_the_timeout_that_ends_the_wait_says_which_clock_and_how_to_wait_longer(
     assert last.endswith("s of real time); the cluster keeps 4.16.0. To wait longer: a longer --timeout, or "
                          "--timeout 0 for no limit")
     assert accepted(capsys, state)["status"] == "True"  # the request ended with the command
+
+
+def test_the_end_of_a_blocked_upgrade_reads_whole_on_an_80_column_terminal(cluster: tuple[str, str]) -> None:
+    state, operators = cluster
+    screen = run_on_pty(["upgrade", "--to", MINOR, "--state", state, "--operators", operators, "--speed", "3600",
+                         "--timeout", "30m"], columns=80, rows=24, cwd=str(REPO))
+    assert screen.code == 1
+    text = screen.output.replace("\r\n", "\n")
+    assert "blocked: the upgrade did not start" in text
+    assert "error: the command's --timeout ended the wait after 30m on the simulated cluster's clock (at --speed " \
+           "3600: " in text
+    assert "To wait longer: a longer --timeout, or --timeout 0 for no limit" in text  # nothing cut
 
 
 def test_a_rollback_only_force_passes_fails_at_once(cluster: tuple[str, str], tmp_path: Path,
