@@ -18,6 +18,7 @@ import asyncio
 import selectors
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
@@ -161,6 +162,23 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
 
     def advance(self, seconds: float) -> None:
         self._virtual_now += max(0.0, seconds)
+
+
+@dataclass(frozen=True)
+class Pace:
+    """How the running loop's time passes: ``simulated`` (:class:`VirtualTimeLoop`) at ``speed`` simulated
+    seconds per real second (``None``: as fast as it can), or the wall clock's."""
+
+    simulated: bool
+    speed: float | None = None
+
+
+def pace() -> Pace:
+    """The pace of the running loop (what a message about a timeout says it was measured on)."""
+    loop = asyncio.get_running_loop()
+    if isinstance(loop, VirtualTimeLoop):
+        return Pace(True, loop._selector_v.speed)
+    return Pace(False)
 
 
 def run_virtual(main: Callable[[], Awaitable[T]], speed: float | None = None) -> T:

@@ -2,7 +2,9 @@
 
 Reads the ClusterVersion, the ClusterOperators, machine-config's operator Deployment (when there is one)
 and the update-duration records; prints :mod:`cvo.status.upgrade_text`.  With records and a release
-directory for the target, a forecast from the task graph is added (:mod:`cvo.status.forecast`).
+directory for the target, a forecast from the task graph is added (:mod:`cvo.status.forecast`).  When the
+cluster is not updating but a requested release has not been accepted (``ReleaseAccepted`` not True), it says
+which and why under oc's "The cluster is not updating." (:mod:`cvo.status.pending_release`).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from cvo.cli.backend import (
     open_reader,
     uses_saved_objects,
 )
-from cvo.cli.common import EXIT_OK, CommandFailed
+from cvo.cli.common import EXIT_OK, CommandFailed, terminal_width
 from cvo.cli.output import STRUCTURED, TEXT, add_output_flag, dump
 from cvo.cluster.api import CLUSTER_OPERATOR, ApiError, ApiErrorKind, ReadOnlyCluster, Ref, cv_ref
 from cvo.objects import ClusterOperator, ClusterVersion, Deployment
@@ -91,6 +93,7 @@ class Found:
 def run(args: argparse.Namespace) -> int:
     from cvo.runner.durations import RECORDS_REF, cluster_forecast, no_forecast_reason
     from cvo.status.godur import parse_time, to_ns
+    from cvo.status.pending_release import pending_data, pending_text
     from cvo.status.upgrade_status import StatusUnavailable, assess
     from cvo.status.upgrade_text import render, to_data
 
@@ -126,10 +129,15 @@ def run(args: argparse.Namespace) -> int:
                                 found.records, now) if status.updating else None
     if args.output == TEXT:
         sys.stdout.write(render(status, args.details, forecast))
+        if status.pending is not None:  # oc stops at "not updating"; cvo says what was asked for and why it waits
+            sys.stdout.write("\n" + pending_text(status.pending, terminal_width(sys.stdout)))
         why = "" if forecast is not None or not status.updating else no_forecast_reason(
             found.cv.body if found.cv else None, found.records)
         if why:  # on stderr: stdout stays exactly what oc prints for the same objects
             print(f"note: no forecast: {why}", file=sys.stderr)
     else:
-        sys.stdout.write(dump(to_data(status, forecast), args.output))
+        doc = to_data(status, forecast)
+        if not status.updating:  # a requested release not accepted, or null
+            doc["pendingRelease"] = pending_data(status.pending)
+        sys.stdout.write(dump(doc, args.output))
     return EXIT_OK

@@ -15,7 +15,8 @@ or the target cannot be had, with the same report and exit codes as when the com
   history entry is the target, ``Completed``, and ``status.desired`` is the target), ``failed``
   (``ReleaseAccepted=False`` with a retrieval step's reason for this image: the controller cannot
   read the release), ``superseded`` (``spec.desiredUpdate`` names another release now: someone
-  retargeted), else ``working``.  :func:`at_timeout` decides what the command's ``--timeout`` ends
+  retargeted), ``blocked`` (the gates hold it back with a block only ``--force`` passes: a rollback, a giant
+  hop; waiting would not clear it), else ``working``.  :func:`at_timeout` decides what the command's ``--timeout`` ends
   in: ``blocked`` while the gates hold the target back (``ReleaseAccepted=False``,
   ``PreconditionChecks``: the command then says what blocks it, as it does when it sweeps itself),
   else ``failed`` with the ``Failing`` condition's message.
@@ -35,6 +36,7 @@ from cvo.cluster.api import CLUSTER_VERSION, ApiError, ApiErrorKind, Cluster, Re
 from cvo.cluster.informer import Informer
 from cvo.cluster.persist import Budget, steady
 from cvo.controller.lease import lease_is_held, lease_ref
+from cvo.gates.preconditions import force_only_named
 from cvo.payload.conditions import find_condition
 from cvo.payload.fields import dig
 from cvo.runner.releases import Desired
@@ -110,17 +112,32 @@ def judge(cv: dict[str, Any] | None, image: str) -> Verdict:
     if (accepted.get("status") == "False" and accepted.get("reason") in RETRIEVE_REASONS
             and f'image="{image}"' in message):
         return Verdict("failed", f"the controller cannot use the release: {message}")
+    if _blocked_by_preconditions(accepted, image) and (named := force_only_named(message)):
+        version = desired.version or image
+        return Verdict("blocked", f"upgrade to {version} is blocked: {message.split(': ', 1)[-1]}\n"
+                                  f"{', '.join(named)} blocks for good: waiting would not clear it, only --force "
+                                  f"passes it; the controller keeps spec.desiredUpdate ('cvo upgrade --clear' "
+                                  f"withdraws it)")
     return Verdict("working", describe(cv))
 
 
+def _blocked_by_preconditions(accepted: dict[str, Any], image: str) -> bool:
+    return (accepted.get("status") == "False" and accepted.get("reason") == "PreconditionChecks"
+            and f'image="{image}"' in str(accepted.get("message") or ""))
+
+
 def at_timeout(cv: dict[str, Any] | None, version: str, image: str, after: str) -> Verdict:
-    """What a command that stops following after ``after`` reports: blocked by the gates, or failed."""
+    """What a command that stops following after ``after`` (its ``--timeout``, on the wall clock) reports: blocked
+    by the gates (and that the timeout ended the wait, how to wait longer), or failed."""
     cv = cv or {}
     accepted = _condition(cv, "ReleaseAccepted")
-    if (accepted.get("status") == "False" and accepted.get("reason") == "PreconditionChecks"
-            and f'image="{image}"' in str(accepted.get("message") or "")):
+    if _blocked_by_preconditions(accepted, image):
         blocked = str(accepted["message"]).split(": ", 1)[-1]
-        return Verdict("blocked", f"upgrade to {version} is blocked: {blocked}")
+        return Verdict("blocked", f"upgrade to {version} is blocked: {blocked}\n"
+                                  f"the --timeout of {after} (on the wall clock: the command follows the controller in "
+                                  f"real time) ended the wait; the controller goes on with spec.desiredUpdate ('cvo "
+                                  f"upgrade --clear' withdraws it). To wait longer: a longer --timeout, or --timeout 0 "
+                                  f"for no limit")
     failing = _condition(cv, "Failing")
     if failing.get("status") == "True" and failing.get("message"):
         return Verdict("failed", str(failing["message"]))

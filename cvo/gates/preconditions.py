@@ -3,11 +3,14 @@
 ``ClusterVersionRollback``, ``ClusterVersionGiantHop``, ``ClusterVersionUpgradeable`` and
 ``ClusterVersionRecommendedUpdate``, in that order, all run; each failure is blocking or a
 warning.  ``--force`` turns blocking failures into the warning "Forced through blocking failures:
-…", which is recorded on the history entry as accepted risks.
+…", which is recorded on the history entry as accepted risks.  A rollback, a giant hop and a target
+version that does not parse block for good (:attr:`PreconditionError.force_only`): they compare versions
+that only an update changes, so no operator or admin action clears them while an update waits.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -21,6 +24,11 @@ from cvo.payload import semver
 OVERRIDES_MESSAGE = ("Disabling ownership via cluster version overrides prevents upgrades between minor or major "
                      "versions. Please remove overrides before requesting a minor or major version update.")
 
+# Checks over the current target, the history and the target's version: none of them changes while an update
+# waits, so their blocks never clear by themselves (ClusterVersionUpgradeable's do, when an operator or an admin
+# lets the update through).
+FORCE_ONLY = frozenset({"ClusterVersionRollback", "ClusterVersionGiantHop"})
+
 
 @dataclass(frozen=True)
 class PreconditionError:
@@ -31,6 +39,11 @@ class PreconditionError:
 
     def render(self) -> str:
         return f'Precondition "{self.name}" failed because of "{self.reason}": {self.message}'
+
+    @property
+    def force_only(self) -> bool:
+        """A block that waiting cannot clear: only ``--force`` (or another target) passes it."""
+        return self.blocking and (self.name in FORCE_ONLY or self.reason == "InvalidDesiredVersion")
 
 
 @dataclass(frozen=True)
@@ -44,6 +57,11 @@ class Verdict:
     def accepted_risks(self) -> str:
         """What the history entry records when the update goes ahead despite warnings."""
         return self.message if self.errors and not self.blocked else ""
+
+    @property
+    def force_only(self) -> tuple[PreconditionError, ...]:
+        """The blocks only ``--force`` passes (none once forced, or when nothing blocks)."""
+        return tuple(e for e in self.errors if e.force_only) if self.blocked else ()
 
 
 def _parse(text: str) -> semver.Version | None:
@@ -219,6 +237,16 @@ def summarize(errors: Sequence[PreconditionError], force: bool) -> Verdict:
     if force and blocked:
         return Verdict(tuple(errors), False, f"Forced through blocking failures: {message}", forced=True)
     return Verdict(tuple(errors), blocked, message)
+
+
+_RENDERED = re.compile(r'Precondition "([^"\n]+)" failed because of "([^"\n]*)"')
+
+
+def force_only_named(message: str) -> list[str]:
+    """The checks a summary (:func:`summarize`'s message, as ReleaseAccepted carries it) names that block for good."""
+    named = (PreconditionError(name, reason, "", blocking=reason != "InvalidCurrentVersion")
+             for name, reason in _RENDERED.findall(message))
+    return list(dict.fromkeys(e.name for e in named if e.force_only))
 
 
 def run_checks(cv: ClusterVersion | Mapping[str, Any], target: str, force: bool = False) -> Verdict:

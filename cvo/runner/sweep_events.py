@@ -119,7 +119,7 @@ class SweepDeferred(SweepEvent):
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
 class SweepBlocked(SweepEvent):
-    """An upgrade still blocked by its preconditions when its time ran out."""
+    """An upgrade still blocked by its preconditions when its time ran out, or by one only ``--force`` passes."""
 
     name: ClassVar[str] = "sweep.blocked"
     version: str  # the target

@@ -7,6 +7,12 @@ reconciling the release it runs, and the checks run again whenever a ClusterOper
 OperatorCondition, the ClusterVersion or the admin-gates and admin-acks ConfigMaps change: when the
 blocker clears, or an admin overrides or acknowledges it, the upgrade proceeds by itself.
 
+A command (``write_spec``: it holds the request in memory, not in ``spec.desiredUpdate``) does not wait on a
+block only ``--force`` passes (a rollback, a giant hop: :attr:`cvo.gates.preconditions.Verdict.force_only`),
+and its end (``--timeout``, a signal, such a block) withdraws the request: ``ReleaseAccepted`` is True for
+the running release again, so nobody is shown a request that nothing pursues.  A controller waits as the CVO
+does, until the admin changes ``spec.desiredUpdate``.
+
 None of this is the sweep, so none of it follows the sweep's back-off: the gate checks, the
 ClusterVersion's status and spec writes and the watches' first lists ride out a failing server
 within the command's budget (:mod:`cvo.cluster.persist`).  A ``Conflict`` on the ClusterVersion
@@ -20,7 +26,7 @@ import asyncio
 from dataclasses import dataclass
 from datetime import datetime
 
-from cvo.clock import Clock
+from cvo.clock import Clock, pace, wall_seconds
 from cvo.cluster.api import (
     CLUSTER_OPERATOR,
     CLUSTER_VERSION,
@@ -37,6 +43,7 @@ from cvo.gates.olm import OC_API_VERSION, OC_GROUP, OC_KIND
 from cvo.gates.preconditions import Verdict, run_checks
 from cvo.gates.risks.adminack import ADMIN_ACKS, ADMIN_GATES
 from cvo.gates.upgradeable import applies, set_upgradeable, update_versions, upgradeable_risks
+from cvo.log import get_logger
 from cvo.objects import ClusterVersion
 from cvo.payload.capabilities import implicitly_enabled_by_update, still_enabled
 from cvo.payload.fields import dig, entries
@@ -49,10 +56,13 @@ from cvo.runner.operator_conditions import OperatorConditionManager
 from cvo.runner.status_writer import StatusWriter
 from cvo.runner.sweep import SweepOptions, SweepResult
 from cvo.runner.sweep_events import Kind, P, PreconditionBlocked, PreconditionPassed, SweepBlocked
-from cvo.runner.worker import Worker
+from cvo.runner.worker import Worker, payload_loaded
+from cvo.status.godur import SECOND, short_duration
 from cvo.status.parts import Accepted, Upgradeable
 from cvo.updates.model import Risk
 from cvo.updates.sources import SourcedRisks
+
+log = get_logger("cvo.runner.upgrade")
 
 
 @dataclass
@@ -97,6 +107,7 @@ class UpgradeController:
         self.force = force
         self.steady = steady(cluster, options.budget)  # gate checks, ClusterVersion reads and writes
         self.blocked_message = ""
+        self.withdrawn = False  # the command's request was withdrawn (ReleaseAccepted=True for the current release)
         self.worker: Worker | None = None  # the sweep now running (reconcile while blocked, then the update)
         # One statusWrapper across them, as the CVO's sync worker keeps one.
         self.status = status or StatusWriter(cluster, clock, throttle=options.status_throttle, reporter=reporter,
@@ -126,8 +137,30 @@ class UpgradeController:
         await self.status.report(Upgradeable(check.risks), self._blocked_accepted(), force=True, must_land=True)
 
     async def run(self) -> SweepResult:
+        try:
+            return await self._run()
+        finally:
+            if self.write_spec and not self.started and not self.withdrawn:
+                await self._withdraw()
+
+    @property
+    def started(self) -> bool:
+        """Whether the target got through its gates (from then on its sweep reports ReleaseAccepted)."""
+        return self.worker is not None and self.worker.release is self.target
+
+    async def _withdraw(self) -> None:
+        """The command's request ends without the update: ReleaseAccepted=True for the running release, as the
+        CVO reports once ``spec.desiredUpdate`` no longer asks for another (``oc adm upgrade --clear``)."""
+        self.withdrawn = True
+        try:
+            await self.status.report(payload_loaded(self.current), force=True, must_land=True)
+        except ApiError as err:  # the command's own error says more; this one must not replace it
+            log.warning("upgrade.withdraw_failed", version=self.target.version, error=str(err))
+
+    async def _run(self) -> SweepResult:
         loop = asyncio.get_running_loop()
         deadline = None if self.options.timeout is None else loop.time() + self.options.timeout
+        begun = wall_seconds()
         watchers = [Informer(self.steady, *CLUSTER_OPERATOR), Informer(self.steady, *CLUSTER_VERSION),
                     # an admin's acknowledgement lets the update through at once (pkg/risk/adminack's informers)
                     Informer(self.steady, "", "ConfigMap", name=ADMIN_GATES),
@@ -151,10 +184,12 @@ class UpgradeController:
                     self.blocked_message = check.verdict.message
                     self.emit(PreconditionBlocked, version=self.target.version, message=check.verdict.message,
                               blockers=[r.name for r in check.blockers])
+                if self.write_spec and check.verdict.force_only:
+                    return await self._blocked_result(self._force_only(check))
                 await self._write_blocked(check)
                 now = loop.time()
                 if deadline is not None and now >= deadline:
-                    return await self._blocked_result()
+                    return await self._blocked_result(self._timed_out(wall_seconds() - begun))
                 if last_reconcile is None or now - last_reconcile >= self.options.interval:
                     last_reconcile = now
                     await self._reconcile_current(deadline)
@@ -214,12 +249,35 @@ class UpgradeController:
                                overrides=overrides, feature_gates=base.feature_gates)
         return implicitly_enabled_by_update(self.target.manifests, self.current.manifests, settings, current.implicit)
 
-    async def _blocked_result(self) -> SweepResult:
+    def _force_only(self, check: Preflight) -> str:
+        names = ", ".join(dict.fromkeys(e.name for e in check.verdict.force_only))
+        return (f"{names} blocks for good: waiting would not clear it, only --force passes it (or choose another "
+                f"target); the cluster keeps {self.current.version}")
+
+    def _timed_out(self, wall: float) -> str:
+        """Which timeout ended the wait, on which clock, and how to wait longer.  (``options.timeout`` is what was
+        left of the command's ``--timeout`` when the wait began: its budget runs from the command's start.)"""
+        waited = short_duration(round(self.options.timeout or 0.0) * SECOND)
+        clock = pace()
+        if not clock.simulated:
+            on = "on the wall clock"
+        elif clock.speed:
+            on = f"on the simulated cluster's clock (at --speed {clock.speed:g}: {wall:.1f}s of real time)"
+        else:
+            on = f"on the simulated cluster's clock (as fast as it runs: {wall:.1f}s of real time)"
+        if not self.write_spec:  # a controller's request stays in spec.desiredUpdate
+            return f"the timeout ended the wait after {waited} {on}"
+        return (f"the command's --timeout ended the wait after {waited} {on}; the cluster keeps "
+                f"{self.current.version}. To wait longer: a longer --timeout, or --timeout 0 for no limit")
+
+    async def _blocked_result(self, why: str) -> SweepResult:
         now = self.clock.now()
+        if self.write_spec:
+            await self._withdraw()  # before the report reads the ClusterVersion
         cv = await self.steady.get(cv_ref()) or {}
         self.emit(SweepBlocked, version=self.target.version, message=self.blocked_message)
         return SweepResult(ok=False, completed=False, attempts=0, failure=None,
-                           message=f"upgrade to {self.target.version} is blocked: {self.blocked_message}",
+                           message=f"upgrade to {self.target.version} is blocked: {self.blocked_message}\n{why}",
                            started=now, finished=now, cluster_version=cv, blocked=True)
 
 

@@ -156,10 +156,7 @@ class Worker:
         await self.status.report(*parts, force=force, must_land=must_land)
 
     def release_accepted(self) -> Accepted:
-        arch = (self.release.metadata.architecture if self.release.metadata else "") or go_arch()
-        return Accepted("True", "PayloadLoaded",
-                        f'Payload loaded version="{self.release.version}" image="{self.release.image}" '
-                        f'architecture="{arch}"')
+        return payload_loaded(self.release)
 
     # --- the sweep --------------------------------------------------------------------------
 
@@ -399,3 +396,10 @@ class Worker:
                                                                create_first=self.mode is Mode.INSTALL)
                     if created is not None and self.mode is Mode.INSTALL:
                         attempt.precreated[id(task)] = created
+
+
+def payload_loaded(release: Release) -> Accepted:
+    """``ReleaseAccepted=True`` for ``release`` (pkg/cvo/sync_worker.go ``loadUpdatedPayload``'s ``PayloadLoaded``)."""
+    arch = (release.metadata.architecture if release.metadata else "") or go_arch()
+    return Accepted("True", "PayloadLoaded",
+                    f'Payload loaded version="{release.version}" image="{release.image}" architecture="{arch}"')

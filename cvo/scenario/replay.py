@@ -175,8 +175,9 @@ class Replay:
         await self._stop_current(f"new work: {kind} {release.version}")
         runner: Worker | UpgradeController
         if kind == "upgrade":
+            # the action wrote spec.desiredUpdate: the request is the cluster's, as with a controller (it waits)
             runner = UpgradeController(self.cluster, await self._running_release(), release, self.recorder,
-                                       self.clock, self.options(), force=force)
+                                       self.clock, self.options(), force=force, write_spec=False)
         else:
             runner = Worker(self.cluster, release, mode, self.recorder, self.clock, self.options())
         task = asyncio.create_task(runner.run(), name=f"{kind} {release.version}")

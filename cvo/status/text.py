@@ -310,14 +310,20 @@ def _fit_line(line: str, width: int) -> list[str]:
 def write_status_text(cv: ClusterVersion | Mapping[str, Any], cos: Sequence[ClusterOperator | Mapping[str, Any]],
                       now: datetime, out: TextIO, ocs: Sequence[OperatorCondition | Mapping[str, Any]] | None = None,
                       *, wide: bool = False, headers: bool = True, width: int | None = None) -> None:
-    """Both tables, separated by a blank line; with ``ocs``, the Upgradeable section too.  ``wide``: the tables'
+    """Both tables, separated by a blank line, a requested release not accepted (ReleaseAccepted not True) between
+    them; with ``ocs``, the Upgradeable section too.  ``wide``: the tables'
     extra columns (``-o wide``); without ``headers``, no header lines (``--no-headers``).  ``width``: a
     terminal's, which every line fits (:func:`format_table`); ``None`` (piped): lines as long as their cells.
     Objects not read into views yet are read here (:meth:`cvo.objects.Object.of`)."""
+    from cvo.status.pending_release import pending_release, pending_text
+
     cv_view = ClusterVersion.of(cv)
     co_views = [ClusterOperator.of(co) for co in cos]
     out.write(clusterversion_table(cv_view, now, wide=wide, headers=headers, width=width))
     out.write("\n")
+    if (pending := pending_release(cv_view)) is not None:  # under the ClusterVersion's line: never scrolled away
+        out.write(pending_text(pending, width))
+        out.write("\n")
     out.write(clusteroperators_table(co_views, now, completed_version(cv_view), wide=wide, headers=headers,
                                      width=width))
     if ocs is not None:

@@ -24,6 +24,7 @@ from cvo.objects import ClusterOperator, ClusterVersion, Condition, Time
 from cvo.objects.clusterversion import UpdateHistory
 from cvo.objects.condition import find_last
 from cvo.status.godur import MINUTE, SECOND, ZERO_TIME, go_round, go_truncate
+from cvo.status.pending_release import PendingRelease, pending_release
 
 MACHINE_CONFIG = "machine-config"
 CV_GROUP = "config.openshift.io"
@@ -170,6 +171,7 @@ class UpgradeStatus:
     insights: list[Insight] = field(default_factory=list)  # sorted; "Update is proceeding well" when none
     health_detailed: bool = False  # oc prints the long form only when there are real insights
     operators: list[dict[str, Any]] = field(default_factory=list)  # per-operator status insights (API shape)
+    pending: PendingRelease | None = None  # not updating: a requested release not accepted (ReleaseAccepted)
 
 
 def is_platform_operator(co: ClusterOperator) -> bool:
@@ -429,8 +431,8 @@ def assess(cv: ClusterVersion | Mapping[str, Any] | None, cos: Sequence[ClusterO
     progressing = cv_view.status.condition("Progressing")
     if progressing is None:
         raise StatusUnavailable("no current Progressing info, see `oc describe clusterversion` for more details.")
-    if progressing.status != "True":
-        return UpgradeStatus(now=now, updating=False)
+    if progressing.status != "True":  # and a release asked for that has not started, if one was
+        return UpgradeStatus(now=now, updating=False, pending=pending_release(cv_view))
     history = cv_view.status.history
     started_time = history[0].started_time if history else progressing.last_transition_time
     started = None if started_time is None else started_time.ns

@@ -320,15 +320,20 @@ def test_blocked_upgrade_gives_up_at_the_timeout(cluster: tuple[str, str], capsy
     assert ('* Precondition "ClusterVersionUpgradeable" failed because of "RiskNameNotCompatibleWithReasonProperty": '
             "Operator etcd should not be upgraded") in err
     assert "Traceback" not in err
+    # the last line: what ended the wait, on which clock, how to wait longer
+    assert error_lines(err)[-1].startswith(
+        "error: the command's --timeout ended the wait after 10m on the simulated cluster's clock (as fast as it "
+        "runs: ")
+    assert error_lines(err)[-1].endswith(
+        "s of real time); the cluster keeps 4.16.0. To wait longer: a longer --timeout, or --timeout 0 for no limit")
 
+    # Nothing asks for 4.17.0 any more: the request ended with the command (tests/cli/test_blocked_upgrade.py
+    # shows ReleaseAccepted=False while it waits).
     doc = status_json(capsys, state)
     accepted = cv_condition(doc, "ReleaseAccepted")
     assert accepted is not None
-    assert (accepted["status"], accepted["reason"]) == ("False", "PreconditionChecks")
-    assert accepted["message"].startswith(
-        f'Preconditions failed for payload loaded version="4.17.0" image="file://{MINOR}": Multiple precondition '
-        'checks failed:\n* Precondition "ClusterVersionUpgradeable" failed because of '
-        '"RiskNameNotCompatibleWithReasonProperty": ')
+    assert (accepted["status"], accepted["reason"]) == ("True", "PayloadLoaded")
+    assert accepted["message"].startswith(f'Payload loaded version="4.16.0" image="file://{OLD}"')
     status = doc["clusterVersion"]["status"]
     assert status["desired"]["version"] == "4.16.0"  # the payload was not adopted
     assert [(h["version"], h["state"]) for h in status["history"]] == [("4.16.0", "Completed")]

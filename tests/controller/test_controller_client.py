@@ -150,7 +150,7 @@ _cv = st.fixed_dictionaries({
 @given(_cv)
 def test_judge_and_at_timeout_read_any_cluster_version(cv: dict[str, Any]) -> None:
     verdict = judge(cv, "I")
-    assert verdict.state in ("working", "completed", "failed", "superseded")
+    assert verdict.state in ("working", "completed", "failed", "superseded", "blocked")
     assert isinstance(verdict.message, str) and verdict.message
     if verdict.state == "completed":
         assert cv["status"]["history"][0] == {"image": "I", "state": "Completed"} and cv["status"]["desired"]["image"] == "I"
@@ -173,8 +173,24 @@ def test_judge_examples() -> None:
         {"type": "ReleaseAccepted", "status": "False", "reason": "PreconditionChecks",
          "message": 'Preconditions failed for payload loaded version="4.17.0" image="I": Precondition '
                     '"ClusterVersionUpgradeable" failed because of "StorageMigration": etcd migrates'}]}}
+    assert judge(blocked, "I").state == "working"  # etcd's block can clear: the command waits
     assert at_timeout(blocked, "4.17.0", "I", "2h").message == (
         'upgrade to 4.17.0 is blocked: Precondition "ClusterVersionUpgradeable" failed because of '
-        '"StorageMigration": etcd migrates')
+        '"StorageMigration": etcd migrates\n'
+        "the --timeout of 2h (on the wall clock: the command follows the controller in real time) ended the wait; the "
+        "controller goes on with spec.desiredUpdate ('cvo upgrade --clear' withdraws it). To wait longer: a longer "
+        "--timeout, or --timeout 0 for no limit")
+    rollback = {"spec": {"desiredUpdate": {"image": "I", "version": "4.16.3"}}, "status": {"conditions": [
+        {"type": "ReleaseAccepted", "status": "False", "reason": "PreconditionChecks",
+         "message": 'Preconditions failed for payload loaded version="4.16.3" image="I": Multiple precondition checks '
+                    'failed:\n* Precondition "ClusterVersionRollback" failed because of "LowDesiredVersion": 4.16.3 is '
+                    'less than the current target 4.17.0\n* Precondition "ClusterVersionRecommendedUpdate" failed '
+                    'because of "NoChannel": unset'}]}}
+    ended = judge(rollback, "I")  # only --force passes it: the command does not wait for its timeout
+    assert ended.state == "blocked" and ended.final
+    assert ended.message.startswith("upgrade to 4.16.3 is blocked: Multiple precondition checks failed:\n")
+    assert ended.message.endswith("\nClusterVersionRollback blocks for good: waiting would not clear it, only --force "
+                                  "passes it; the controller keeps spec.desiredUpdate ('cvo upgrade --clear' "
+                                  "withdraws it)")
     assert at_timeout({"spec": spec}, "4.17.0", "I", "2h").message == (
         "the controller had not completed 4.17.0 after 2h: no status yet")

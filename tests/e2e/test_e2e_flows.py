@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -434,16 +435,20 @@ def test_upgradeable_false_blocks_a_minor_upgrade_until_an_admin_override(e2e: E
     assert blocked and "etcd" in blocked[0], res.stdout
     assert "Verdict: BLOCKED" in res.stdout
 
-    # ... and the upgrade does not start: ReleaseAccepted=False until its --timeout.
+    # ... and the upgrade does not start: it waits (ReleaseAccepted=False) until its --timeout, on the wall clock,
+    # then the request ends with the command: ReleaseAccepted=True for 4.16.3 again.
     res = e2e.cvo("upgrade", "--to", str(DEMO["4.17.0"]), "-o", "json", "--timeout", "20s", timeout=90)
     assert res.returncode == 1, tail(res.stderr)
     report = report_json(res.stdout)
     assert not report["ok"] and not report["completed"]
     assert "blocked" in report["message"] and "etcd" in report["message"], report["message"]
+    last = report["message"].splitlines()[-1]  # after what was left of the command's 20 s when the wait began
+    assert re.fullmatch(r"the command's --timeout ended the wait after 1?\ds on the wall clock; the cluster keeps "
+                        r"4\.16\.3\. To wait longer: a longer --timeout, or --timeout 0 for no limit", last), last
     cv = e2e.status()["clusterVersion"]
     accepted = conditions(cv)["ReleaseAccepted"]
-    assert (accepted["status"], accepted["reason"]) == ("False", "PreconditionChecks"), accepted
-    assert "ClusterVersionUpgradeable" in accepted["message"] and "etcd" in accepted["message"]
+    assert (accepted["status"], accepted["reason"]) == ("True", "PayloadLoaded"), accepted
+    assert 'version="4.16.3"' in accepted["message"]
     assert history(cv) == [("4.16.3", "Completed"), ("4.16.0", "Completed")]  # nothing started
 
     # The admin's override lets it through.

@@ -13,7 +13,7 @@ import pytest
 
 from cvo.cli.gates import update_kind
 from cvo.gates import preconditions
-from cvo.gates.preconditions import PreconditionError, Verdict, run_checks, summarize
+from cvo.gates.preconditions import PreconditionError, Verdict, force_only_named, run_checks, summarize
 from cvo.objects import ClusterVersion
 
 ROLLBACK = "ClusterVersionRollback"
@@ -507,3 +507,47 @@ def test_run_checks_no_channel_warns_and_is_recorded() -> None:
 ])
 def test_update_kind(current: str, target: str, kind: str) -> None:
     assert update_kind(current, target) == kind
+
+
+# --- blocks that only --force passes ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("obj", "target", "names"), [
+    (cv("4.17.0", history=[entry("4.17.0"), entry("4.16.0")]), "4.16.3", [ROLLBACK]),  # not the previous version
+    (cv("4.16.0", history=[entry("4.16.0"), entry("4.15.0")]), "4.15.0", [ROLLBACK]),  # to the previous minor
+    (cv("4.16.3", history=[entry("4.16.3"), entry("4.16.0")]), "4.16.0", []),  # a z-stream rollback passes
+    (cv("4.14.0"), "4.16.0", [GIANT_HOP]),
+    (cv("4.16.0"), "5.1.0", [GIANT_HOP]),
+    (cv("4.16.0"), "not-a-version", [ROLLBACK, GIANT_HOP]),
+])
+def test_force_only_blocks_are_those_no_cluster_change_clears(obj: dict[str, Any], target: str,
+                                                             names: list[str]) -> None:
+    verdict = run_checks(obj, target)
+    assert [e.name for e in verdict.force_only] == names
+    assert run_checks(obj, target, force=True).force_only == ()  # forced: nothing blocks any more
+
+
+def test_upgradeable_false_is_not_force_only_it_clears_when_the_operator_or_an_admin_says_so() -> None:
+    verdict = run_checks(cv("4.16.0", conditions=[not_upgradeable()]), "4.17.0")
+    assert verdict.blocked and [e.name for e in verdict.errors if e.blocking] == [UPGRADEABLE]
+    assert verdict.force_only == ()
+    both = run_checks(cv("4.16.0", conditions=[not_upgradeable()]), "4.18.0")
+    assert [e.name for e in both.errors if e.blocking] == [GIANT_HOP, UPGRADEABLE]
+    assert [e.name for e in both.force_only] == [GIANT_HOP]  # the giant hop stays, whatever etcd says
+
+
+def test_an_unparsable_target_blocks_for_good_an_unparsable_current_version_only_warns() -> None:
+    error = PreconditionError(UPGRADEABLE, "InvalidDesiredVersion", "No Major.Minor.Patch elements found")
+    assert error.force_only
+    assert not PreconditionError(ROLLBACK, "InvalidCurrentVersion", "x", blocking=False).force_only
+    assert summarize([error, PreconditionError(ROLLBACK, "InvalidCurrentVersion", "x", blocking=False)],
+                     force=False).force_only == (error,)
+
+
+def test_force_only_checks_are_read_back_from_the_summary_release_accepted_carries() -> None:
+    hop = run_checks(cv("4.16.0", conditions=[not_upgradeable()]), "4.18.0")
+    assert force_only_named(hop.message) == [GIANT_HOP]
+    assert force_only_named(run_checks(cv("4.16.0", conditions=[not_upgradeable()]), "4.17.0").message) == []
+    warned = PreconditionError(ROLLBACK, "InvalidCurrentVersion", "No Major.Minor.Patch elements found", blocking=False)
+    assert force_only_named(summarize([warned], force=False).message) == []  # a warning, not a block
+    assert force_only_named(run_checks(cv("4.16.0"), "x").message) == [ROLLBACK, GIANT_HOP]
