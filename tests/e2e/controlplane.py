@@ -76,6 +76,7 @@ ADMIN_USER = "cvo-e2e-admin"
 # nothing connects to them.
 POD_CIDR = "10.244.0.0/16"
 DEFAULT_NODES = 3
+KWOK_LEASE_SECONDS = 10
 # Users of the acting plane's components (tokens.csv): the controller-manager and the scheduler have
 # the API server's bootstrap RBAC roles (as with kubeadm); kwok acts for the kubelets of every Node.
 COMPONENT_USERS = {
@@ -588,13 +589,16 @@ class ControlPlane:
             ]
         # kwok as kwokctl's binary runtime starts it (pkg/kwokctl/components/kwok_controller.go
         # `BuildKwokControllerComponent`): every Node managed, leases renewed so the node lifecycle
-        # controller sees them alive, the Stages of stages.yaml moving Nodes and Pods.
+        # controller sees them alive, the Stages of stages.yaml moving Nodes and Pods.  Each kwok
+        # process holds the Nodes' leases under an identity of its own (controllers.go `Identity`),
+        # so a restarted kwok takes its Nodes back only once the dead one's leases expire: 10 s,
+        # not kwokctl's 40 s (renewed every 2.5 s, well inside the node lifecycle's 50 s grace).
         return [
             bin_path,
             kubeconfig,
             f"--config={KWOK_STAGES}",
             "--manage-all-nodes=true",
-            "--node-lease-duration-seconds=40",
+            f"--node-lease-duration-seconds={KWOK_LEASE_SECONDS}",
             f"--server-address=127.0.0.1:{port}",
             "--node-ip=127.0.0.1",
             f"--cidr={POD_CIDR}",
