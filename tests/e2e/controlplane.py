@@ -663,10 +663,15 @@ class ControlPlane:
                     "metadata": {
                         "name": node,
                         "annotations": {"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
+                        # Every role, as on a compact three-node OpenShift cluster: a payload's operators
+                        # ask for node-role.kubernetes.io/master nodes.
                         "labels": {
                             "kubernetes.io/arch": "amd64",
                             "kubernetes.io/hostname": node,
                             "kubernetes.io/os": "linux",
+                            "node-role.kubernetes.io/control-plane": "",
+                            "node-role.kubernetes.io/master": "",
+                            "node-role.kubernetes.io/worker": "",
                             "type": "kwok",
                         },
                     },
