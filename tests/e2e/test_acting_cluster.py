@@ -245,3 +245,21 @@ def test_components_belong_to_the_acting_plane_only(control_plane: ControlPlane)
     assert not control_plane.acting and control_plane.node_names == []
     with pytest.raises(RuntimeError, match=r"only an acting control plane"):
         control_plane.kill_component("kwok")
+
+
+def test_a_deployment_waits_while_the_controller_manager_is_down(api: client.ApiClient, ns: str,
+                                                                  acting_control_plane: ControlPlane) -> None:
+    apps, core = client.AppsV1Api(api), client.CoreV1Api(api)
+    acting_control_plane.kill_component("kube-controller-manager")
+    try:
+        apps.create_namespaced_deployment(ns, deployment("stalled", "registry.invalid/stalled:1"))
+        # A bare Pod, created after the Deployment, goes through the scheduler and kwok to Running ...
+        core.create_namespaced_pod(ns, {"metadata": {"name": "bare", "labels": {"app": "bare"}},
+                                        "spec": {"containers": [{"name": "main", "image": "registry.invalid/bare:1"}]}})
+        eventually("the bare pod to run", lambda: core.read_namespaced_pod("bare", ns).status.phase == "Running")
+        # ... while nothing makes the Deployment's ReplicaSet: that is the controller-manager's work.
+        assert apps.list_namespaced_replica_set(ns, label_selector="app=stalled").items == []
+        assert apps.read_namespaced_deployment_status("stalled", ns).status.observed_generation is None
+    finally:
+        acting_control_plane.start_component("kube-controller-manager")
+    eventually("stalled to roll out once the controller-manager is back", lambda: rolled_out(apps, ns, "stalled", 2))
