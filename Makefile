@@ -4,7 +4,8 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test test-fast lint typecheck bench fuzz clean browser registry-tools monitoring-tools
+.PHONY: demo test test-fast lint typecheck bench fuzz clean browser registry-tools monitoring-tools \
+	control-plane kwok-up kwok-down
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -37,6 +38,19 @@ registry-tools:
 ## installed when missing
 monitoring-tools:
 	sh hack/install-prometheus.sh
+
+## make control-plane: build the test control plane's binaries from Go modules (etcd, kube-apiserver,
+## kube-controller-manager, kube-scheduler, kwok; hack/control-plane/build.sh), cached outside the repo
+control-plane:
+	@bash hack/control-plane/build.sh
+
+## make kwok-up: start a local cluster that acts (the binaries above, fake Nodes kept Ready by kwok) and print
+## its kubeconfig path (hack/kwok-cluster.sh); make kwok-down stops it. docs/kind.md walks cvo through it.
+kwok-up:
+	@hack/kwok-cluster.sh up
+
+kwok-down:
+	@hack/kwok-cluster.sh down
 
 ## make test: lint the code (ruff, mypy) and run the whole test suite
 test: $(STAMP) browser registry-tools monitoring-tools lint

@@ -1,4 +1,6 @@
-"""The session's real control plane (etcd + kube-apiserver v1.37), and helpers to talk to it.
+"""The session's real control planes, and helpers to talk to them: ``control_plane`` (etcd +
+kube-apiserver v1.37 only) and ``acting_control_plane`` (with kube-controller-manager, kube-scheduler
+and kwok's fake Nodes: workloads roll out, namespaces terminate, owned objects are collected).
 
 ``control_plane`` starts it once per session, building the binaries first if they are missing
 (about 5 minutes on a fresh machine, then cached under ``CVO_CONTROL_PLANE_CACHE``).  When it
@@ -20,7 +22,7 @@ import pytest
 
 from cvo.cluster.kube import KubeCluster
 
-from .controlplane import ControlPlane, ensure_binaries
+from .controlplane import ACTING_BINARIES, ControlPlane, ensure_binaries
 
 T = TypeVar("T")
 TIMINGS: dict[str, float] = {}
@@ -41,7 +43,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Everything in tests/e2e that uses the control plane is an e2e test (``-m e2e`` / ``-m 'not e2e'``),
     with the e2e timeout."""
     for item in items:
-        if {"control_plane", "real_crds"} & set(getattr(item, "fixturenames", ())):
+        if {"control_plane", "acting_control_plane", "real_crds"} & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.e2e)
             item.add_marker(pytest.mark.timeout(E2E_TIMEOUT))
 
@@ -70,6 +72,27 @@ def control_plane() -> Iterator[ControlPlane]:
     assert not leaked, f"KubeCluster threads still running after the e2e tests: {leaked}"
 
 
+@pytest.fixture(scope="session")
+def acting_control_plane() -> Iterator[ControlPlane]:
+    """etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok with 3 fake Nodes."""
+    started = time.monotonic()
+    try:
+        ensure_binaries(ACTING_BINARIES)
+    except Exception as err:
+        pytest.fail(f"cannot build the acting control plane (hack/control-plane/build.sh): {err}", pytrace=False)
+    TIMINGS["acting_build"] = time.monotonic() - started
+    cp = ControlPlane(acting=True)
+    try:
+        cp.start()
+    except Exception as err:
+        pytest.fail(f"the acting control plane did not start:\n{err}", pytrace=False)
+    TIMINGS["acting_start"] = cp.ready_seconds or 0.0
+    try:
+        yield cp
+    finally:
+        cp.stop()
+
+
 def pytest_terminal_summary(terminalreporter: Any) -> None:
     if "start" in TIMINGS:
         line = (f"e2e control plane: binaries ready in {TIMINGS['build']:.2f}s, etcd + kube-apiserver ready in "
@@ -77,6 +100,11 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         if "session" in TIMINGS:
             line += f"; e2e session {TIMINGS['session']:.1f}s"
         terminalreporter.write_line(line)
+    if "acting_start" in TIMINGS:
+        terminalreporter.write_line(
+            f"e2e acting control plane: binaries ready in {TIMINGS['acting_build']:.2f}s, etcd, kube-apiserver, "
+            f"kube-controller-manager, kube-scheduler, kwok and 3 Nodes ready in {TIMINGS['acting_start']:.2f}s"
+        )
 
 
 @pytest.fixture

@@ -3,9 +3,15 @@
 Runs etcd and kube-apiserver (built from Go modules by
 ``hack/control-plane/build.sh`` and cached under
 ``${CVO_CONTROL_PLANE_CACHE:-~/.cache/cvo/control-plane}/``) as local subprocesses on
-127.0.0.1, the way controller-runtime's envtest does.  Only the API server
-and etcd run: there are no controllers (no garbage collection, no namespace
-finalization, pods stay Pending, Deployments never get ReplicaSets).
+127.0.0.1, the way controller-runtime's envtest does.  By default only the API server
+and etcd run: no garbage collection, no namespace finalization, pods stay Pending,
+Deployments never get ReplicaSets.
+
+``ControlPlane(acting=True)`` also runs kube-controller-manager and kube-scheduler (same
+Kubernetes module as the API server) and kwok (sigs.k8s.io/kwok) with the Stages of
+``hack/control-plane/kwok/stages.yaml``, and registers fake Nodes that kwok keeps Ready:
+Deployments, DaemonSets, StatefulSets and Jobs roll out, PodDisruptionBudgets hold
+evictions, namespaces terminate and owned objects are collected, as kwokctl's clusters do.
 
 Pure standard library; no pytest or kubernetes-client import::
 
@@ -16,15 +22,18 @@ Pure standard library; no pytest or kubernetes-client import::
         ...
         cp.restart_apiserver()   # kill -9 the API server and start it again
 
-Run ``python tests/e2e/controlplane.py`` to start one by hand; it prints the
-kubeconfig path and runs until Ctrl-C.
+    with ControlPlane(acting=True, nodes=3) as cp:
+        cp.kill_component("kwok"); cp.start_component("kwok")
+
+Run ``python tests/e2e/controlplane.py [--acting]`` to start one by hand; it prints the
+kubeconfig path and runs until Ctrl-C (``hack/kwok-cluster.sh up|down`` wraps it).
 
 Environment:
   CVO_CONTROL_PLANE_CACHE     cache root for the built binaries (default ~/.cache/cvo/control-plane);
                               read once, at import: independent of CVO_CACHE_DIR (cvo's parse
                               cache, which the test suite points at a temp dir), so the slow build
                               happens once per machine, not once per test session
-  CVO_CONTROL_PLANE_BIN_DIR   use kube-apiserver/etcd from this directory instead
+  CVO_CONTROL_PLANE_BIN_DIR   use the binaries from this directory instead
   CVO_CONTROL_PLANE_KEEP=1    keep the temporary directory (logs, data) after stop()
 """
 
@@ -53,16 +62,34 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 HACK_DIR = REPO_ROOT / "hack" / "control-plane"
 BUILD_SCRIPT = HACK_DIR / "build.sh"
 VERSIONS_FILE = HACK_DIR / "versions.env"
+KWOK_STAGES = HACK_DIR / "kwok" / "stages.yaml"
+
+# What each kind of control plane runs (build.sh builds the ones asked for).
+APISERVER_BINARIES = ("etcd", "kube-apiserver")
+COMPONENTS = ("kube-controller-manager", "kube-scheduler", "kwok")  # started in this order
+ACTING_BINARIES = (*APISERVER_BINARIES, *COMPONENTS)
 
 DEFAULT_READY_TIMEOUT = 120.0  # seconds; 2-core CI machines are slow
 SERVICE_CLUSTER_IP_RANGE = "10.0.0.0/24"
 ADMIN_USER = "cvo-e2e-admin"
+# Pod IPs kwok hands out (kind's default pod subnet): written into Pods and EndpointSlices only,
+# nothing connects to them.
+POD_CIDR = "10.244.0.0/16"
+DEFAULT_NODES = 3
+KWOK_LEASE_SECONDS = 10
+# Users of the acting plane's components (tokens.csv): the controller-manager and the scheduler have
+# the API server's bootstrap RBAC roles (as with kubeadm); kwok acts for the kubelets of every Node.
+COMPONENT_USERS = {
+    "kube-controller-manager": ("system:kube-controller-manager", ""),
+    "kube-scheduler": ("system:kube-scheduler", ""),
+    "kwok": ("kwok-controller", "system:masters"),
+}
 # Resolved at import time, before any test fixture changes the environment.
 CACHE_ROOT = Path(os.environ.get("CVO_CONTROL_PLANE_CACHE") or Path.home() / ".cache" / "cvo" / "control-plane")
 
 
 def read_versions(path: Path = VERSIONS_FILE) -> dict[str, str]:
-    """K8S_VERSION / ETCD_VERSION from hack/control-plane/versions.env."""
+    """K8S_VERSION / ETCD_VERSION / KWOK_VERSION from hack/control-plane/versions.env."""
     out: dict[str, str] = {}
     for line in path.read_text().splitlines():
         line = line.strip()
@@ -78,31 +105,33 @@ def expected_bin_dir() -> Path:
     if override:
         return Path(override)
     v = read_versions()
-    return CACHE_ROOT / f"{v['K8S_VERSION']}-etcd{v['ETCD_VERSION']}" / "bin"
+    return CACHE_ROOT / f"{v['K8S_VERSION']}-etcd{v['ETCD_VERSION']}-kwok{v['KWOK_VERSION']}" / "bin"
 
 
-def _binaries_present(bin_dir: Path) -> bool:
-    return all(os.access(bin_dir / name, os.X_OK) for name in ("kube-apiserver", "etcd"))
+def _missing(bin_dir: Path, names: Sequence[str]) -> list[str]:
+    return [name for name in names if not os.access(bin_dir / name, os.X_OK)]
 
 
-def ensure_binaries() -> Path:
-    """Return the directory holding kube-apiserver and etcd, building them if missing.
+def ensure_binaries(names: Sequence[str] = APISERVER_BINARIES) -> Path:
+    """Return the directory holding the binaries ``names``, building the missing ones.
 
-    A cold build takes several minutes; build.sh's progress goes to stderr.
+    A cold build takes several minutes (etcd and kube-apiserver about 5, the acting plane's
+    three more about 3); build.sh's progress goes to stderr.
     """
     bin_dir = expected_bin_dir()
-    if _binaries_present(bin_dir):
+    missing = _missing(bin_dir, names)
+    if not missing:
         return bin_dir
     if os.environ.get("CVO_CONTROL_PLANE_BIN_DIR"):
-        raise RuntimeError(f"CVO_CONTROL_PLANE_BIN_DIR={bin_dir} lacks kube-apiserver and/or etcd")
-    print(f"controlplane: building kube-apiserver and etcd with {BUILD_SCRIPT} ...", file=sys.stderr)
+        raise RuntimeError(f"CVO_CONTROL_PLANE_BIN_DIR={bin_dir} lacks {', '.join(missing)}")
+    print(f"controlplane: building {', '.join(missing)} with {BUILD_SCRIPT} ...", file=sys.stderr)
     env = {**os.environ, "CVO_CONTROL_PLANE_CACHE": str(CACHE_ROOT)}
-    res = subprocess.run(["bash", str(BUILD_SCRIPT)], stdout=subprocess.PIPE, text=True, env=env)
+    res = subprocess.run(["bash", str(BUILD_SCRIPT), *names], stdout=subprocess.PIPE, text=True, env=env)
     if res.returncode != 0:
         raise RuntimeError(f"{BUILD_SCRIPT} failed with exit code {res.returncode} (see its stderr above)")
     built = Path(res.stdout.strip().splitlines()[-1])
-    if not _binaries_present(built):
-        raise RuntimeError(f"{BUILD_SCRIPT} reported {built} but the binaries are not there")
+    if _missing(built, names):
+        raise RuntimeError(f"{BUILD_SCRIPT} reported {built} but {', '.join(_missing(built, names))} are not there")
     return built
 
 
@@ -190,22 +219,31 @@ def _stop_all() -> None:
 
 
 class ControlPlane:
-    """etcd + kube-apiserver on 127.0.0.1 in a temporary directory.
+    """etcd + kube-apiserver on 127.0.0.1 in a temporary directory; with ``acting=True`` also
+    kube-controller-manager, kube-scheduler, kwok and ``nodes`` fake Nodes kept Ready.
 
     Attributes available after start(): ``server_url``, ``token``,
     ``kubeconfig_path``, ``ca_path``, ``workdir``, ``etcd_url``,
-    ``apiserver_log``, ``etcd_log``, ``ready_seconds`` (last start/restart).
+    ``apiserver_log``, ``etcd_log``, ``ready_seconds`` (last start/restart),
+    ``node_names`` (acting), ``component_ready_seconds`` (acting: component -> seconds).
     """
 
     def __init__(
         self,
         *,
+        acting: bool = False,
+        nodes: int = DEFAULT_NODES,
         ready_timeout: float = DEFAULT_READY_TIMEOUT,
         extra_apiserver_args: Sequence[str] = (),
         extra_etcd_args: Sequence[str] = (),
         keep_workdir: bool | None = None,
         bin_dir: os.PathLike | None = None,
+        workdir: os.PathLike | None = None,
     ) -> None:
+        if acting and nodes < 1:
+            raise ValueError("an acting control plane needs at least one Node")
+        self.acting = acting
+        self.nodes = nodes if acting else 0
         self.ready_timeout = ready_timeout
         self.extra_apiserver_args = list(extra_apiserver_args)
         self.extra_etcd_args = list(extra_etcd_args)
@@ -213,16 +251,23 @@ class ControlPlane:
             keep_workdir = os.environ.get("CVO_CONTROL_PLANE_KEEP", "") not in ("", "0")
         self.keep_workdir = keep_workdir
         self._bin_dir = Path(bin_dir) if bin_dir else None
+        self._chosen_workdir = Path(workdir) if workdir else None
 
         self.workdir: Path | None = None
         self.token: str = ""
         self.server_url: str = ""
         self.etcd_url: str = ""
         self.ready_seconds: float | None = None
+        self.node_names: list[str] = []
+        self.component_ready_seconds: dict[str, float] = {}
         self._secure_port = 0
         self._etcd: subprocess.Popen | None = None
         self._apiserver: subprocess.Popen | None = None
         self._apiserver_args: list[str] = []
+        self._components: dict[str, subprocess.Popen] = {}
+        self._component_args: dict[str, list[str]] = {}
+        self._component_ports: dict[str, int] = {}
+        self._tokens: dict[str, str] = {}
         self._spawner: ThreadPoolExecutor | None = None
 
     # ------------------------------------------------------------------ paths
@@ -248,9 +293,16 @@ class ControlPlane:
     def etcd_log(self) -> Path:
         return self._path("etcd.log")
 
+    def component_log(self, name: str) -> Path:
+        return self._path(f"{name}.log")
+
     @property
     def running(self) -> bool:
         return self._apiserver is not None and self._apiserver.poll() is None
+
+    def component_running(self, name: str) -> bool:
+        proc = self._components.get(name)
+        return proc is not None and proc.poll() is None
 
     # -------------------------------------------------------------- lifecycle
     def __enter__(self) -> ControlPlane:
@@ -264,10 +316,20 @@ class ControlPlane:
         if self.workdir is not None:
             raise RuntimeError("control plane already started")
         t0 = time.monotonic()
-        bin_dir = self._bin_dir or ensure_binaries()
+        bin_dir = self._bin_dir or ensure_binaries(ACTING_BINARIES if self.acting else APISERVER_BINARIES)
+        missing = _missing(bin_dir, ACTING_BINARIES if self.acting else APISERVER_BINARIES)
+        if missing:
+            raise RuntimeError(f"{bin_dir} lacks {', '.join(missing)}")
+        self._bin = bin_dir
         self._etcd_bin = str(bin_dir / "etcd")
         self._apiserver_bin = str(bin_dir / "kube-apiserver")
-        self.workdir = Path(tempfile.mkdtemp(prefix="cvo-controlplane-"))
+        if self._chosen_workdir is not None:
+            self._chosen_workdir.mkdir(parents=True, exist_ok=True)
+            if any(self._chosen_workdir.iterdir()):
+                raise RuntimeError(f"workdir {self._chosen_workdir} is not empty")
+            self.workdir = self._chosen_workdir
+        else:
+            self.workdir = Path(tempfile.mkdtemp(prefix="cvo-controlplane-"))
         _live.add(self)
         try:
             self._write_credentials()
@@ -278,7 +340,11 @@ class ControlPlane:
             self._apiserver_args = self._build_apiserver_args()
             self._start_apiserver_process()
             self._wait_apiserver_ready(t0)
-            self._write_kubeconfig()
+            self._write_kubeconfig(Path(self.kubeconfig_path), ADMIN_USER, self.token)
+            if self.acting:
+                for name in COMPONENTS:
+                    self._component_ports[name] = _free_port(ports)
+                self._start_acting(t0)
         except BaseException:
             self.stop()
             raise
@@ -286,8 +352,9 @@ class ControlPlane:
         return self
 
     def stop(self) -> None:
-        """Stop both processes (SIGTERM, then SIGKILL) and remove the temp dir."""
-        for proc in (self._apiserver, self._etcd):
+        """Stop every process (SIGTERM, then SIGKILL), components first, and remove the temp dir."""
+        procs = [self._components.get(name) for name in reversed(COMPONENTS)]
+        for proc in (*procs, self._apiserver, self._etcd):
             if proc is not None and proc.poll() is None:
                 proc.terminate()
                 try:
@@ -296,6 +363,7 @@ class ControlPlane:
                     proc.kill()
                     proc.wait()
         self._apiserver = self._etcd = None
+        self._components.clear()
         if self._spawner is not None:
             self._spawner.shutdown(wait=True)
             self._spawner = None
@@ -334,12 +402,63 @@ class ControlPlane:
         self.kill_apiserver()
         return self.start_apiserver()
 
+    def kill_component(self, name: str) -> None:
+        """SIGKILL kube-controller-manager, kube-scheduler or kwok (acting plane); see start_component()."""
+        self._component_name(name)
+        proc = self._components.get(name)
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+    def start_component(self, name: str) -> float:
+        """(Re)start a component with its arguments and port; waits until it is healthy, returns the seconds."""
+        self._component_name(name)
+        if self.workdir is None:
+            raise RuntimeError("control plane not started")
+        if self.component_running(name):
+            raise RuntimeError(f"{name} is already running")
+        t0 = time.monotonic()
+        self._components[name] = self._spawn(self._component_args[name], self.component_log(name))
+        self._wait_component_ready(name, t0)
+        return time.monotonic() - t0
+
+    def _component_name(self, name: str) -> None:
+        if not self.acting:
+            raise RuntimeError("only an acting control plane (ControlPlane(acting=True)) runs components")
+        if name not in COMPONENTS:
+            raise ValueError(f"unknown component {name!r} (one of {', '.join(COMPONENTS)})")
+
+    # ------------------------------------------------------------- API calls
+    def request(self, method: str, path: str, body: object = None, *, timeout: float = 10.0) -> dict:
+        """One API call as the admin user (TLS verified); the decoded JSON answer.
+
+        Raises urllib.error.HTTPError for an error status (its ``code`` and ``read()`` are the server's).
+        """
+        if self.workdir is None:
+            raise RuntimeError("control plane not started")
+        data = None if body is None else json.dumps(body).encode()
+        headers = {"Authorization": f"Bearer {self.token}", "Accept": "application/json"}
+        if data is not None:
+            headers["Content-Type"] = (
+                "application/merge-patch+json" if method == "PATCH" else "application/json"
+            )
+        req = urllib.request.Request(f"{self.server_url}{path}", data=data, headers=headers, method=method)
+        ctx = ssl.create_default_context(cafile=self.ca_path)
+        with urllib.request.urlopen(req, timeout=timeout, context=ctx) as r:
+            raw = r.read()
+        return json.loads(raw) if raw else {}
+
     # ---------------------------------------------------------------- details
     def _write_credentials(self) -> None:
         self.token = secrets.token_hex(24)
+        lines = [f'{self.token},{ADMIN_USER},{ADMIN_USER},"system:masters"']
+        if self.acting:
+            for name, (user, group) in COMPONENT_USERS.items():
+                self._tokens[name] = secrets.token_hex(24)
+                lines.append(f'{self._tokens[name]},{user},{user},"{group}"' if group else f"{self._tokens[name]},{user},{user}")
         tokens = self._path("tokens.csv")
         # token,user,uid,"group1,group2"
-        tokens.write_text(f'{self.token},{ADMIN_USER},{ADMIN_USER},"system:masters"\n')
+        tokens.write_text("\n".join(lines) + "\n")
         tokens.chmod(0o600)
         _generate_rsa_keypair(self._path("sa.key"), self._path("sa.pub"))
         self._path("apiserver-certs").mkdir()
@@ -390,7 +509,7 @@ class ControlPlane:
         self._wait(etcd_healthy, self._etcd, "etcd", time.monotonic())
 
     def _build_apiserver_args(self) -> list[str]:
-        return [
+        args = [
             self._apiserver_bin,
             f"--etcd-servers={self.etcd_url}",
             f"--cert-dir={self._path('apiserver-certs')}",
@@ -408,11 +527,12 @@ class ControlPlane:
             # advertise address; "none" leaves default/kubernetes without
             # endpoints, which nothing here needs.
             "--endpoint-reconciler-type=none",
+        ]
+        if not self.acting:
             # No controller-manager creates the "default" ServiceAccount, so the
             # ServiceAccount admission plugin would reject every Pod.
-            "--disable-admission-plugins=ServiceAccount",
-            *self.extra_apiserver_args,
-        ]
+            args.append("--disable-admission-plugins=ServiceAccount")
+        return [*args, *self.extra_apiserver_args]
 
     def _start_apiserver_process(self) -> None:
         self._apiserver = self._spawn(self._apiserver_args, self.apiserver_log)
@@ -431,6 +551,157 @@ class ControlPlane:
 
         assert self._apiserver is not None
         self._wait(ready, self._apiserver, "kube-apiserver", t0)
+
+    # ------------------------------------------------------ the acting plane
+    def _build_component_args(self, name: str) -> list[str]:
+        bin_path = str(self._bin / name)
+        kubeconfig = f"--kubeconfig={self._path(f'{name}.kubeconfig')}"
+        port = self._component_ports[name]
+        if name == "kube-controller-manager":
+            # As kubeadm runs it (cmd/kubeadm/app/phases/controlplane/manifests.go
+            # `getControllerManagerCommand`): each controller with its own ServiceAccount's
+            # credentials, the root CA published into every namespace.
+            return [
+                bin_path,
+                kubeconfig,
+                "--bind-address=127.0.0.1",
+                f"--secure-port={port}",
+                "--leader-elect=false",
+                "--use-service-account-credentials=true",
+                f"--service-account-private-key-file={self._path('sa.key')}",
+                f"--root-ca-file={self._path('ca.crt')}",
+                "--cluster-name=cvo-e2e",
+                # Not the host's /usr/libexec/kubernetes/..., which it would create.
+                f"--flex-volume-plugin-dir={self._path('flexvolume')}",
+                "--controllers=*",
+                "--kube-api-qps=200",
+                "--kube-api-burst=400",
+            ]
+        if name == "kube-scheduler":
+            return [
+                bin_path,
+                kubeconfig,
+                "--bind-address=127.0.0.1",
+                f"--secure-port={port}",
+                "--leader-elect=false",
+                "--kube-api-qps=200",
+                "--kube-api-burst=400",
+            ]
+        # kwok as kwokctl's binary runtime starts it (pkg/kwokctl/components/kwok_controller.go
+        # `BuildKwokControllerComponent`): every Node managed, leases renewed so the node lifecycle
+        # controller sees them alive, the Stages of stages.yaml moving Nodes and Pods.  Each kwok
+        # process holds the Nodes' leases under an identity of its own (controllers.go `Identity`),
+        # so a restarted kwok takes its Nodes back only once the dead one's leases expire: 10 s,
+        # not kwokctl's 40 s (renewed every 2.5 s, well inside the node lifecycle's 50 s grace).
+        return [
+            bin_path,
+            kubeconfig,
+            f"--config={KWOK_STAGES}",
+            "--manage-all-nodes=true",
+            f"--node-lease-duration-seconds={KWOK_LEASE_SECONDS}",
+            f"--server-address=127.0.0.1:{port}",
+            "--node-ip=127.0.0.1",
+            f"--cidr={POD_CIDR}",
+        ]
+
+    def _start_acting(self, t0: float) -> None:
+        # The root CA the controller-manager publishes (kube-root-ca.crt, ClusterTrustBundles) must
+        # hold CA certificates only: the last block of the API server's bundle.
+        bundle = Path(self.ca_path).read_text()
+        marker = "-----BEGIN CERTIFICATE-----"
+        self._path("ca.crt").write_text(marker + bundle.rsplit(marker, 1)[-1])
+        for name, (user, _group) in COMPONENT_USERS.items():
+            self._write_kubeconfig(self._path(f"{name}.kubeconfig"), user, self._tokens[name])
+        self._component_args = {name: self._build_component_args(name) for name in COMPONENTS}
+        started: dict[str, float] = {}
+        for name in COMPONENTS:
+            started[name] = time.monotonic()
+            self._components[name] = self._spawn(self._component_args[name], self.component_log(name))
+        for name in ("kube-controller-manager", "kube-scheduler", "kwok"):
+            self._wait_component_ready(name, t0)
+            self.component_ready_seconds[name] = time.monotonic() - started[name]
+        self._register_nodes()
+        nodes_from = time.monotonic()
+        self._wait(self._nodes_schedulable, self._components["kwok"], "the kwok Nodes", t0)
+        self.component_ready_seconds["nodes"] = time.monotonic() - nodes_from
+        # The ServiceAccount admission plugin refuses Pods until the namespace's "default"
+        # ServiceAccount exists; the serviceaccount controller writes it once it runs.
+        self._wait(
+            lambda: self._exists("/api/v1/namespaces/default/serviceaccounts/default"),
+            self._components["kube-controller-manager"],
+            "the default ServiceAccount (serviceaccount controller)",
+            t0,
+        )
+
+    def _wait_component_ready(self, name: str, t0: float) -> None:
+        port = self._component_ports[name]
+        if name == "kwok":
+            url = f"http://127.0.0.1:{port}/healthz"
+            ctx = None
+        else:
+            url = f"https://127.0.0.1:{port}/healthz"  # a self-signed serving certificate
+            ctx = ssl.create_default_context()
+            ctx.check_hostname = False
+            ctx.verify_mode = ssl.CERT_NONE
+
+        def healthy() -> bool:
+            with urllib.request.urlopen(url, timeout=5, context=ctx) as r:
+                return r.status == 200
+
+        self._wait(healthy, self._components[name], name, t0)
+
+    def _register_nodes(self) -> None:
+        """Fake Nodes, as kwok's documentation registers them; kwok fills their status (node-initialize)."""
+        self.node_names = [f"kwok-node-{i}" for i in range(self.nodes)]
+        for node in self.node_names:
+            self.request(
+                "POST",
+                "/api/v1/nodes",
+                {
+                    "apiVersion": "v1",
+                    "kind": "Node",
+                    "metadata": {
+                        "name": node,
+                        "annotations": {"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
+                        # Every role, as on a compact three-node OpenShift cluster: a payload's operators
+                        # ask for node-role.kubernetes.io/master nodes.
+                        "labels": {
+                            "kubernetes.io/arch": "amd64",
+                            "kubernetes.io/hostname": node,
+                            "kubernetes.io/os": "linux",
+                            "node-role.kubernetes.io/control-plane": "",
+                            "node-role.kubernetes.io/master": "",
+                            "node-role.kubernetes.io/worker": "",
+                            "type": "kwok",
+                        },
+                    },
+                },
+            )
+
+    def _nodes_schedulable(self) -> bool:
+        """Every Node Ready (kwok) and without the not-ready taint (node lifecycle controller)."""
+        items = self.request("GET", "/api/v1/nodes")["items"]
+        ready = {
+            item["metadata"]["name"]
+            for item in items
+            if any(
+                c.get("type") == "Ready" and c.get("status") == "True"
+                for c in (item.get("status") or {}).get("conditions") or ()
+            )
+            and not any(
+                t.get("key", "").startswith("node.kubernetes.io/") for t in (item.get("spec") or {}).get("taints") or ()
+            )
+        }
+        return set(self.node_names) <= ready
+
+    def _exists(self, path: str) -> bool:
+        try:
+            self.request("GET", path)
+        except urllib.error.HTTPError as e:
+            if e.code == 404:
+                return False
+            raise
+        return True
 
     def _wait(self, probe: Callable[[], bool], proc: subprocess.Popen, what: str, t0: float) -> None:
         deadline = t0 + self.ready_timeout
@@ -451,12 +722,13 @@ class ControlPlane:
     def _fail(self, message: str) -> None:
         keep = "" if self.keep_workdir else " (removed on stop; set CVO_CONTROL_PLANE_KEEP=1 to keep it)"
         parts = [message, f"workdir: {self.workdir}{keep}"]
-        for log in (self.etcd_log, self.apiserver_log):
+        logs = [self.etcd_log, self.apiserver_log, *(self.component_log(name) for name in self._components)]
+        for log in logs:
             if log.exists():
                 parts.append(f"--- last lines of {log.name} ---\n{_tail(log)}")
         raise RuntimeError("\n".join(parts))
 
-    def _write_kubeconfig(self) -> None:
+    def _write_kubeconfig(self, path: Path, user: str, token: str) -> None:
         # Self-signed serving cert generated into --cert-dir; its file holds the
         # serving cert followed by the CA that signed it, valid for 127.0.0.1.
         cluster: dict[str, object] = {"server": self.server_url}
@@ -468,11 +740,10 @@ class ControlPlane:
             "apiVersion": "v1",
             "kind": "Config",
             "clusters": [{"name": "cvo-e2e", "cluster": cluster}],
-            "users": [{"name": ADMIN_USER, "user": {"token": self.token}}],
-            "contexts": [{"name": "cvo-e2e", "context": {"cluster": "cvo-e2e", "user": ADMIN_USER}}],
+            "users": [{"name": user, "user": {"token": token}}],
+            "contexts": [{"name": "cvo-e2e", "context": {"cluster": "cvo-e2e", "user": user}}],
             "current-context": "cvo-e2e",
         }
-        path = Path(self.kubeconfig_path)
         path.write_text(json.dumps(config, indent=2) + "\n")  # JSON is valid YAML
         path.chmod(0o600)
 
@@ -480,17 +751,19 @@ class ControlPlane:
 def main(argv: Sequence[str] | None = None) -> int:
     import argparse
 
-    ap = argparse.ArgumentParser(description="Start a local etcd + kube-apiserver until Ctrl-C.")
+    ap = argparse.ArgumentParser(description="Start a local control plane until Ctrl-C (SIGINT or SIGTERM).")
+    ap.add_argument("--acting", action="store_true",
+                    help="also kube-controller-manager, kube-scheduler, kwok and fake Nodes")
+    ap.add_argument("--nodes", type=int, default=DEFAULT_NODES, help="fake Nodes of an acting plane")
+    ap.add_argument("--workdir", help="use this (empty or new) directory instead of a temporary one")
     ap.add_argument("--timeout", type=float, default=DEFAULT_READY_TIMEOUT, help="readiness timeout (s)")
-    ap.add_argument("--keep", action="store_true", help="keep the temporary directory on exit")
+    ap.add_argument("--keep", action="store_true", help="keep the working directory on exit")
     args = ap.parse_args(argv)
 
-    cp = ControlPlane(ready_timeout=args.timeout, keep_workdir=args.keep or None)
-    cp.start()
-    print(f"kube-apiserver ready at {cp.server_url} in {cp.ready_seconds:.1f}s", file=sys.stderr)
-    print(f"logs: {cp.workdir}", file=sys.stderr)
-    print(f"export KUBECONFIG={cp.kubeconfig_path}", file=sys.stderr)
-    print(cp.kubeconfig_path, flush=True)
+    cp = ControlPlane(
+        acting=args.acting, nodes=args.nodes, ready_timeout=args.timeout, keep_workdir=args.keep or None,
+        workdir=args.workdir,
+    )
     stop = False
 
     def on_signal(signum, frame):
@@ -500,10 +773,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
     try:
+        cp.start()
+    except RuntimeError as e:
+        print(f"controlplane: {e}", file=sys.stderr)
+        return 1
+    what = "kube-apiserver, kube-controller-manager, kube-scheduler and kwok" if args.acting else "kube-apiserver"
+    print(f"{what} ready at {cp.server_url} in {cp.ready_seconds:.1f}s", file=sys.stderr)
+    if cp.node_names:
+        print(f"nodes (kwok): {' '.join(cp.node_names)}", file=sys.stderr)
+    print(f"logs: {cp.workdir}", file=sys.stderr)
+    print(f"export KUBECONFIG={cp.kubeconfig_path}", file=sys.stderr)
+    print(cp.kubeconfig_path, flush=True)
+    try:
         while not stop:
             if not cp.running:
                 print("controlplane: kube-apiserver exited:\n" + _tail(cp.apiserver_log), file=sys.stderr)
                 return 1
+            for name in COMPONENTS if cp.acting else ():
+                if not cp.component_running(name):
+                    print(f"controlplane: {name} exited:\n" + _tail(cp.component_log(name)), file=sys.stderr)
+                    return 1
             time.sleep(0.5)
     finally:
         cp.stop()
