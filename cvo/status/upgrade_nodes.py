@@ -10,7 +10,8 @@ history entry.  Nothing here reads a clock or a cluster: views and ``now`` in, :
 Where oc reads the wall clock (``SeriouslyUnavailable``: a node NotReady for under 5 minutes is not worth an
 insight yet) this reads ``now``.  Odd shapes oc would panic or guess on are decided here: a pool without a
 node selector selects no node, a node no pool selects is in none, a node several custom pools select is in
-the first of them in the order the pools were listed (Go's map order is random).
+the first of them in the order the pools were listed (Go's map order is random), a pool listed twice (no
+server lists one so) counts once.
 """
 
 from __future__ import annotations
@@ -479,7 +480,10 @@ def assess_pools(cv: ClusterVersion, machines: Machines, multi_arch: bool, now: 
     master: MachineConfigPool | None = None
     worker: MachineConfigPool | None = None
     custom: list[MachineConfigPool] = []
-    pools = machines.pools
+    first: dict[str, MachineConfigPool] = {}
+    for pool in machines.pools:
+        first.setdefault(pool.name, pool)  # a name twice: the first
+    pools = list(first.values())
     for pool in pools:
         check_selector(pool)
         if pool.name == MASTER:

@@ -223,10 +223,25 @@ def _insight_data(insight: Insight, now: int) -> dict[str, Any]:
     }
 
 
+def _pool_data(pool: PoolRow) -> dict[str, Any]:
+    """A MachineConfigPoolProgressInsightStatus (its summaries) with its NodeStatusInsights, as oc shows them."""
+    o = pool.overview
+    return {
+        "name": pool.name,
+        "scopeType": "ControlPlane" if pool.name == MASTER else "WorkerPool",
+        "assessment": pool.assessment if pool.nodes else "Empty",
+        "completion": None if not pool.nodes else round(pool.completion),
+        "summaries": {"total": o.total, "available": o.available, "progressing": o.progressing,
+                      "outdated": o.outdated, "draining": o.draining, "excluded": o.excluded, "degraded": o.degraded},
+        "nodes": [{"name": n.name, "assessment": ASSESSMENT_NAMES[n.assessment], "phase": PHASE_NAMES[n.phase],
+                   "version": n.version or None, "estimate": n.estimate, "message": n.message} for n in pool.nodes],
+    }
+
+
 def to_data(status: UpgradeStatus, forecast: Forecast | None = None) -> dict[str, Any]:
     """The assessment as data: ``controlPlane`` is a ClusterVersionProgressInsightStatus (plus what oc
     prints that the API has no field for), ``clusterOperators`` ClusterOperatorProgressInsightStatuses,
-    ``health`` UpdateHealthInsightStatuses."""
+    ``pools`` the machine config pools and their nodes (when read), ``health`` UpdateHealthInsightStatuses."""
     doc: dict[str, Any] = {"updating": status.updating, "evaluatedAt": rfc3339(status.now)}
     cp = status.control_plane
     if not status.updating or cp is None:
@@ -259,6 +274,9 @@ def to_data(status: UpgradeStatus, forecast: Forecast | None = None) -> dict[str
                         "reason": "NotProgressing" if cp.completed else "Progressing"}],
     }
     doc["clusterOperators"] = status.operators
+    if status.pools is not None:
+        pools = [status.pools.control_plane] if status.pools.control_plane is not None else []
+        doc["pools"] = [_pool_data(p) for p in [*pools, *status.pools.workers]]
     doc["health"] = [_insight_data(i, status.now) for i in status.insights]
     if forecast is not None:
         doc["forecast"] = forecast.to_data(status.now)
