@@ -21,6 +21,7 @@ from cvo.status.upgrade_alerts import alert_insights
 from cvo.status.upgrade_nodes import Machines, selector_matches
 from cvo.status.upgrade_status import StatusUnavailable, UpgradeStatus, assess
 from cvo.status.upgrade_text import render, to_data
+from tests.support.fuzz_machines import config_objects, node_objects, pool_objects
 from tests.support.machines import node, pool, rendered
 from tests.support.upgrade_status_objects import at, co, cv, entry
 
@@ -278,42 +279,6 @@ def test_alerts_file_flags(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
 
 
 # --- any shape ----------------------------------------------------------------------------------------------
-
-WORDS = ["master", "worker", "infra", "", "Done", "Working", "Degraded", "Rebooting", "Unreconcilable",
-         f"rendered-worker-{NEW}", f"rendered-worker-{OLD}", f"rendered-master-{NEW}", "drain-x", "uncordon-x",
-         "True", "False", "Ready", "DiskPressure", "In", "NotIn", "Exists", "Near", "10%", NEW, OLD]
-KEYS = ["machineconfiguration.openshift.io/" + k for k in (
-    "currentConfig", "desiredConfig", "state", "reason", "desiredDrain", "lastAppliedDrain", "desiredImage",
-    "currentImage")]
-word = st.sampled_from(WORDS)
-any_value = st.recursive(st.none() | st.booleans() | st.integers(-2, 2) | word,
-                         lambda inner: st.lists(inner, max_size=3) | st.dictionaries(word, inner, max_size=3),
-                         max_leaves=6)
-node_objects = st.builds(
-    lambda name, labels, notes, conds, unsched: {
-        "apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels, "annotations": notes},
-        "spec": {"unschedulable": unsched}, "status": {"conditions": conds}},
-    word, st.dictionaries(st.sampled_from(["node-role.kubernetes.io/" + w for w in WORDS[:3]]), word, max_size=2),
-    st.dictionaries(st.sampled_from(KEYS), word, max_size=6) | any_value,
-    st.lists(st.fixed_dictionaries({"type": word, "status": word}, optional={
-        "lastTransitionTime": st.sampled_from([at(), at(minutes=29), "0001-01-01T00:00:00Z", "x"])}), max_size=3),
-    st.booleans() | any_value)
-pool_objects = st.builds(
-    lambda name, selector, paused, config, mu: {
-        "apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfigPool", "metadata": {"name": name},
-        "spec": {"nodeSelector": selector, "paused": paused, "configuration": {"name": config}, "maxUnavailable": mu}},
-    word, st.none() | st.fixed_dictionaries({}, optional={
-        "matchLabels": st.dictionaries(st.sampled_from(["node-role.kubernetes.io/" + w for w in WORDS[:3]]), word),
-        "matchExpressions": st.lists(st.fixed_dictionaries({"key": word, "operator": word},
-                                                           optional={"values": st.lists(word, max_size=2)}),
-                                     max_size=2)}) | any_value,
-    st.booleans() | any_value, word, any_value)
-config_objects = st.builds(
-    lambda name, version: {"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig",
-                           "metadata": {"name": name, "annotations": {
-                               "machineconfiguration.openshift.io/release-image-version": version}}},
-    word, word | any_value)
-
 
 @settings(max_examples=150, deadline=None)
 @given(st.lists(pool_objects, max_size=4), st.lists(node_objects, max_size=6), st.lists(config_objects, max_size=4),
