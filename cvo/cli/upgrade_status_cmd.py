@@ -10,6 +10,7 @@ directory for the target, a forecast from the task graph is added (:mod:`cvo.sta
 from __future__ import annotations
 
 import argparse
+import asyncio
 import sys
 from dataclasses import dataclass
 from datetime import datetime
@@ -171,11 +172,6 @@ def run(args: argparse.Namespace) -> int:
             machines = await _machines(cluster)
             read.append(Found(None if cv is None else ClusterVersion.read(cv), cos, now,
                               None if mco is None else Deployment.read(mco), records, machines))
-            if monitoring is not None:
-                try:
-                    alerts.extend(await Prometheus(monitoring).alerts())
-                except MonitoringError as err:  # status.go: the rest of the command works without them
-                    print(f"note: no alerts in 'Update Health': {printable(str(err), 300)}", file=sys.stderr)
 
     if args.alerts_file and args.metrics_url:
         raise UsageError("--alerts-file and --metrics-url both give the alerts: choose one")
@@ -186,6 +182,11 @@ def run(args: argparse.Namespace) -> int:
     alerts: list[Alert] = list(_file_alerts(args.alerts_file)) if args.alerts_file else []
     given_alerts = bool(args.alerts_file) or monitoring is not None
     run_loop(main)
+    if monitoring is not None:  # on real time, whatever the cluster's clock
+        try:
+            alerts.extend(asyncio.run(Prometheus(monitoring).alerts()))
+        except MonitoringError as err:  # status.go: the rest of the command works without them
+            print(f"note: no alerts in 'Update Health': {printable(str(err), 300)}", file=sys.stderr)
     found = read[0]
     now = to_ns(found.now)
     given = getattr(args, "now", None)

@@ -302,3 +302,49 @@ def test_pools_and_nodes_of_any_shape_are_a_view_or_one_line(pools: list[Any], n
                 assert o.total == len(row.nodes) and o.outdated <= o.total and o.available <= o.total
         shown = sum(len(r.nodes) for r in [status.pools.control_plane, *status.pools.workers] if r is not None)
         assert shown <= len(nodes)
+
+
+def test_alerts_from_prometheus_are_fetched_with_the_token_and_their_failure_is_a_note(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--metrics-url``: one GET of /api/v1/alerts with the bearer token (a stub serving Prometheus' answer),
+    on the demo's installed cluster; a Prometheus that cannot be reached is a note on stderr, not an error."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    payloads = Path(__file__).resolve().parents[2] / "payloads"
+    state = str(tmp_path / "cluster.db")
+    assert main(["install", str(payloads / "demo-4.16.0"), "--state", state, "--operators",
+                 str(payloads / "demo-operators.yaml")]) == 0
+    capsys.readouterr()
+    seen: list[tuple[str, str]] = []
+
+    class Answer(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            seen.append((self.path, self.headers.get("Authorization", "")))
+            body = json.dumps({"status": "success", "data": {"alerts": []}}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Answer)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    token = tmp_path / "token"
+    token.write_text("sekrit\n")
+    try:
+        code = main(["upgrade", "status", "--state", state, "--metrics-url",
+                     f"http://127.0.0.1:{server.server_address[1]}", "--metrics-token-file", str(token)])
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert seen == [("/api/v1/alerts", "Bearer sekrit")]
+    out, err = capsys.readouterr()
+    assert (code, out, err) == (0, "The cluster is not updating.\n", "")
+    code = main(["upgrade", "status", "--state", state, "--metrics-url", "http://127.0.0.1:1"])
+    out, err = capsys.readouterr()
+    assert (code, out) == (0, "The cluster is not updating.\n")
+    assert err.startswith("note: no alerts in 'Update Health': failed to get alerts") and err.count("\n") == 1
