@@ -70,6 +70,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser.add_argument("--alerts-file", metavar="PATH",
                         help="the firing alerts: a saved answer of Prometheus' /api/v1/alerts (JSON); without it "
                              "and without --metrics-url no alert is looked at")
+    parser.add_argument("--mock-clusterversion", metavar="PATH", help=argparse.SUPPRESS)  # oc's hidden test flag
     add_monitoring_flags(parser)
     add_output_flag(parser, (TEXT, *STRUCTURED), "cvo upgrade status -o yaml",
                     what="the assessment (text: as oc prints it)")
@@ -146,15 +147,44 @@ class Found:
     machines: Machines | None
 
 
+OC_NANOSECONDS = 368975  # oc's examples_test.go: "add some nanoseconds to exercise rounding"
+MOCK_KINDS = ("co", "mcp", "mc", "node")  # status.go Complete: the files beside the ClusterVersion's, required
+
+
+def _mock(args: argparse.Namespace) -> None:
+    """oc's ``--mock-clusterversion NAME-cv.yaml`` (``mockData``): the objects of the files beside it, the
+    alerts of ``NAME-alerts.json`` if there, "now" the latest condition change plus oc's nanoseconds."""
+    import os
+
+    path = args.mock_clusterversion
+    for flag, given in (("--from-file", args.from_file), ("--alerts-file", args.alerts_file),
+                        ("--metrics-url", args.metrics_url), ("--now", args.now)):
+        if given:
+            raise UsageError(f"--mock-clusterversion reads the files beside its own; it cannot be used with {flag}")
+    if not path.endswith("-cv.yaml"):
+        raise UsageError(f"--mock-clusterversion: {path}: not a NAME-cv.yaml file")
+    base = path.removesuffix("-cv.yaml")
+    files = [path, *(f"{base}-{kind}.yaml" for kind in MOCK_KINDS)]
+    for file in files:
+        if not os.path.isfile(file):
+            raise UsageError(f"--mock-clusterversion: {file}: no such file")
+    deployment = f"{base}-mco-deployment.yaml"
+    args.from_file = files + ([deployment] if os.path.isfile(deployment) else [])
+    alerts = f"{base}-alerts.json"
+    args.alerts_file = alerts if os.path.isfile(alerts) else None
+
+
 def run(args: argparse.Namespace) -> int:
     from cvo.monitoring.answers import MonitoringError
     from cvo.monitoring.client import Prometheus
     from cvo.payload.limits import printable
     from cvo.runner.durations import RECORDS_REF, cluster_forecast, no_forecast_reason
-    from cvo.status.godur import parse_time, to_ns
-    from cvo.status.upgrade_status import StatusUnavailable, assess
+    from cvo.status.godur import ZERO_TIME, parse_time, to_ns
+    from cvo.status.upgrade_status import StatusUnavailable, assess, latest_transition
     from cvo.status.upgrade_text import render, to_data
 
+    if args.mock_clusterversion:
+        _mock(args)
     backend_options = ClusterOptions.from_args(args)
     clock, run_loop = backend_clock(backend_options)
     read: list[Found] = []
@@ -193,6 +223,9 @@ def run(args: argparse.Namespace) -> int:
     exact = parse_time(given) if given is not None and uses_saved_objects(args) else None
     if exact is not None:
         now = exact  # --now to the nanosecond (the clock keeps microseconds)
+    if args.mock_clusterversion:
+        latest = latest_transition(found.cv, found.cos)
+        now = (ZERO_TIME if latest is None else latest) + OC_NANOSECONDS
     try:
         status = assess(found.cv, found.cos, now, _mco_image(found.mco), found.machines,
                         alerts if given_alerts else None)

@@ -348,3 +348,14 @@ def test_alerts_from_prometheus_are_fetched_with_the_token_and_their_failure_is_
     out, err = capsys.readouterr()
     assert (code, out) == (0, "The cluster is not updating.\n")
     assert err.startswith("note: no alerts in 'Update Health': failed to get alerts") and err.count("\n") == 1
+
+
+def test_mock_clusterversion_wants_ocs_files_and_nothing_else(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cv_path = tmp_path / "x-cv.yaml"
+    cv_path.write_text(yaml.safe_dump(cluster()[0]))
+    assert main(["upgrade", "status", "--mock-clusterversion", str(cv_path)]) == 2
+    assert capsys.readouterr().err == f"error: --mock-clusterversion: {tmp_path}/x-co.yaml: no such file\n"
+    assert main(["upgrade", "status", "--mock-clusterversion", str(tmp_path / "x.yaml")]) == 2
+    assert "not a NAME-cv.yaml file" in capsys.readouterr().err
+    assert main(["upgrade", "status", "--mock-clusterversion", str(cv_path), "--from-file", str(cv_path)]) == 2
+    assert "cannot be used with --from-file" in capsys.readouterr().err

@@ -105,8 +105,17 @@ def test_ocs_examples_through_from_file(name: str, details: str, suffix: str,
     assert "alert" not in err.lower()
 
 
+@pytest.mark.parametrize(("name", "details", "suffix"), OC_OUTPUTS)
+def test_ocs_examples_as_ocs_test_runs_them(name: str, details: str, suffix: str,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """oc's examples_test.go: ``--mock-clusterversion NAME-cv.yaml`` reads the files beside it."""
+    assert main(["upgrade", "status", "--details", details, "--mock-clusterversion",
+                 str(GOLDEN / "oc" / f"{name}-cv.yaml")]) == 0
+    assert capsys.readouterr().out == (GOLDEN / "oc" / f"{name}.{suffix}").read_text()
+
+
 def test_examples_exist() -> None:
-    assert "ocpbugs-60768" in OC_EXAMPLES
+    assert "ocpbugs-60768" in OC_EXAMPLES and len(OC_EXAMPLES) == 13
     assert all(any(n == name for n, _, _ in OC_OUTPUTS) for name in OC_EXAMPLES), "an example without an output"
 
 
