@@ -305,23 +305,21 @@ def since_ns_of(when: int | None) -> int:
     return ZERO_TIME if when is None else when
 
 
+_GO_ESCAPES = {'"': '\\"', "\\": "\\\\", "\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r",
+               "\t": "\\t", "\v": "\\v"}
+
+
 def _go_quote(text: str) -> str:
-    """Go's ``%q`` of a string of printable text (what node messages are); other characters escaped."""
+    """Go's ``%q`` (``strconv.Quote``) of a string: printable characters as they are, others escaped."""
     out = ['"']
     for ch in text:
-        if ch in '"\\':
-            out.append("\\" + ch)
-        elif ch == "\n":
-            out.append("\\n")
-        elif ch == "\t":
-            out.append("\\t")
-        elif ch == "\r":
-            out.append("\\r")
-        elif not ch.isprintable():
+        if ch in _GO_ESCAPES:
+            out.append(_GO_ESCAPES[ch])
+        elif ch.isprintable():
+            out.append(ch)
+        else:
             code = ord(ch)
             out.append(f"\\x{code:02x}" if code < 0x80 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}")
-        else:
-            out.append(ch)
     out.append('"')
     return "".join(out)
 

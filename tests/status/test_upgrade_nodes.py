@@ -359,3 +359,17 @@ def test_mock_clusterversion_wants_ocs_files_and_nothing_else(tmp_path: Path, ca
     assert "not a NAME-cv.yaml file" in capsys.readouterr().err
     assert main(["upgrade", "status", "--mock-clusterversion", str(cv_path), "--from-file", str(cv_path)]) == 2
     assert "cannot be used with --from-file" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("text", "quoted"), [
+    ("kubelet is still setting up stuff", '"kubelet is still setting up stuff"'),
+    ('say "hi"\\\n', '"say \\"hi\\"\\\\\\n"'), ("\a\x01é\u00a0", '"\\a\\x01é\\u00a0"'),
+])
+def test_a_node_condition_message_is_quoted_as_gos_percent_q(text: str, quoted: str) -> None:
+    """layered_node_state.go ``GetUnavailableDescription``: ``%q`` of the Ready condition's message."""
+    m = machines([pool("master", NEW), pool("worker", NEW)],
+                 [node("m0", "master", NEW), node("w0", "worker", OLD, ready="False", ready_since=at())])
+    m = Machines(m.pools, [m.nodes[0], Node.read({**m.nodes[1].body, "status": {"conditions": [
+        {"type": "Ready", "status": "False", "message": text, "lastTransitionTime": at()}]}})], m.configs)
+    found = next(i for i in status_of(m).insights if i.summary == "Node w0 is not ready")
+    assert found.description == f'Node has a Ready!=True condition with Reason "Not ready" and message {quoted}'
