@@ -30,7 +30,8 @@ from cvo.cli.output import STRUCTURED, TEXT, add_output_flag, dump
 from cvo.cluster.api import CLUSTER_OPERATOR, ApiError, ApiErrorKind, ReadOnlyCluster, Ref, cv_ref
 from cvo.monitoring.answers import Alert
 from cvo.objects import ClusterOperator, ClusterVersion, Deployment, MachineConfig, MachineConfigPool, Node
-from cvo.status.upgrade_nodes import CURRENT_CONFIG, DESIRED_CONFIG, Machines
+from cvo.status.node_state import CURRENT_CONFIG, DESIRED_CONFIG
+from cvo.status.upgrade_nodes import Machines
 from cvo.status.upgrade_text import DETAILS
 
 HELP = "show the progress and health of the cluster's update, like 'oc adm upgrade status'"
