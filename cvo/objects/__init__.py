@@ -17,12 +17,17 @@ from cvo.objects.clusterversion import ClusterVersion
 from cvo.objects.condition import Condition
 from cvo.objects.crds import SchemaMissing
 from cvo.objects.deployment import Deployment
+from cvo.objects.machineconfig import MachineConfig
+from cvo.objects.machineconfigpool import MachineConfigPool
+from cvo.objects.node import Node
 from cvo.objects.operatorcondition import OperatorCondition
 from cvo.objects.times import Time
 
 # (group, kind) -> its view: what the readers of saved objects check as they read them
 KINDS: dict[tuple[str, str], type[Object]] = {
-    (cls.KIND.group, cls.KIND.kind): cls for cls in (ClusterVersion, ClusterOperator, OperatorCondition, Deployment)}
+    (cls.KIND.group, cls.KIND.kind): cls for cls in (ClusterVersion, ClusterOperator, OperatorCondition, Deployment, Node,
+                                                    MachineConfigPool, MachineConfig)}
 
-__all__ = ["KINDS", "ClusterOperator", "ClusterVersion", "Condition", "Deployment", "Object", "OperatorCondition", "Refused",
+__all__ = ["KINDS", "ClusterOperator", "ClusterVersion", "Condition", "Deployment", "MachineConfig",
+           "MachineConfigPool", "Node", "Object", "OperatorCondition", "Refused",
            "SchemaMissing", "Time"]

@@ -7,8 +7,9 @@ A port of the semantics of openshift/oc ``pkg/cli/admin/upgrade/status``: ``asse
 ClusterOperators (views, :mod:`cvo.objects`) and ``now`` go in, an :class:`UpgradeStatus` comes out,
 rendered by :mod:`cvo.status.upgrade_text` or turned into the Update Status API's field names by :func:`to_data`.
 
-Left out, as the CVO has no part in them: the node and worker-pool assessment (the machine-config
-operator's) and the alerts oc reads from Prometheus.  oc compares machine-config's ``operator-image``
+With the machine config pools, their nodes and rendered configs (:mod:`cvo.status.upgrade_nodes`,
+workerpool.go) and the firing alerts (:mod:`cvo.status.upgrade_alerts`, alerts.go), it is the whole of
+``options.Run``'s assessment.  oc compares machine-config's ``operator-image``
 version with the image of its operator Deployment; ``mco_image`` is that image when the caller knows
 it (``None``: the check is skipped, where oc's mocked runs would see an empty image).
 """
@@ -20,23 +21,32 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from cvo.monitoring.answers import Alert
 from cvo.objects import ClusterOperator, ClusterVersion, Condition, Time
 from cvo.objects.clusterversion import UpdateHistory
 from cvo.objects.condition import find_last
 from cvo.status.godur import MINUTE, SECOND, ZERO_TIME, go_round, go_truncate
+from cvo.status.gosort import go_sort_slice
 from cvo.status.pending_release import PendingRelease, pending_release
+from cvo.status.upgrade_alerts import alert_insights
+from cvo.status.upgrade_insight import (
+    ERROR,
+    IMPACT_API_AVAILABILITY,
+    IMPACT_NONE,
+    IMPACT_UPDATE_STALLED,
+    INFO,
+    WARNING,
+    Insight,
+    Resource,
+    since_ns,
+)
+from cvo.status.upgrade_insight import (
+    StatusUnavailable as StatusUnavailable,  # re-exported (it was defined here)
+)
+from cvo.status.upgrade_nodes import Machines, Pools, assess_pools
 
 MACHINE_CONFIG = "machine-config"
 CV_GROUP = "config.openshift.io"
-
-# Impact levels (health.go): the order is the sort order, highest first.
-INFO, WARNING, ERROR, CRITICAL = 0, 1, 2, 3
-LEVEL_NAMES = {INFO: "Info", WARNING: "Warning", ERROR: "Error", CRITICAL: "Critical"}
-
-# Impact types (health.go).
-IMPACT_NONE = "None"
-IMPACT_API_AVAILABILITY = "API Availability"
-IMPACT_UPDATE_STALLED = "Update Stalled"
 
 # Assessments (controlplane.go).
 PROGRESSING = "Progressing"
@@ -56,41 +66,6 @@ DOCS_HISTORY = ("https://docs.openshift.com/container-platform/latest/updating/t
                 "gathering-data-cluster-update.html#gathering-clusterversion-history-cli_troubleshooting_updates")
 NO_FAILING_DESCRIPTION = ("Current status of Cluster Version reconciliation is unclear.  See 'oc -n "
                           "openshift-cluster-version logs -l k8s-app=cluster-version-operator --tail -1' to debug.")
-
-
-class StatusUnavailable(ValueError):
-    """The objects do not allow an assessment (oc's errors, word for word)."""
-
-
-def since_ns(condition: Condition) -> int:
-    """A condition's ``lastTransitionTime`` in nanoseconds; Go's zero time when it has none."""
-    return ZERO_TIME if condition.since is None else condition.since
-
-
-@dataclass(frozen=True)
-class Resource:
-    group: str
-    kind: str
-    name: str
-    namespace: str = ""
-
-
-@dataclass(frozen=True)
-class Insight:
-    """An update health insight (UpdateHealthInsight): what, where, how bad, and where to read more."""
-
-    started_at: int | None  # None: unknown (printed "-")
-    scope_type: str
-    resources: tuple[Resource, ...]
-    level: int
-    impact_type: str
-    summary: str
-    description: str = ""
-    reference: str = ""
-
-    @property
-    def incomplete(self) -> bool:
-        return not self.description or not self.summary or not self.reference
 
 
 @dataclass(frozen=True)
@@ -172,6 +147,7 @@ class UpgradeStatus:
     health_detailed: bool = False  # oc prints the long form only when there are real insights
     operators: list[dict[str, Any]] = field(default_factory=list)  # per-operator status insights (API shape)
     pending: PendingRelease | None = None  # not updating: a requested release not accepted (ReleaseAccepted)
+    pools: Pools | None = None  # the nodes of each machine config pool, when they were read
 
 
 def is_platform_operator(co: ClusterOperator) -> bool:
@@ -296,8 +272,7 @@ def versions_from_history(history: Sequence[UpdateHistory], cv_scope: Resource,
         return Versions(), []
     previous = history[1].version
     partial = history[1].state == "Partial"
-    multi_arch = history[0].version == history[1].version and history[0].image != history[1].image
-    versions = Versions(target, previous, False, partial, multi_arch)
+    versions = Versions(target, previous, False, partial, multi_arch_migration(history))
     if control_plane_completed or not partial:
         return versions, []
     last_complete = next((h.version for h in history[2:] if h.state == COMPLETED), "unknown")
@@ -319,8 +294,9 @@ def _cv_insights(cv: ClusterVersion, name: str, now: int) -> list[Insight]:
         return [Insight(now, "ControlPlane", scope, WARNING, IMPACT_UPDATE_STALLED,
                         f"Cluster Version {name} has no Failing condition", NO_FAILING_DESCRIPTION, RUNBOOK_DEGRADED)]
     if failing.status != "False":
+        verb = "may be" if failing.status == "Unknown" else "is"
         return [Insight(failing.since, "ControlPlane", scope, WARNING, IMPACT_UPDATE_STALLED,
-                        f"Cluster Version {name} is failing to proceed with the update ({failing.reason})",
+                        f"Cluster Version {name} {verb} failing to proceed with the update ({failing.reason})",
                         failing.message, RUNBOOK_DEGRADED)]
     return []
 
@@ -407,20 +383,33 @@ def assess_control_plane(cv: ClusterVersion, cos: Sequence[ClusterOperator], now
 
 
 def assess_insights(insights: Sequence[Insight], updating_for: int, now: int) -> tuple[list[Insight], bool]:
-    """``assessUpdateInsights``: complete insights, newest first, then by level (highest first); "Update is
-    proceeding well" when there are none (and then the long form is not worth showing)."""
+    """``assessUpdateInsights``: complete insights, newest first (Go's ``sort.Slice``: not stable), then by
+    level (highest first, stable); "Update is proceeding well" when there are none (and then the long form is
+    not worth showing)."""
     kept = [i for i in insights if not i.incomplete]
-    kept.sort(key=lambda i: -(ZERO_TIME if i.started_at is None else i.started_at))
+    go_sort_slice(kept, lambda a, b: _started(a) > _started(b))
     kept.sort(key=lambda i: -i.level)
     if not kept:
         return [Insight(now - updating_for, "", (), INFO, IMPACT_NONE, "Update is proceeding well")], False
     return kept, True
 
 
+def _started(insight: Insight) -> int:
+    return ZERO_TIME if insight.started_at is None else insight.started_at
+
+
+def multi_arch_migration(history: Sequence[UpdateHistory]) -> bool:
+    """``multiArchMigration``: the same version again, from another image."""
+    return len(history) > 1 and history[0].version == history[1].version and history[0].image != history[1].image
+
+
 def assess(cv: ClusterVersion | Mapping[str, Any] | None, cos: Sequence[ClusterOperator | Mapping[str, Any]],
-           now: int, mco_image: str | None = None) -> UpgradeStatus:
-    """The whole view at ``now`` (nanoseconds), or :class:`StatusUnavailable` with oc's message.  Objects not
-    read into views yet are read here (:meth:`cvo.objects.Object.of`)."""
+           now: int, mco_image: str | None = None, machines: Machines | None = None,
+           alerts: Sequence[Alert] | None = None) -> UpgradeStatus:
+    """The whole view at ``now`` (nanoseconds), or :class:`StatusUnavailable` with oc's message (status.go
+    ``Run``).  With ``machines`` the pools and nodes are assessed too (and an update whose worker pools are
+    still outdated is shown though the ClusterVersion is done); with ``alerts`` (Prometheus' firing alerts)
+    their insights are added.  Objects not read into views yet are read here (:meth:`cvo.objects.Object.of`)."""
     if cv is None:
         raise StatusUnavailable("no cluster version information available - you must be connected to an OpenShift "
                                 "version 4 server to fetch the current version")
@@ -431,12 +420,20 @@ def assess(cv: ClusterVersion | Mapping[str, Any] | None, cos: Sequence[ClusterO
     progressing = cv_view.status.condition("Progressing")
     if progressing is None:
         raise StatusUnavailable("no current Progressing info, see `oc describe clusterversion` for more details.")
-    if progressing.status != "True":  # and a release asked for that has not started, if one was
-        return UpgradeStatus(now=now, updating=False, pending=pending_release(cv_view))
     history = cv_view.status.history
+    pools = None
+    if machines is not None:
+        multi_arch = multi_arch_migration(history) and progressing.status == "True"
+        pools = assess_pools(cv_view, machines, multi_arch, now)
+    if progressing.status != "True" and not (pools is not None and pools.worker_outdated):
+        # and a release asked for that has not started, if one was
+        return UpgradeStatus(now=now, updating=False, pending=pending_release(cv_view))
     started_time = history[0].started_time if history else progressing.last_transition_time
-    started = None if started_time is None else started_time.ns
-    updating_for = go_round(now - (ZERO_TIME if started is None else started), SECOND)
-    control_plane, insights, operator_insights = assess_control_plane(cv_view, co_views, now, mco_image)
+    started = ZERO_TIME if started_time is None else started_time.ns
+    updating_for = go_round(now - started, SECOND)
+    insights = list(pools.insights) if pools is not None else []
+    insights.extend(alert_insights(alerts or (), started))
+    control_plane, cp_insights, operator_insights = assess_control_plane(cv_view, co_views, now, mco_image)
+    insights.extend(cp_insights)
     sorted_insights, detailed = assess_insights(insights, updating_for, now)
-    return UpgradeStatus(now, True, control_plane, sorted_insights, detailed, operator_insights)
+    return UpgradeStatus(now, True, control_plane, sorted_insights, detailed, operator_insights, pools=pools)

@@ -2,7 +2,8 @@
 
 A port of the output of openshift/oc ``pkg/cli/admin/upgrade/status``: the control plane template and
 ``Write`` (controlplane.go), the health table and its long form (health.go), and what ``options.Run``
-prints around them (status.go).  Where oc prints node and worker-pool sections, nothing is printed.
+prints around them (status.go), the node tables and the worker pools (workerpool.go ``writePools``,
+``WriteNodes``).
 cvo's own addition, the graph-aware forecast (:mod:`cvo.status.forecast`), adds a ``Forecast:`` line and,
 with ``--details=operators``, the critical path; without a forecast the text is exactly oc's.
 """
@@ -13,9 +14,20 @@ from typing import Any
 
 from cvo.status.forecast import Forecast
 from cvo.status.godur import SECOND, go_truncate, rfc3339, short_duration, tabwrite
-from cvo.status.upgrade_status import LEVEL_NAMES, ControlPlane, Insight, UpgradeStatus, since_ns
+from cvo.status.upgrade_insight import LEVEL_NAMES, Insight, since_ns
+from cvo.status.upgrade_nodes import (
+    ASSESSMENT_NAMES,
+    DRAINING,
+    MASTER,
+    N_PROGRESSING,
+    PAUSED,
+    PHASE_NAMES,
+    PoolRow,
+)
+from cvo.status.upgrade_status import ControlPlane, UpgradeStatus
 
-DETAILS = ("none", "operators", "health", "all")
+DETAILS = ("none", "all", "nodes", "health", "operators")  # oc's order
+MAX_NODES = 10  # WriteNodes: without --details=nodes, further nodes in good states are only counted
 NOT_UPDATING = "The cluster is not updating.\n"
 
 
@@ -28,6 +40,13 @@ def _vague_under(actual: int, estimated: int, multi_arch: bool) -> str:
     if actual < 10 * 60 * SECOND:
         return "<10m"
     return short_duration(actual)
+
+
+def ellipsis(text: str, most: int) -> str:
+    """controlplane.go ``ellipsis``: at most ``most`` characters, the last three "..." when cut."""
+    if len(text) <= most:
+        return text
+    return text[:max(most, 3) - 3] + "..."
 
 
 def control_plane_text(cp: ControlPlane, detailed: bool, now: int, forecast: Forecast | None = None) -> str:
@@ -57,7 +76,7 @@ def control_plane_text(cp: ControlPlane, detailed: bool, now: int, forecast: For
         for o in ops.updating:
             # a multi-line message: its further lines in the MESSAGE column, under the first (as oc writes them)
             first, *more = o.condition.message.split("\n")
-            rows += (f"{o.name}\t{short_duration(now - since_ns(o.condition))}\t{o.condition.reason or '-'}\t"
+            rows += (f"{o.name}\t{short_duration(now - since_ns(o.condition))}\t{ellipsis(o.condition.reason or '-', 20)}\t"
                      f"{first}\n")
             rows += "".join(f"\t\t\t{line}\n" for line in more)
         text += "\nUpdating Cluster Operators" + tabwrite(rows)
@@ -67,6 +86,56 @@ def control_plane_text(cp: ControlPlane, detailed: bool, now: int, forecast: For
             rows += f"{step.name}\t{step.state}\t{short_duration(step.expected)}\t{short_duration(step.finish - now)}\n"
         text += "\nCritical Path (forecast)" + tabwrite(rows)
         text += forecast.details()
+    return text
+
+
+def pools_text(workers: list[PoolRow]) -> str:
+    """``writePools``: the worker pools' table."""
+    rows = "\nWORKER POOL\tASSESSMENT\tCOMPLETION\tSTATUS\n"
+    for pool in workers:
+        o = pool.overview
+        if not pool.nodes:
+            rows += f"{pool.name}\tEmpty\t\t{o.total} Total\n"
+            continue
+        status = f"{o.available} Available, {o.progressing} Progressing, {o.draining} Draining"
+        # oc ranges over a Go map here (a random order when both show); this is the map literal's order
+        for what, count in (("Excluded", o.excluded), ("Degraded", o.degraded)):
+            if count > 0:
+                status += f", {count} {what}"
+        rows += f"{pool.name}\t{pool.assessment}\t{pool.completion:.0f}% ({o.total - o.outdated}/{o.total})\t{status}\n"
+    return tabwrite(rows)
+
+
+def nodes_text(pool: PoolRow | None, detailed: bool) -> str:
+    """``poolDisplayData.WriteNodes``: a pool's node table, the first ten nodes and every node in a bad state
+    unless ``detailed``, the rest counted."""
+    if pool is None or not pool.nodes:
+        return ""
+    if pool.name == MASTER:
+        if pool.completion == 100:
+            return f"\nAll control plane nodes successfully updated to {pool.nodes[0].version}\n"
+        head = "\nControl Plane Nodes"
+    else:
+        head = f"\nWorker Pool Nodes: {pool.name}"
+    rows = "\nNAME\tASSESSMENT\tPHASE\tVERSION\tEST\tMESSAGE\n"
+    total = completed = available = progressing = outdated = draining = excluded = 0
+    for i, node in enumerate(pool.nodes):
+        if not detailed and i >= MAX_NODES and not node.is_degraded and (not node.is_unavailable or node.is_updating):
+            total += 1
+            completed += node.is_updated
+            outdated += not node.is_updated
+            available += not node.is_unavailable
+            draining += node.phase == DRAINING
+            excluded += node.phase == PAUSED
+            progressing += node.assessment == N_PROGRESSING
+            continue
+        rows += (f"{node.name}\t{ASSESSMENT_NAMES[node.assessment]}\t{PHASE_NAMES[node.phase]}\t"
+                 f"{node.version or '?'}\t{node.estimate}\t{node.message}\n")
+    text = head + tabwrite(rows)
+    if total > 0:
+        text += (f"...\nOmitted additional {total} Total, {completed} Completed, {available} Available, {progressing} "
+                 f"Progressing, {outdated} Outdated, {draining} Draining, {excluded} Excluded, and 0 Degraded nodes.\n"
+                 "Pass along --details=nodes to see all information.\n")
     return text
 
 
@@ -120,7 +189,14 @@ def render(status: UpgradeStatus, details: str = "none", forecast: Forecast | No
         return NOT_UPDATING
     operators = details in ("operators", "all")
     health = details in ("health", "all")
+    nodes = details in ("nodes", "all")
     text = control_plane_text(status.control_plane, operators, status.now, forecast)
+    pools = status.pools
+    if pools is not None:
+        text += nodes_text(pools.control_plane, nodes)
+        if any(p.nodes for p in pools.workers):
+            text += "\n= Worker Upgrade =\n" + pools_text(pools.workers)
+            text += "".join(nodes_text(p, nodes) for p in pools.workers)
     text += "\n"
     text += health_text(status.insights, status.health_detailed and health, status.now)
     return text
@@ -147,10 +223,25 @@ def _insight_data(insight: Insight, now: int) -> dict[str, Any]:
     }
 
 
+def _pool_data(pool: PoolRow) -> dict[str, Any]:
+    """A MachineConfigPoolProgressInsightStatus (its summaries) with its NodeStatusInsights, as oc shows them."""
+    o = pool.overview
+    return {
+        "name": pool.name,
+        "scopeType": "ControlPlane" if pool.name == MASTER else "WorkerPool",
+        "assessment": pool.assessment if pool.nodes else "Empty",
+        "completion": None if not pool.nodes else round(pool.completion),
+        "summaries": {"total": o.total, "available": o.available, "progressing": o.progressing,
+                      "outdated": o.outdated, "draining": o.draining, "excluded": o.excluded, "degraded": o.degraded},
+        "nodes": [{"name": n.name, "assessment": ASSESSMENT_NAMES[n.assessment], "phase": PHASE_NAMES[n.phase],
+                   "version": n.version or None, "estimate": n.estimate, "message": n.message} for n in pool.nodes],
+    }
+
+
 def to_data(status: UpgradeStatus, forecast: Forecast | None = None) -> dict[str, Any]:
     """The assessment as data: ``controlPlane`` is a ClusterVersionProgressInsightStatus (plus what oc
     prints that the API has no field for), ``clusterOperators`` ClusterOperatorProgressInsightStatuses,
-    ``health`` UpdateHealthInsightStatuses."""
+    ``pools`` the machine config pools and their nodes (when read), ``health`` UpdateHealthInsightStatuses."""
     doc: dict[str, Any] = {"updating": status.updating, "evaluatedAt": rfc3339(status.now)}
     cp = status.control_plane
     if not status.updating or cp is None:
@@ -183,6 +274,9 @@ def to_data(status: UpgradeStatus, forecast: Forecast | None = None) -> dict[str
                         "reason": "NotProgressing" if cp.completed else "Progressing"}],
     }
     doc["clusterOperators"] = status.operators
+    if status.pools is not None:
+        pools = [status.pools.control_plane] if status.pools.control_plane is not None else []
+        doc["pools"] = [_pool_data(p) for p in [*pools, *status.pools.workers]]
     doc["health"] = [_insight_data(i, status.now) for i in status.insights]
     if forecast is not None:
         doc["forecast"] = forecast.to_data(status.now)

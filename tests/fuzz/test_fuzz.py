@@ -117,6 +117,14 @@ def test_upgrade_status_of_any_objects(pair: tuple[Any, list[Any]]) -> None:
     t.upgrade_status_target(*pair)
 
 
+@given(t.TARGETS["machines"][0])
+@example(([{"kind": "MachineConfigPool", "metadata": {"name": "worker"}, "spec": {"nodeSelector": {
+    "matchExpressions": [{"key": "a", "operator": "Near"}]}}}], [], [], True))
+@example(([], [[]], ["x"], False))
+def test_pools_nodes_and_configs_of_any_shape(args: tuple[Any, Any, Any, bool]) -> None:
+    t.TARGETS["machines"][1](args)
+
+
 @given(t.TARGETS["events"][0])
 @example(b"")
 @example(b'{"event": "sweep.started", "time": "2026-01-01T00:00:00"}\n{"event": "node.started", "time": '

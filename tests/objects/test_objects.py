@@ -201,6 +201,8 @@ def _agrees(annotation: Any, schema: Mapping[str, Any], path: str) -> None:
         _agrees(args[0], schema["items"], f"{path}[]")
     elif origin is Mapping:
         assert want == "object", path
+    elif annotation is Any:  # an int-or-string (a pool's maxUnavailable): kept as it is
+        assert schema.get("x-kubernetes-int-or-string") is True, path
     else:
         assert want == {str: "string", int: "integer", bool: "boolean", float: "number"}[annotation], path
 

@@ -780,6 +780,7 @@ TARGETS["store-objects"] = (st.tuples(odd_objects(), st.sampled_from([0, 0, 0, 2
 # (tests/support/fuzz_verify.py) keep their targets beside their own strategies.
 from tests.support.fuzz_graph import TARGETS as GRAPH_TARGETS  # noqa: E402
 from tests.support.fuzz_images import TARGETS as IMAGE_TARGETS  # noqa: E402
+from tests.support.fuzz_machines import TARGETS as MACHINES_TARGETS  # noqa: E402  (pools, nodes, configs)
 from tests.support.fuzz_monitoring import TARGETS as MONITORING_TARGETS  # noqa: E402  (Prometheus answers)
 from tests.support.fuzz_registry import TARGETS as REGISTRY_TARGETS  # noqa: E402
 from tests.support.fuzz_verify import TARGETS as VERIFY_TARGETS  # noqa: E402
@@ -789,3 +790,4 @@ TARGETS.update(GRAPH_TARGETS)
 TARGETS.update(REGISTRY_TARGETS)
 TARGETS.update(VERIFY_TARGETS)
 TARGETS.update(MONITORING_TARGETS)
+TARGETS.update(MACHINES_TARGETS)

@@ -1,7 +1,9 @@
 """``SavedCluster``: a :class:`~cvo.cluster.api.ReadOnlyCluster` over saved objects.
 
 Objects are keyed by :class:`~cvo.cluster.api.Ref`; the same object saved twice (a must-gather holds
-some objects in several files) keeps its last copy.  It has no writes at all: the commands that read
+some objects in several files) keeps its last copy, in the place of its first.  ``list`` gives them in the
+order they were saved (``oc get -o yaml`` saves a list in the server's order, which oc's views print in:
+the worker pools, for one).  It has no writes at all: the commands that read
 saved objects take a read-only cluster.  ``serves`` answers for the kinds present; ``watch`` yields
 nothing (saved objects never change).
 """
@@ -36,7 +38,7 @@ class SavedCluster:
         return copy.deepcopy(obj) if obj is not None else None
 
     async def list(self, group: str, kind: str, namespace: str | None = None) -> builtins.list[Object]:
-        return [copy.deepcopy(o) for r, o in sorted(self.objects.items(), key=lambda item: item[0])
+        return [copy.deepcopy(o) for r, o in self.objects.items()
                 if r.group == group and r.kind == kind and (namespace is None or r.namespace == namespace)]
 
     async def serves(self, api_version: str, kind: str) -> bool:
