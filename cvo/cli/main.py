@@ -26,6 +26,8 @@ from cvo.log import configure
 # is imported: a warm `cvo plan` of the corpus must not pay for the sweep's and the client's imports.
 COMMANDS: dict[str, tuple[str, str]] = {
     "plan": ("plan_cmd", "show what a sweep of a release would do, without a cluster (dry run)"),
+    "diff": ("diff_cmd", "show what a sweep of a release would change on the cluster (or against another release), "
+             "as kubectl diff"),
     "lint": ("lint_cmd", "check a release for problems a sweep would trip over (exit 1 on errors)"),
     "install": ("sweep_cmd", "install a release into an empty cluster and wait until it is done"),
     "upgrade": ("sweep_cmd", "list the cluster's updates, or upgrade to --to VERSION|DIR or --to-image IMAGE"),
