@@ -11,7 +11,7 @@ import argparse
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from cvo.cli.common import (
     EXIT_OK,
@@ -122,7 +122,7 @@ def _run(args: argparse.Namespace) -> int:
         from cvo.diff.sources import against_release
 
         changes = against_release(release, old, options.load_filter, options.apply_filter)
-    print_diff(changes, args.output)
+    _print(changes, args.output)
     return EXIT_DIFFERS if changes.differs else EXIT_OK
 
 
@@ -161,7 +161,21 @@ async def upgrade_diff(reader: Reader, release: Release, options: PayloadOptions
                                  f"cluster ({reader.where or reader.description})")
 
 
-def print_diff(changes: Diff, fmt: str) -> None:
+def _print(changes: Diff, fmt: str) -> None:
     from cvo.diff.render import document, text
 
     sys.stdout.write(dump(document(changes), fmt) if fmt in STRUCTURED else text(changes))
+
+
+def print_diff(changes: Diff | None, fmt: str) -> None:
+    """``upgrade --dry-run --diff``: the diff after the gates, a blank line between (nothing when not asked for)."""
+    if changes is not None:
+        print()
+        _print(changes, fmt)
+
+
+def with_diff(data: dict[str, Any], changes: Diff | None) -> dict[str, Any]:
+    """``upgrade --dry-run -o json|yaml``: the gates' document, with the diff's under ``diff`` when asked for."""
+    from cvo.diff.render import document
+
+    return data if changes is None else {**data, "diff": document(changes)}
