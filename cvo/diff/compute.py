@@ -17,6 +17,7 @@ in an operator's Deployment when the cluster serves OperatorConditions.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -224,7 +225,9 @@ def decide(task: Task, live: dict[str, Any] | None, mode: Mode, mutations: Mutat
     desired = mutations.desired(task)
     if live is None:
         return result("added", None, _body(desired))
-    if task.create_only or merge(desired, live, typed=m.group in TYPED_GROUPS) is None:
+    # merge() writes the labels it merges into the live metadata's maps: it gets copies of them
+    scratch = {**live, "metadata": copy.deepcopy(mapping(live.get("metadata")))}
+    if task.create_only or merge(desired, scratch, typed=m.group in TYPED_GROUPS) is None:
         return None
     before, after = _changed(task, desired, live)
     replaced = (m.group, m.kind) == ("batch", "Job") and not contains(
