@@ -22,6 +22,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from cvo.cluster.api import Ref
 from cvo.diff.fields import changed_paths, empty_value, pair
 from cvo.gates.olm import inject_env
@@ -96,9 +98,13 @@ class Mutations:
             for co, deployments in operator_deployments(manifests).items():
                 for d in deployments:
                     owners.setdefault((d.namespace, d.name), co)
-        return cls(required_zero_values(manifests), owners)
+        # Only the CRDs of kinds the release holds objects of (a CRD is named PLURAL.GROUP): the rest add nothing
+        groups = {m.group for m in manifests if m.kind != "CustomResourceDefinition"}
+        crds = [m for m in manifests if m.kind != "CustomResourceDefinition" or m.name.partition(".")[2] in groups]
+        return cls(required_zero_values(crds), owners)
 
-    def desired(self, task: Task) -> dict[str, Any]:
+    def desired(self, task: Task, fresh: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The object the sweep sends for ``task``; ``fresh``: a private decode of its manifest to build it from."""
         m = task.manifest
         zeros = self.zeros.get((m.group, m.kind))
         operator = self.operators.get((m.namespace, m.name)) if (m.group, m.kind) == ("apps", "Deployment") else None
@@ -108,7 +114,7 @@ class Mutations:
                 obj = fill_required(obj, zeros)
             return inject_env(obj, operator) if operator is not None else obj
 
-        return desired_object(task, mutate)
+        return desired_object(task, mutate, fresh)
 
 
 def ref_of(task: Task) -> Ref:
@@ -191,6 +197,28 @@ def _masked(kind: tuple[str, str], before: dict[str, Any] | None, after: dict[st
             after[key] = {k: MASK if k in same else f"{MASK} (after)" for k in new}
 
 
+def _same(desired: Mapping[str, Any], live: Mapping[str, Any], typed: bool) -> bool:
+    """A fast sufficient test that :func:`cvo.runner.apply.merge` sends nothing: every field the manifest sets
+    encodes to the same JSON as the live one (same values, same types, same order), and so do the labels and
+    annotations a typed kind merges.  ``False`` proves nothing: merge() decides then."""
+    for key, value in desired.items():
+        if key in SKIPPED_KEYS:
+            continue
+        if key not in live:
+            if not empty_value(value):
+                return False
+        elif orjson.dumps(value) != orjson.dumps(live[key]):
+            return False
+    if not typed:
+        return True
+    desired_meta, live_meta = mapping(desired.get("metadata")), mapping(live.get("metadata"))
+    for key in ("labels", "annotations"):
+        current = mapping(live_meta.get(key))
+        if any(current.get(k) != v for k, v in mapping(desired_meta.get(key)).items()):
+            return False
+    return True
+
+
 def decide(task: Task, live: dict[str, Any] | None, mode: Mode, mutations: Mutations) -> ObjectDiff | None:
     """What the sweep would do to ``task``'s object, given the live one; ``None``: nothing."""
     m = task.manifest
@@ -222,12 +250,15 @@ def decide(task: Task, live: dict[str, Any] | None, mode: Mode, mutations: Mutat
     fresh = m.copy_obj()
     if (problem := shape_problem(m, fresh)) is not None:
         return result("invalid", None, None, problem)
-    desired = mutations.desired(task)
+    desired = mutations.desired(task, fresh)  # the shape check only read it
     if live is None:
         return result("added", None, _body(desired))
+    typed = m.group in TYPED_GROUPS
+    if task.create_only or _same(desired, live, typed):
+        return None
     # merge() writes the labels it merges into the live metadata's maps: it gets copies of them
     scratch = {**live, "metadata": copy.deepcopy(mapping(live.get("metadata")))}
-    if task.create_only or merge(desired, scratch, typed=m.group in TYPED_GROUPS) is None:
+    if merge(desired, scratch, typed=typed) is None:
         return None
     before, after = _changed(task, desired, live)
     replaced = (m.group, m.kind) == ("batch", "Job") and not contains(

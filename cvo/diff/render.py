@@ -9,9 +9,9 @@ from collections.abc import Callable
 from typing import Any
 
 import orjson
-import yaml
 
 from cvo.diff.compute import ACTIONS, Diff, ObjectDiff
+from cvo.diff.yamltext import to_lines
 
 NO_RUNLEVEL = "(none)"  # a manifest whose file name has no run level
 
@@ -31,12 +31,7 @@ def object_path(obj: ObjectDiff) -> str:
 
 
 def to_yaml(obj: dict[str, Any] | None) -> list[str]:
-    if obj is None:
-        return []
-    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
-    text: str = yaml.dump(orjson.loads(orjson.dumps(obj)), Dumper=dumper, sort_keys=False, allow_unicode=True,
-                          default_flow_style=False, width=1 << 30)
-    return text.splitlines()
+    return [] if obj is None else to_lines(orjson.loads(orjson.dumps(obj)))
 
 
 def unified(diff: Diff, obj: ObjectDiff, context: int = 3) -> list[str]:
