@@ -2,7 +2,7 @@
 faster than PyYAML's representer, which dominated the diff of a release.
 
 Keys in their order; a list's ``-`` at its key's indent; a string plain when YAML reads it back as that string
-(PyYAML's own resolver decides), a multi-line one as a literal block (``|``) so that a changed line of a
+(by PyYAML's resolver's rules), a multi-line one as a literal block (``|``) so that a changed line of a
 ConfigMap's file is one changed line of the diff, anything else double-quoted (JSON's escapes are YAML's).
 ``yaml.safe_load`` of the lines gives the data back (tests/diff/test_yamltext.py).
 """
@@ -14,20 +14,26 @@ import re
 from typing import Any
 
 import orjson
-from yaml.resolver import Resolver
 
 _PLAIN = re.compile(r"(?:[A-Za-z0-9_./$(]|-(?=[^ ]))[A-Za-z0-9_./:@=+,~()$*%^ -]*")
-
-
-def _reads_as_string(text: str) -> bool:
-    """PyYAML's ``Resolver.resolve`` for a plain scalar: no implicit tag (bool, int, float, null, timestamp,
-    merge, value) matches it."""
-    return not any(regexp.match(text) for _, regexp in Resolver.yaml_implicit_resolvers.get(text[:1], []))
+# The plain scalars YAML 1.1 reads as something else than a string: PyYAML's implicit resolvers
+# (yaml/resolver.py ``Resolver.add_implicit_resolver``: bool, float, int, null, timestamp; merge and value
+# start with characters _PLAIN never starts with), without importing PyYAML.
+_NOT_A_STRING = re.compile(r"""(?x)
+    yes|Yes|YES|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF
+  | [-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+][0-9]+)? | \.[0-9][0-9_]*(?:[eE][-+][0-9]+)?
+  | [-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]* | [-+]?\.(?:inf|Inf|INF) | \.(?:nan|NaN|NAN)
+  | [-+]?0b[0-1_]+ | [-+]?0[0-7_]+ | [-+]?(?:0|[1-9][0-9_]*) | [-+]?0x[0-9a-fA-F_]+ | [-+]?[1-9][0-9_]*(?::[0-5]?[0-9])+
+  | ~|null|Null|NULL
+  | [0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]
+  | [0-9][0-9][0-9][0-9]-[0-9][0-9]?-[0-9][0-9]?(?:[Tt]|[\ \t]+)[0-9][0-9]?:[0-9][0-9]:[0-9][0-9](?:\.[0-9]*)?
+    (?:[\ \t]*(?:Z|[-+][0-9][0-9]?(?::[0-9][0-9])?))?
+""")
 
 
 def _plain(text: str) -> bool:
     return (_PLAIN.fullmatch(text) is not None and not text.endswith((" ", ":")) and ": " not in text
-            and " #" not in text and _reads_as_string(text))
+            and " #" not in text and _NOT_A_STRING.fullmatch(text) is None)
 
 
 def _block(text: str) -> bool:

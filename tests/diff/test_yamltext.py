@@ -14,7 +14,9 @@ TRICKY = st.sampled_from(["", " ", "yes", "No", "on", "null", "~", "true", "1", 
                           "2001-12-14", "=", "<<", "-", "- a", "a: b", "a #b", "#x", "a:", "@x", "`x", "'q'",
                           '"q"', "multi\nline", "multi\nline\n", "two\n\n", "\nlead", " lead\nx", "tab\tx\ny",
                           "crlf\r\nx", "uni\u2028x", "ünï", "*a", "&a", "!t", "%x", "{a}", "[a]", "a,b",
-                          "registry.io/x@sha256:0a1b", "--flag=value", "$(VAR)", ".", "a b", "x\x00y"])
+                          "registry.io/x@sha256:0a1b", "--flag=value", "$(VAR)", ".", "a b", "x\x00y", "1_000", "0b101",
+                          "1:20:30", ".inf", "-.Inf", ".NaN", "2001-12-14t21:59:43.10-05:00", "2001-1-2 3:04:05",
+                          "+1", "1.0e+3", "~x", "yes!", "Off", "4.17.0", "-5", "-x", "a-", "(x)", "a:b", "x*y"])
 SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-10**20, 10**20),
                     st.floats(allow_nan=False, allow_infinity=False), TRICKY, st.text(max_size=12))
 DATA = st.recursive(SCALARS, lambda inner: st.one_of(
@@ -22,7 +24,7 @@ DATA = st.recursive(SCALARS, lambda inner: st.one_of(
     max_leaves=20)
 
 
-@settings(max_examples=600)
+@settings(max_examples=500)
 @given(DATA)
 def test_yaml_reads_the_data_back(data: Any) -> None:
     assert yaml.safe_load("\n".join(to_lines(data)) + "\n") == data
