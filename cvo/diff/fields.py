@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
+
 from cvo.runner.apply import _empty as empty_value  # the one rule of what a server drops (apply.py)
 from cvo.runner.apply import contains
 
@@ -63,8 +65,9 @@ def pair(desired: Any, live: Any) -> tuple[Any, Any]:
 
 
 def changed_paths(before: Any, after: Any, path: str = "") -> list[str]:
-    """The dotted paths (``spec.template.spec.containers[0].image``) whose values differ."""
-    if before == after:
+    """The dotted paths (``spec.template.spec.containers[0].image``) whose values differ (as JSON: ``true`` is not
+    ``1``, as for :func:`cvo.runner.apply.contains`)."""
+    if before == after and orjson.dumps(before) == orjson.dumps(after):
         return []
     if isinstance(before, dict) and isinstance(after, dict):
         out: list[str] = []

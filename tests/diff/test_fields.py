@@ -48,7 +48,11 @@ def test_the_shown_values_are_the_live_ones_and_the_manifests(desired: Any, live
 @given(VALUES, VALUES)
 def test_changed_paths_are_empty_exactly_when_nothing_changed(desired: Any, live: Any) -> None:
     before, after = pair(desired, live)
-    assert (changed_paths(before, after) == []) == (before == after)
+    assert (changed_paths(before, after) == []) == same(before, after)
+
+
+def test_a_boolean_is_not_a_number() -> None:
+    assert changed_paths({"a": 1}, {"a": True}) == ["a"]
 
 
 @given(NAMED, NAMED)
