@@ -30,6 +30,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "install": ("sweep_cmd", "install a release into an empty cluster and wait until it is done"),
     "upgrade": ("sweep_cmd", "list the cluster's updates, or upgrade to --to VERSION|DIR or --to-image IMAGE"),
     "reconcile": ("sweep_cmd", "re-apply the current release once, repairing drift"),
+    "diff": ("diff_cmd", "show what a sweep of a release would change on the cluster (or against another release), "
+             "as kubectl diff"),
     "release": ("release_cmd", "build, describe, extract and sign release images, as 'oc adm release'"),
     "status": ("status_cmd", "show the cluster's version and its operators"),
     "get": ("get_cmd", "save what cvo reads from a cluster as one kind: List, for --from-file"),

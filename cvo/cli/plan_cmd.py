@@ -94,6 +94,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                                 "mean over the recorded sweeps of the plan's mode (installs for --mode install, "
                                 "else updates)")
     add_saved_flags(parser)
+    from cvo.cli.diff_cmd import add_diff_from_flag
+
+    add_diff_from_flag(parser)
     parser.set_defaults(func=run)
 
 
@@ -227,6 +230,10 @@ def render(args: argparse.Namespace, options: PayloadOptions, release: Release) 
 def run(args: argparse.Namespace) -> int:
     from cvo.plan.cache import PlanCache, code_fingerprint, plan_key
 
+    if args.diff_from is not None:  # what the sweep would change, instead of the plan (cvo diff)
+        from cvo.cli.diff_cmd import run_plan_diff
+
+        return run_plan_diff(args)
     if args.output != "html" and (args.operators is not None or args.scenario is not None or wants_records(args)):
         raise UsageError("--operators, --scenario, --recorded and --from-file give durations for -o html only")
     if uses_saved_objects(args) and (args.operators is not None or args.scenario is not None):

@@ -221,6 +221,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     upgrade.add_argument("--dry-run", action="store_true",
                          help="print every gate (pass or blocked, by whom, why, how to override) and exit: 0 if "
                               "the upgrade would start, 1 if it is blocked")
+    from cvo.cli.diff_cmd import add_diff_flag
+
+    add_diff_flag(upgrade)  # with --dry-run only
     _add_selection(upgrade)
     _add_sweep_flags(upgrade)
     add_saved_flags(upgrade)  # with --dry-run only
@@ -303,6 +306,7 @@ class UpgradeFlags:
     from_graph: bool = False  # --to VERSION, --to-latest: the target was taken from the cluster's updates
     allow_not_recommended: bool = False  # --allow-not-recommended: a conditional update that is not recommended
     allow_with_warnings: bool = False  # --allow-upgrade-with-warnings: past oc's client-side guards
+    diff: bool = False  # --diff (with --dry-run): also what the upgrade would change (cvo diff)
 
     @classmethod
     def from_args(cls, args: argparse.Namespace, from_graph: bool = False) -> UpgradeFlags:
@@ -314,8 +318,10 @@ class UpgradeFlags:
             args.release_dir = args.to_image
         if isinstance(args.release_dir, str) and is_image(args.release_dir) and not from_graph:
             _check_to_image(args.release_dir, args.force)
+        if args.diff and not args.dry_run:
+            raise UsageError("--diff: with --dry-run only (what the upgrade would change, before it starts)")
         return cls(args.force, args.dry_run, args.no_wait, args.from_dir, args.allow_explicit_upgrade, from_graph,
-                   args.allow_not_recommended, args.allow_upgrade_with_warnings)
+                   args.allow_not_recommended, args.allow_upgrade_with_warnings, args.diff)
 
 
 def _check_to_image(spec: str, force: bool) -> None:
@@ -678,6 +684,7 @@ def _dry_run(cmd: SweepCommand, upgrade: UpgradeFlags, target: Release, target_d
     """``cvo upgrade --dry-run``: every gate, from a cluster only read (saved objects too), then exit 0 if the
     upgrade would start, 1 if it is blocked.  The current release is not needed (saved objects may name any
     image)."""
+    from cvo.cli.diff_cmd import print_diff, upgrade_diff, with_diff
     from cvo.cli.gates import print_verdict, upgrade_target, verdict_data
     from cvo.cli.progress import wants_live_display
     from cvo.cli.upgrade_list_cmd import refresh_available_updates
@@ -699,10 +706,12 @@ def _dry_run(cmd: SweepCommand, upgrade: UpgradeFlags, target: Release, target_d
             if cmd.payload.image is not None:  # as the upgrade itself would refuse it
                 check_explicit(cv, cmd.payload.image, target.image, upgrade)
             verdict = await preflight(reader.steady, target, upgrade.force, clock.now())
+            changes = await upgrade_diff(reader, target, cmd.payload) if upgrade.diff else None
         if is_structured(cmd.output.format):
-            sys.stdout.write(dump(verdict_data(verdict, target, to), cmd.output.format))
+            sys.stdout.write(dump(with_diff(verdict_data(verdict, target, to), changes), cmd.output.format))
         else:
             print_verdict(verdict, target, to)
+            print_diff(changes, cmd.output.format)
         return EXIT_FAILED if verdict.verdict.blocked else EXIT_OK
 
     try:

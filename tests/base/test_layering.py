@@ -9,6 +9,7 @@ The layers, from the bottom (docs/architecture.md has the picture):
     operators                    simulated operators and the operator library
     runner                       the sync worker: applies, waits, reports
     controller                   the long-running, leader-elected loop over the runner (cvo run)
+    diff                         what a sweep would change, before it runs (cvo diff; beside the controller)
     scenario                     replays of the runner on the embedded cluster
     report                       sweep reports: events in, timeline and critical path out
     cli                          argument parsing and printing
@@ -33,7 +34,7 @@ SHARED = {"cvo", "cvo.log", "cvo.clock", "cvo.__main__"}
 # except where ALSO allows siblings).
 RANK = {"cvo.payload": 0, "cvo.cluster": 1, "cvo.objects": 1, "cvo.images": 1, "cvo.verify": 1, "cvo.updates": 1, "cvo.monitoring": 1, "cvo.cluster.embedded": 2, "cvo.cluster.kube": 2,
         "cvo.cluster.saved": 2, "cvo.plan": 2,
-        "cvo.gates": 2, "cvo.status": 3, "cvo.operators": 4, "cvo.runner": 5, "cvo.controller": 6,
+        "cvo.gates": 2, "cvo.status": 3, "cvo.operators": 4, "cvo.runner": 5, "cvo.controller": 6, "cvo.diff": 6,
         "cvo.scenario": 7, "cvo.report": 8, "cvo.cli": 9}
 
 
