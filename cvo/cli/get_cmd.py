@@ -1,7 +1,10 @@
 """``cvo get``: the objects cvo reads from a cluster, saved as one ``kind: List`` that ``--from-file`` reads back.
 
 A must-gather of cvo's own: the ClusterVersion, the ClusterOperators, the OperatorConditions, the FeatureGate,
-and the ConfigMaps cvo reads (its sweep records, the admin gates and acknowledgements).  Every read-only
+the ConfigMaps cvo reads (its sweep records, the admin gates and acknowledgements), and what ``cvo upgrade
+status`` reads of the nodes as oc does: the MachineConfigPools, the Nodes, the rendered MachineConfigs the nodes
+name (not every MachineConfig: rendered ones are up to a megabyte each) and the machine-config operator's
+Deployment.  Every read-only
 command then works on the file as on the cluster (``cvo status --from-file``, ``cvo upgrade status
 --from-file``, ``cvo report --from-file``, ``cvo upgrade --dry-run --from-file``).
 """
@@ -16,11 +19,13 @@ from cvo.cli.backend import ClusterOptions, add_backend_flags, backend_clock, op
 from cvo.cli.common import EXIT_OK, UsageError
 from cvo.cli.output import JSON, NAME, YAML, add_output_flag, dump, kubectl_name
 from cvo.cluster.api import ApiError, ApiErrorKind
+from cvo.status.node_state import CURRENT_CONFIG, DESIRED_CONFIG
 
 HELP = "save what cvo reads from a cluster as one kind: List, for --from-file (a must-gather of cvo's own)"
 DESCRIPTION = ("Print the objects cvo reads from the cluster as one 'kind: List' document: the ClusterVersion, the "
-               "ClusterOperators, the OperatorConditions, the FeatureGate and the ConfigMaps cvo reads (its sweep "
-               "records, admin gates and acknowledgements). Every command that reads a cluster reads the file back "
+               "ClusterOperators, the OperatorConditions, the FeatureGate, the ConfigMaps cvo reads (its sweep "
+               "records, admin gates and acknowledgements), and the MachineConfigPools, the Nodes, the MachineConfigs "
+               "the nodes name and the machine-config operator's Deployment. Every command that reads a cluster reads the file back "
                "with --from-file FILE.")
 EPILOG = """\
 Examples:
@@ -33,6 +38,8 @@ Examples:
   cvo get clusteroperators -o json
 """
 
+MC_GROUP = "machineconfiguration.openshift.io"
+NODES_NAME = ("<named by the nodes>",)  # names: those the saved Nodes' config annotations name
 # (resource name, group, kind, namespace or None for every namespace, names or None for all): what cvo reads
 SAVED: tuple[tuple[str, str, str, str | None, tuple[str, ...] | None], ...] = (
     ("clusterversions", "config.openshift.io", "ClusterVersion", None, None),
@@ -42,6 +49,10 @@ SAVED: tuple[tuple[str, str, str, str | None, tuple[str, ...] | None], ...] = (
     ("configmaps", "", "ConfigMap", "openshift-cluster-version", None),
     ("configmaps", "", "ConfigMap", "openshift-config-managed", ("admin-gates",)),
     ("configmaps", "", "ConfigMap", "openshift-config", ("admin-acks",)),
+    ("machineconfigpools", MC_GROUP, "MachineConfigPool", None, None),
+    ("nodes", "", "Node", None, None),
+    ("machineconfigs", MC_GROUP, "MachineConfig", None, NODES_NAME),  # the nodes' currentConfig/desiredConfig
+    ("deployments", "apps", "Deployment", "openshift-machine-config-operator", ("machine-config-operator",)),
 )
 RESOURCES = sorted({r[0] for r in SAVED})
 
@@ -61,6 +72,15 @@ def _clean(obj: dict[str, Any]) -> dict[str, Any]:
     meta = dict(obj.get("metadata") or {})
     meta.pop("managedFields", None)
     return {**obj, "metadata": meta}
+
+
+def _configs_named(items: list[dict[str, Any]]) -> list[str]:
+    """The MachineConfigs the saved Nodes' ``currentConfig`` and ``desiredConfig`` annotations name."""
+    names: list[str] = []
+    for obj in items:
+        if obj.get("kind") == "Node" and isinstance(annotations := (obj.get("metadata") or {}).get("annotations"), dict):
+            names.extend(str(annotations[key]) for key in (CURRENT_CONFIG, DESIRED_CONFIG) if annotations.get(key))
+    return names
 
 
 def run(args: argparse.Namespace) -> int:
@@ -83,6 +103,8 @@ def run(args: argparse.Namespace) -> int:
                     if err.kind in (ApiErrorKind.NO_KIND_MATCH, ApiErrorKind.NOT_FOUND, ApiErrorKind.FORBIDDEN):
                         continue  # a kind the cluster does not serve (or lets us read) is not saved
                     raise
+                if names is NODES_NAME:
+                    names = tuple(_configs_named(items))
                 for obj in sorted(found, key=lambda o: (o.get("metadata", {}).get("namespace") or "",
                                                         o.get("metadata", {}).get("name") or "")):
                     if names is None or obj.get("metadata", {}).get("name") in names:
