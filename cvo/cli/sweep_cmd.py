@@ -47,7 +47,7 @@ from cvo.cli.images import ImageFlags
 from cvo.cli.output import STRUCTURED, TEXT, add_no_headers_flag, add_output_flag, dump, is_structured
 from cvo.cli.signals import cancelled_by_signals
 from cvo.clock import Clock, to_rfc3339
-from cvo.cluster.api import ApiError, cv_ref
+from cvo.cluster.api import ApiError, ReadOnlyCluster, cv_ref
 from cvo.cluster.persist import Budget
 from cvo.log import configure, get_logger
 from cvo.operators.behaviour import parse_duration
@@ -62,6 +62,7 @@ if TYPE_CHECKING:  # the runner is imported when a sweep runs: 'cvo upgrade' lis
     from cvo.runner.events import Progress, Reporter
     from cvo.runner.retrieve import Retriever
     from cvo.runner.sweep import SweepOptions, SweepResult
+    from cvo.updates.model import Risk
 
     MakeRunner = Callable[[Reporter, SweepOptions], Runner]
     Outlook = Callable[[Callable[[], Progress]], Any]  # the live display's forecast, given the sweep's progress
@@ -303,9 +304,10 @@ class UpgradeFlags:
     from_graph: bool = False  # --to VERSION, --to-latest: the target was taken from the cluster's updates
     allow_not_recommended: bool = False  # --allow-not-recommended: a conditional update that is not recommended
     allow_with_warnings: bool = False  # --allow-upgrade-with-warnings: past oc's client-side guards
+    to: tuple[str, ...] = ()  # the target as given (--to VERSION|DIR, --to-image IMAGE, --to-latest), for hints
 
     @classmethod
-    def from_args(cls, args: argparse.Namespace, from_graph: bool = False) -> UpgradeFlags:
+    def from_args(cls, args: argparse.Namespace, from_graph: bool = False, to: tuple[str, ...] = ()) -> UpgradeFlags:
         """The flags; ``--to-image`` (or ``--to`` with a pull spec) checked as ``oc adm upgrade`` checks it, before
         anything is pulled (an image of the cluster's updates is taken as the graph names it)."""
         from cvo.cli.images import is_image
@@ -315,7 +317,7 @@ class UpgradeFlags:
         if isinstance(args.release_dir, str) and is_image(args.release_dir) and not from_graph:
             _check_to_image(args.release_dir, args.force)
         return cls(args.force, args.dry_run, args.no_wait, args.from_dir, args.allow_explicit_upgrade, from_graph,
-                   args.allow_not_recommended, args.allow_upgrade_with_warnings)
+                   args.allow_not_recommended, args.allow_upgrade_with_warnings, to)
 
 
 def _check_to_image(spec: str, force: bool) -> None:
@@ -535,10 +537,14 @@ def _report(output: OutputOptions, result: SweepResult, cos: list[dict[str, Any]
                       file=sys.stderr)
 
 
+def _already_there_message(release: Release) -> str:
+    return f"the cluster already runs {release.version}: nothing to do ('cvo reconcile' re-applies it)"
+
+
 def _already_there(output: OutputOptions, release: Release) -> int:
     """``install`` or ``upgrade --to`` the release the cluster runs: nothing to do, said the same way, exit 0
     (with ``-o json|yaml`` a document says it too, so that stdout always parses)."""
-    message = f"the cluster already runs {release.version}: nothing to do ('cvo reconcile' re-applies it)"
+    message = _already_there_message(release)
     print(message, file=sys.stderr)
     _no_sweep_document(output, completed=True, message=message, version=release.version, image=release.image)
     return EXIT_OK
@@ -577,6 +583,7 @@ def run_upgrade(args: argparse.Namespace) -> int:
         return graph.run_clear(args)
     if not (args.release_dir or args.to_image or args.to_latest):
         return graph.run_list(args)  # oc adm upgrade: the updates (without loading the runner)
+    from cvo.cli.gates import upgrade_target
     from cvo.controller.client import lease_holder
     from cvo.runner import start
     from cvo.runner.decide import for_upgrade
@@ -588,12 +595,16 @@ def run_upgrade(args: argparse.Namespace) -> int:
         raise UsageError("--from-file: saved objects are read-only; use it with --dry-run")
     graph.check_to(args.release_dir)
     from_graph = bool(args.to_latest) or graph.is_version(args.release_dir)
+    asked = upgrade_target(args.release_dir, args.to_image, to_latest=args.to_latest)
     if from_graph:  # --to VERSION, --to-latest: the release the cluster's updates name
         chosen = graph.resolve_through_graph(args)
         if chosen.info:
-            return graph.say_info(chosen, OutputOptions.from_args(args))
+            output = OutputOptions.from_args(args)
+            if args.dry_run and is_structured(output.format):  # the dry run's document, of the same shape
+                return _nothing_to_do_document(ClusterOptions.from_args(args), output, chosen.info, asked)
+            return graph.say_info(chosen, output)
         args.release_dir = graph.target_source(chosen)
-    upgrade = UpgradeFlags.from_args(args, from_graph)  # a by-tag image is refused before anything is pulled
+    upgrade = UpgradeFlags.from_args(args, from_graph, asked)  # a by-tag image is refused before anything is pulled
     cmd = SweepCommand.from_args(args)
     target = load(cmd.payload, cmd.output.log_format)
     target_dir = cmd.payload.directory  # --to
@@ -678,13 +689,13 @@ def _dry_run(cmd: SweepCommand, upgrade: UpgradeFlags, target: Release, target_d
     """``cvo upgrade --dry-run``: every gate, from a cluster only read (saved objects too), then exit 0 if the
     upgrade would start, 1 if it is blocked.  The current release is not needed (saved objects may name any
     image)."""
-    from cvo.cli.gates import print_verdict, upgrade_target, verdict_data
+    from cvo.cli.gates import cluster_flags, nothing_to_do_data, print_verdict, verdict_data
     from cvo.cli.progress import wants_live_display
     from cvo.cli.upgrade_list_cmd import refresh_available_updates
     from cvo.runner import start
     from cvo.runner.upgrade import preflight
 
-    to = upgrade_target(target_dir, cmd.payload.image)
+    to, cluster = upgrade.to, cluster_flags(cmd.cluster)
     if not wants_live_display(cmd.output.log_format):  # as a sweep configures it
         configure(cmd.output.log_format, max(cmd.output.verbose, 1), details=cmd.output.verbose >= 1)
     clock, run_loop = backend_clock(cmd.cluster)
@@ -695,14 +706,21 @@ def _dry_run(cmd: SweepCommand, upgrade: UpgradeFlags, target: Release, target_d
                 await refresh_available_updates(cmd.cluster, reader)
             cv = await reader.steady.get(cv_ref())
             if start.check_upgrade(cv, target).already_there:
-                return _already_there(cmd.output, target)
+                if not is_structured(cmd.output.format):
+                    return _already_there(cmd.output, target)
+                message = _already_there_message(target)
+                print(message, file=sys.stderr)
+                doc = nothing_to_do_data(target.version, target.image, message, await current_blockers(reader.steady),
+                                         to, cluster)
+                sys.stdout.write(dump(doc, cmd.output.format))
+                return EXIT_OK
             if cmd.payload.image is not None:  # as the upgrade itself would refuse it
                 check_explicit(cv, cmd.payload.image, target.image, upgrade)
             verdict = await preflight(reader.steady, target, upgrade.force, clock.now())
         if is_structured(cmd.output.format):
-            sys.stdout.write(dump(verdict_data(verdict, target, to), cmd.output.format))
+            sys.stdout.write(dump(verdict_data(verdict, target, to, cluster), cmd.output.format))
         else:
-            print_verdict(verdict, target, to)
+            print_verdict(verdict, target, to, cluster, width=terminal_width(sys.stdout))
         return EXIT_FAILED if verdict.verdict.blocked else EXIT_OK
 
     try:
@@ -714,6 +732,36 @@ def _dry_run(cmd: SweepCommand, upgrade: UpgradeFlags, target: Release, target_d
     except ApiError as err:
         print_error(describe_api_error(err))
         return EXIT_FAILED
+
+
+async def current_blockers(cluster: ReadOnlyCluster) -> list[Risk]:
+    """Who holds back minor and major updates now (``Upgradeable=False``), as :func:`cvo.runner.upgrade.preflight`
+    finds them, without a target (pkg/cvo/upgradeable.go ``syncUpgradeable``)."""
+    from cvo.gates.upgradeable import applies, update_versions, upgradeable_risks
+    from cvo.runner.blockers import read_cluster_state
+
+    state = await read_cluster_state(cluster, assume_synced=True)
+    status = state.cluster_version.section("status") if state.cluster_version is not None else {}
+    return [r for r in upgradeable_risks(state, update_versions(status)).risks if applies(r)]
+
+
+def _nothing_to_do_document(cluster: ClusterOptions, output: OutputOptions, message: str, to: tuple[str, ...]) -> int:
+    """``upgrade --to VERSION --dry-run -o json|yaml`` of the version the cluster runs (oc's ``info:``): the dry
+    run's document all the same (:func:`cvo.cli.gates.nothing_to_do_data`), exit 0."""
+    from cvo.cli.gates import cluster_flags, nothing_to_do_data
+
+    clock, run_loop = backend_clock(cluster)
+
+    async def read() -> dict[str, Any]:
+        async with open_reader(cluster, clock, budget=Budget.of(None), say_where=True) as reader:
+            cv = await reader.steady.get(cv_ref()) or {}
+            desired = dig(cv, "status", "desired") or {}
+            return nothing_to_do_data(str(desired.get("version") or ""), str(desired.get("image") or ""), message,
+                                      await current_blockers(reader.steady), to, cluster_flags(cluster))
+
+    print(message, file=sys.stderr)
+    sys.stdout.write(dump(run_loop(lambda: cancelled_by_signals(read)), output.format))
+    return EXIT_OK
 
 
 def _upgrade_through_controller(cmd: SweepCommand, upgrade: UpgradeFlags, target: Release, holder: str) -> int:
