@@ -4,6 +4,7 @@ json|yaml``, one shape whatever the verdict: :func:`verdict_data`, :func:`nothin
 
 from __future__ import annotations
 
+import re
 import shlex
 import textwrap
 from collections.abc import Sequence
@@ -112,10 +113,15 @@ def unblock(risk: Risk | str, to: Sequence[str], cluster: Sequence[str] = ()) ->
     return Unblock("fix", (), "fix what it reports", force)
 
 
+_PLAIN = re.compile(r"[\w@%+=:,./-]+")  # a word the shell reads as it is: a backslash-newline inside it joins it
+
+
 def shell_lines(argv: Sequence[str], width: int | None, first: str = "", rest: str = "    ") -> list[str]:
-    """``argv`` as a shell command line after ``first``, quoted; when ``width`` is given and the line is longer,
-    broken between words (a flag kept with its value) with a trailing `` \\`` and the next line after ``rest``,
-    so that the lines fit and, pasted together, still run it."""
+    """``argv`` as a shell command line after ``first``, quoted.  When ``width`` is given and the line is longer, it
+    is broken between words (a flag kept with its value when they fit) with a trailing `` \\`` and the next line
+    after ``rest``; a plain word longer than a line (a path) is broken inside with a trailing ``\\`` and goes on
+    at the start of the next.  Pasted whole, the lines run the same command (the shell drops each
+    backslash-newline)."""
     words = [shlex.quote(w) for w in argv]
     line = first + " ".join(words)
     if width is None or len(line) <= width:
@@ -126,13 +132,21 @@ def shell_lines(argv: Sequence[str], width: int | None, first: str = "", rest: s
             units[-1] += f" {word}"
         else:
             units.append(word)
+    room = width - len(rest) - 2
+    units = [part for unit in units for part in (unit.split(" ", 1) if len(unit) > room and " " in unit else [unit])]
     lines, fresh = [first], True  # fresh: the last line has nothing after its prefix yet
     for unit in units:
         if not fresh and len(lines[-1]) + 1 + len(unit) + 2 > width:
             lines[-1] += " \\"
-            lines.append(rest + unit)
-        else:
-            lines[-1] = lines[-1] + unit if fresh else f"{lines[-1]} {unit}"
+            lines.append(rest)
+        elif not fresh:
+            lines[-1] += " "
+        while _PLAIN.fullmatch(unit) and len(lines[-1]) + len(unit) > width and width - len(lines[-1]) > 1:
+            take = width - len(lines[-1]) - 1
+            lines[-1] += unit[:take] + "\\"
+            lines.append("")
+            unit = unit[take:]
+        lines[-1] += unit
         fresh = False
     return lines
 

@@ -11,7 +11,7 @@ import re
 import sys
 from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cvo.log import debug_enabled, get_logger
 from cvo.runner.events import Progress
@@ -41,6 +41,9 @@ from cvo.runner.sweep_events import (
     TaskFailed,
     TaskWaiting,
 )
+
+if TYPE_CHECKING:
+    from cvo.cli.gates import Unblock
 
 log = get_logger("cvo.sweep")
 
@@ -164,13 +167,16 @@ class LiveDisplay:
 
     Every line fits the terminal's width (long ones are shortened at a word boundary with an ellipsis)
     and the panel its height (the waits beyond it are counted, not listed).  While an upgrade is blocked
-    by its preconditions the panel says so, and by what, instead of showing the reconcile of the current
-    release that runs meanwhile.  Attempts are counted from 1, as the summary counts them.
+    by its preconditions the panel says so, by what and why (wrapped, not cut), and prints the exact
+    command that lets each blocker through (``unblock``: a blocker's name to :class:`cvo.cli.gates.Unblock`),
+    instead of showing the reconcile of the current release that runs meanwhile.  Attempts are counted from
+    1, as the summary counts them.
     """
 
     def __init__(self, progress: Callable[[], Progress], clock_now: Any, title: str,
                  forecast: Callable[[], Any] | None = None, *, blocked: Callable[[], str] | None = None,
-                 console: Any = None, simulated: bool = False) -> None:
+                 unblock: Callable[[str], Unblock] | None = None, console: Any = None,
+                 simulated: bool = False) -> None:
         from rich.console import Console
         from rich.live import Live
 
@@ -179,6 +185,8 @@ class LiveDisplay:
         self.progress = progress
         self.forecast = forecast  # cvo.runner.durations.LiveForecast: the update's end from its records
         self.blocked = blocked or (lambda: "")
+        self.unblock = unblock
+        self.blockers: list[str] = []  # the risks behind Upgradeable=False, as the last precondition.blocked named them
         self.now = clock_now
         self.title = title
         # the embedded cluster's clock runs ahead of the wall clock: its times say so ("sim 12:04:02")
@@ -199,6 +207,8 @@ class LiveDisplay:
         self.live.__exit__(None, None, None)
 
     def emit(self, event: Event) -> None:
+        if isinstance(event, PreconditionBlocked):
+            self.blockers = list(event.blockers)
         if isinstance(event, PreconditionPassed):
             if event.warnings:  # a warning is not a pass: say what goes ahead despite it
                 how = "forced through" if event.forced else "proceeding with warnings"
@@ -219,13 +229,7 @@ class LiveDisplay:
         now: datetime = self.now()
         out: list[tuple[str, str]] = []
         if blocked := self.blocked():
-            who, why = blocked_headline(blocked)
-            out.append((shorten(f"{self.title}: blocked by {who}", width), "bold"))
-            out.append((shorten(why, width), ""))
-            out.append((shorten("The upgrade waits: it goes ahead by itself when the blocker clears or an admin "
-                                "overrides it (cvo override NAME Upgradeable=True, or cvo upgrade --force); "
-                                "meanwhile the cluster keeps reconciling its current release.", width), "dim"))
-            return out[:height]
+            return self._blocked_lines(blocked, width, height)
         out.append((shorten(f"{self.title}  attempt {p.attempt + 1}  {p.done}/{p.total} tasks", width), "bold"))
         bar_width = max(10, min(60, width))
         filled = bar_width * p.done // max(p.total, 1)
@@ -259,14 +263,60 @@ class LiveDisplay:
                 out.append((f"… and {len(waits) - len(shown)} more", "dim"))
         return (out + events)[:height]
 
+    def _blocked_lines(self, blocked: str, width: int, height: int) -> list[tuple[str, str]]:
+        """The blocked panel: who blocks, the way through (the exact commands: they are what a person needs, so
+        they are kept whole and come before anything cut), why, and what the upgrade does meanwhile."""
+        from cvo.cli.gates import shell_lines
+
+        who, why = blocked_headline(blocked)
+        head = [(line, "bold") for line in _wrap(f"{self.title}: blocked by {who}", width, "  ")]
+        how: list[tuple[str, str]] = []
+        if self.unblock is not None:
+            ways = [self.unblock(name) for name in self.blockers]
+            commands = [w for w in ways if w.command]
+            if commands:
+                how.append(("To let it through, run (from another terminal):", ""))
+                for way in commands:
+                    how += [(line, "cmd") for line in shell_lines(way.command, width, "  ", "      ")]
+            for way, name in zip(ways, self.blockers, strict=True):
+                if not way.command:
+                    how += [(line, "") for line in _wrap(f"{name}: {way.note}.", width, "  ")]
+            how.append(("Or stop this command (Ctrl-C) and run it again with --force, past every block.", "dim")
+                       if commands or ways else
+                       ("Only --force passes this block: stop this command (Ctrl-C) and run it again with --force.",
+                        ""))
+            how = [(line, style) for text, style in how
+                   for line in ([text] if style == "cmd" or text.startswith("  ") else _wrap(text, width, ""))]
+        waits = _wrap("The upgrade waits: it goes ahead by itself when the blocker clears or an admin lets it "
+                      "through; meanwhile the cluster keeps reconciling its current release.", width, "")
+        room = height - len(head) - len(how)
+        reasons = _wrap(why, width, "")
+        if len(reasons) + len(waits) > room:  # the why is cut first (cvo upgrade --dry-run prints it whole)
+            waits = waits[:max(0, room - 1)]
+            keep = max(0, room - len(waits))
+            if keep < len(reasons):
+                reasons = [*reasons[:max(0, keep - 1)], shorten(" ".join(reasons[max(0, keep - 1):]), width)][:keep]
+        out = [*head, *((line, "") for line in reasons), *((line, "dim") for line in waits), *how]
+        return out[:height] if len(head) + len(how) <= height else [*head, *how][:height]
+
     def _render(self) -> Any:
         from rich.console import Group
         from rich.text import Text
 
         width, height = self.console.size
-        styles = {"bar": "green", "dim": "dim", "bold": "bold", "warn": "yellow", "": ""}
+        styles = {"bar": "green", "dim": "dim", "bold": "bold", "warn": "yellow", "cmd": "cyan", "": ""}
         return Group(*(Text(text, style=styles[style], no_wrap=True, overflow="ellipsis")
                        for text, style in self.lines(width, max(3, height - 1))))
+
+
+def _wrap(text: str, width: int, indent: str) -> list[str]:
+    """``text`` (whitespace collapsed) wrapped at word boundaries to ``width``, later lines after ``indent``; a word
+    longer than a line is cut with an ellipsis."""
+    import textwrap
+
+    lines = textwrap.wrap(" ".join(text.split()), max(width, 10), subsequent_indent=indent, break_on_hyphens=False,
+                          break_long_words=False) or [""]
+    return [line if len(line) <= width else shorten(line, width, keep_spacing=True) for line in lines]
 
 
 class _Redrawn:

@@ -56,6 +56,7 @@ from cvo.payload.filters import LoadFilter
 from cvo.payload.loader import LoadError, Release, load_release
 
 if TYPE_CHECKING:  # the runner is imported when a sweep runs: 'cvo upgrade' listing the updates never loads it
+    from cvo.cli.gates import Unblock
     from cvo.cli.progress import LiveDisplay
     from cvo.report.events_io import EventsWriter
     from cvo.runner.decide import Plan, Runner
@@ -384,13 +385,14 @@ class ControllerLeads(Exception):
 def _sweep(cmd: SweepCommand, prepare: Callable[[Backend], Awaitable[tuple[str, MakeRunner] | int]],
            what: str, *, create: bool = False,
            forecast_of: Callable[[Backend], Awaitable[Outlook | None]] | None = None,
-           client: Callable[[str], int] | None = None) -> int:
+           client: Callable[[str], int] | None = None, unblock: Callable[[str], Unblock] | None = None) -> int:
     """Open the cluster, let ``prepare`` pick what runs, run it with progress, report.
 
     ``what`` names the sweep for the embedded cluster's sweep lock; only ``install`` creates a cluster.  With ``client``, a command that finds a controller leading becomes its client
     instead of sweeping: ``prepare`` raises :class:`ControllerLeads` when the Lease is held on a real cluster; on
     the embedded one the sweep lock held by ``cvo run`` says so (:class:`ClusterBusy` from a controller).
     ``client(holder)`` then does the command's work through the controller and returns the exit code.
+    ``unblock``: how the live display names the way past each blocker of an upgrade (:func:`cvo.cli.gates.unblock`).
     """
     from cvo.cli.progress import LiveDisplay, LogReporter, wants_live_display
     from cvo.runner import start
@@ -428,7 +430,7 @@ def _sweep(cmd: SweepCommand, prepare: Callable[[Backend], Awaitable[tuple[str, 
                 outlook = await forecast_of(backend) if forecast_of is not None else None
                 live = LiveDisplay(progress, clock.now, title, outlook and outlook(progress),
                                    blocked=lambda: runner.blocked if runner is not None else "",
-                                   simulated=not cmd.cluster.real)
+                                   unblock=unblock, simulated=not cmd.cluster.real)
                 reporters.append(live)
                 if outlook is not None:
                     reporters.append(live.forecast)
@@ -659,8 +661,12 @@ def run_upgrade(args: argparse.Namespace) -> int:
         graph = release_operator_graph(target)
         return lambda progress: LiveForecast(graph, records, progress, backend.clock.now)
 
+    from cvo.cli.gates import cluster_flags, unblock
+
+    cluster = cluster_flags(cmd.cluster)
     return _sweep(cmd, prepare, f"upgrade to {target.version}",
-                  forecast_of=forecast_of, client=lambda holder: _upgrade_through_controller(cmd, upgrade, target, holder))
+                  forecast_of=forecast_of, client=lambda holder: _upgrade_through_controller(cmd, upgrade, target, holder),
+                  unblock=lambda name: unblock(name, upgrade.to, cluster))
 
 
 async def _check_signature(backend: Backend, cv: dict[str, Any] | None, target: Release, force: bool,
