@@ -175,8 +175,8 @@ class LiveDisplay:
 
     def __init__(self, progress: Callable[[], Progress], clock_now: Any, title: str,
                  forecast: Callable[[], Any] | None = None, *, blocked: Callable[[], str] | None = None,
-                 unblock: Callable[[str], Unblock] | None = None, console: Any = None,
-                 simulated: bool = False) -> None:
+                 unblock: Callable[[str], Unblock] | None = None, status: Callable[[], str] | None = None,
+                 console: Any = None, simulated: bool = False) -> None:
         from rich.console import Console
         from rich.live import Live
 
@@ -186,6 +186,8 @@ class LiveDisplay:
         self.forecast = forecast  # cvo.runner.durations.LiveForecast: the update's end from its records
         self.blocked = blocked or (lambda: "")
         self.unblock = unblock
+        # a controller runs the update (cvo.cli.controller_panel): its status line instead of the nodes running here
+        self.status = status
         self.blockers: list[str] = []  # the risks behind Upgradeable=False, as the last precondition.blocked named them
         self.now = clock_now
         self.title = title
@@ -223,6 +225,11 @@ class LiveDisplay:
                 self.last_events = [*self.last_events, line][-5:]
         self.live.refresh()
 
+    def say(self, when: datetime, text: str) -> None:
+        """An event line of the panel's own (what a controller's ClusterVersion said), then a redraw."""
+        self.last_events = [*self.last_events, f"{when.strftime(self.stamp)} {text}"][-5:]
+        self.live.refresh()
+
     def lines(self, width: int, height: int) -> list[tuple[str, str]]:
         """The panel as ``(text, style)`` lines, each at most ``width`` wide, at most ``height`` of them."""
         p = self.progress()
@@ -230,12 +237,18 @@ class LiveDisplay:
         out: list[tuple[str, str]] = []
         if blocked := self.blocked():
             return self._blocked_lines(blocked, width, height)
-        out.append((shorten(f"{self.title}  attempt {p.attempt + 1}  {p.done}/{p.total} tasks", width), "bold"))
+        if self.status is None:
+            out.append((shorten(f"{self.title}  attempt {p.attempt + 1}  {p.done}/{p.total} tasks", width), "bold"))
+        else:  # the controller's attempts are its own: not known here
+            out.append((shorten(f"{self.title}  {p.done}/{p.total} tasks" if p.total else self.title, width), "bold"))
         bar_width = max(10, min(60, width))
         filled = bar_width * p.done // max(p.total, 1)
         out.append(("━" * filled + "╺" * (filled < bar_width) + "─" * max(0, bar_width - filled - 1), "bar"))
-        running = ", ".join(f"node {n}: {t}" for n, t in sorted(p.running.items())[:4]) or "-"
-        out.append((shorten(f"running: {running}", width), ""))
+        if self.status is None:
+            running = ", ".join(f"node {n}: {t}" for n, t in sorted(p.running.items())[:4]) or "-"
+            out.append((shorten(f"running: {running}", width), ""))
+        else:
+            out.append((shorten(f"status: {self.status() or '-'}", width), ""))
         if self.forecast is not None and (outlook := self.forecast()) is not None:
             from cvo.status.godur import to_ns
 

@@ -773,7 +773,10 @@ def _nothing_to_do_document(cluster: ClusterOptions, output: OutputOptions, mess
 def _upgrade_through_controller(cmd: SweepCommand, upgrade: UpgradeFlags, target: Release, holder: str) -> int:
     """``cvo upgrade`` as the client of the controller ``holder``: set ``spec.desiredUpdate``, follow the
     ClusterVersion until the controller is done with it (:func:`cvo.controller.client.follow`), report as a
-    sweep run here would.  ``--timeout`` is real time here: the controller's sweep runs on its own clock."""
+    sweep run here would.  ``--timeout`` is real time here: the controller's sweep runs on its own clock.  On a
+    terminal the progress is the live display a sweep run here shows, fed from the cluster
+    (:mod:`cvo.cli.controller_panel`); otherwise the info log."""
+    from cvo.cli.progress import wants_live_display
     from cvo.clock import run_real
     from cvo.cluster.api import CLUSTER_OPERATOR
     from cvo.controller.client import Verdict, follow
@@ -781,7 +784,9 @@ def _upgrade_through_controller(cmd: SweepCommand, upgrade: UpgradeFlags, target
     from cvo.runner.upgrade import desired_update, set_desired_update
 
     output = cmd.output
-    configure(output.log_format, max(output.verbose, 1))  # the controller's progress is the info log
+    live = wants_live_display(output.log_format)
+    if not live:
+        configure(output.log_format, max(output.verbose, 1))  # the controller's progress is the info log
     log = get_logger("cvo.cli")
     clock, _ = backend_clock(cmd.cluster)
     started = time.perf_counter()
@@ -814,8 +819,11 @@ def _upgrade_through_controller(cmd: SweepCommand, upgrade: UpgradeFlags, target
                 _no_sweep_document(output, completed=False, message=message, version=target.version,
                                    image=target.image)
                 return EXIT_OK
-            verdict, cv = await follow(backend.cluster, target.version, target.image, cmd.sweep.timeout,
-                                       cmd.sweep.timeout_text, on_change, budget)
+            if live:
+                verdict, cv = await _follow_on_screen(cmd, upgrade, target, holder, backend, clock)
+            else:
+                verdict, cv = await follow(backend.cluster, target.version, target.image, cmd.sweep.timeout,
+                                           cmd.sweep.timeout_text, on_change, budget)
             outcome.update(verdict=verdict, cv=cv, now=clock.now(),
                            cos=await backend.steady.list(*CLUSTER_OPERATOR))
             return EXIT_OK if verdict.state == "completed" else EXIT_FAILED
@@ -828,6 +836,32 @@ def _upgrade_through_controller(cmd: SweepCommand, upgrade: UpgradeFlags, target
     if "verdict" in outcome:
         _report_client(output, outcome, holder, time.perf_counter() - started)
     return code
+
+
+async def _follow_on_screen(cmd: SweepCommand, upgrade: UpgradeFlags, target: Release, holder: str, backend: Backend,
+                            clock: Clock) -> tuple[Any, dict[str, Any]]:
+    """:func:`cvo.controller.client.follow` with the live display of a sweep, fed from the cluster."""
+    import asyncio
+
+    from cvo.cli.controller_panel import ControllerPanel, feed
+    from cvo.cli.gates import cluster_flags, unblock
+    from cvo.cli.progress import LiveDisplay
+    from cvo.controller.client import follow
+
+    panel = ControllerPanel(target, clock)
+    cluster = cluster_flags(cmd.cluster)
+    display = LiveDisplay(panel.progress, clock.now, f"upgrade to {target.version} by the controller {holder}",
+                          blocked=panel.blocked, unblock=lambda name: unblock(name, upgrade.to, cluster),
+                          status=panel.status, simulated=not cmd.cluster.real)
+    feeder = asyncio.create_task(feed(backend.steady, panel, display, upgrade.force))
+    try:
+        with display:
+            return await follow(backend.cluster, target.version, target.image, cmd.sweep.timeout,
+                                cmd.sweep.timeout_text, lambda _verdict, cv: panel.on_cluster_version(cv, display),
+                                backend.budget)
+    finally:
+        feeder.cancel()
+        await asyncio.gather(feeder, return_exceptions=True)
 
 
 def _report_client(output: OutputOptions, outcome: dict[str, Any], holder: str, wall: float) -> None:
