@@ -85,6 +85,14 @@ def test_the_document_has_one_shape_blocked_forced_and_with_nothing_to_do(demo: 
     assert done["message"] == "the cluster already runs 4.17.0: nothing to do ('cvo reconcile' re-applies it)"
     assert done["image"].endswith("/payloads/demo-4.17.0")
 
+    by_version = cvo("upgrade", "--to", "4.17.0", "--dry-run", "-o", "json", "--state", str(upgraded))
+    assert by_version.returncode == 0, by_version.stderr  # oc's "info: Cluster is already at version", as data
+    doc = json.loads(by_version.stdout)
+    assert list(doc) == KEYS
+    assert (doc["verdict"], doc["current"], doc["message"]) == ("nothing-to-do", "4.17.0",
+                                                                "info: Cluster is already at version 4.17.0")
+    assert doc["blockers"][0]["override"]["force"][:4] == ["cvo", "upgrade", "--to", "4.17.0"]  # as it was asked
+
 
 def test_the_override_is_the_exact_command_and_running_it_lets_the_upgrade_through(demo: Path,
                                                                                    tmp_path: Path) -> None:
