@@ -20,7 +20,6 @@ from cvo.gates.upgradeable import SOURCES
 from cvo.payload import semver
 
 if TYPE_CHECKING:
-    from cvo.cli.backend import ClusterOptions
     from cvo.payload.loader import Release
     from cvo.runner.upgrade import Preflight
     from cvo.updates.model import Risk
@@ -43,19 +42,6 @@ def update_kind(current: str, target: str) -> str:
     if tgt.minor > cur.minor:
         return "minor update"
     return "patch update" if tgt > cur else "re-target"
-
-
-def cluster_flags(options: ClusterOptions | None) -> tuple[str, ...]:
-    """The flags that name the command's cluster (``--state``, ``--kubeconfig``, ``--context``), for a printed
-    command that must reach the same cluster; none for saved objects (``--from-file``: no cluster to write)."""
-    if options is None or options.saved:
-        return ()
-    flags: list[str] = []
-    for flag, value in (("--kubeconfig", options.kubeconfig), ("--context", options.context),
-                        ("--state", options.state)):
-        if value is not None:
-            flags += [flag, str(value)]
-    return tuple(flags)
 
 
 def upgrade_target(release: str, image: str | None = None, *, to_latest: bool = False) -> tuple[str, ...]:
@@ -91,7 +77,7 @@ class Unblock:
 
 def unblock(risk: Risk | str, to: Sequence[str], cluster: Sequence[str] = ()) -> Unblock:
     """How to let the blocker ``risk`` (or its name) through, for the upgrade ``cvo upgrade TO`` on the cluster
-    named by the flags ``cluster`` (:func:`cluster_flags`)."""
+    named by the flags ``cluster`` (:func:`cvo.cli.sweep_cmd.cluster_flags`)."""
     name = risk if isinstance(risk, str) else risk.name
     force = ("cvo", "upgrade", *to, "--force", *cluster)
     source, rest = source_of(name), name.partition("-")[2]
@@ -126,27 +112,27 @@ def shell_lines(argv: Sequence[str], width: int | None, first: str = "", rest: s
     line = first + " ".join(words)
     if width is None or len(line) <= width:
         return [line]
-    units: list[str] = []  # what stays on one line: a word, or a flag and its value
+    units: list[list[str]] = []  # what stays on one line: a word, or a flag and its value
     for word, raw in zip(words, argv, strict=True):
-        if units and units[-1].startswith("--") and " " not in units[-1] and not raw.startswith("-"):
-            units[-1] += f" {word}"
+        if units and len(units[-1]) == 1 and units[-1][0].startswith("--") and not raw.startswith("-"):
+            units[-1].append(word)
         else:
-            units.append(word)
+            units.append([word])
     room = width - len(rest) - 2
-    units = [part for unit in units for part in (unit.split(" ", 1) if len(unit) > room and " " in unit else [unit])]
+    parts = [part for unit in units for part in (unit if len(" ".join(unit)) > room else [" ".join(unit)])]
     lines, fresh = [first], True  # fresh: the last line has nothing after its prefix yet
-    for unit in units:
-        if not fresh and len(lines[-1]) + 1 + len(unit) + 2 > width:
+    for part in parts:
+        if not fresh and len(lines[-1]) + 1 + len(part) + 2 > width:
             lines[-1] += " \\"
             lines.append(rest)
         elif not fresh:
             lines[-1] += " "
-        while _PLAIN.fullmatch(unit) and len(lines[-1]) + len(unit) > width and width - len(lines[-1]) > 1:
+        while _PLAIN.fullmatch(part) and len(lines[-1]) + len(part) > width and width - len(lines[-1]) > 1:
             take = width - len(lines[-1]) - 1
-            lines[-1] += unit[:take] + "\\"
+            lines[-1] += part[:take] + "\\"
             lines.append("")
-            unit = unit[take:]
-        lines[-1] += unit
+            part = part[take:]
+        lines[-1] += part
         fresh = False
     return lines
 

@@ -356,6 +356,19 @@ def check_explicit(cv: dict[str, Any] | None, spec: str, image: str, upgrade: Up
                                    force=upgrade.force, pulled=image))
 
 
+def cluster_flags(options: ClusterOptions | None) -> tuple[str, ...]:
+    """The flags that name the command's cluster (``--state``, ``--kubeconfig``, ``--context``), for a printed
+    command that must reach the same cluster; none for saved objects (``--from-file``: no cluster to write)."""
+    if options is None or options.saved:
+        return ()
+    flags: list[str] = []
+    for flag, value in (("--kubeconfig", options.kubeconfig), ("--context", options.context),
+                        ("--state", options.state)):
+        if value is not None:
+            flags += [flag, str(value)]
+    return tuple(flags)
+
+
 def _loader(payload: PayloadOptions) -> Callable[[Path, str | None], Release]:
     """Reads a release the cluster names (its directory, the image it is known by), with the command's filters."""
     def load_dir(directory: Path, image: str | None) -> Release:
@@ -661,7 +674,7 @@ def run_upgrade(args: argparse.Namespace) -> int:
         graph = release_operator_graph(target)
         return lambda progress: LiveForecast(graph, records, progress, backend.clock.now)
 
-    from cvo.cli.gates import cluster_flags, unblock
+    from cvo.cli.gates import unblock
 
     cluster = cluster_flags(cmd.cluster)
     return _sweep(cmd, prepare, f"upgrade to {target.version}",
@@ -695,7 +708,7 @@ def _dry_run(cmd: SweepCommand, upgrade: UpgradeFlags, target: Release, target_d
     """``cvo upgrade --dry-run``: every gate, from a cluster only read (saved objects too), then exit 0 if the
     upgrade would start, 1 if it is blocked.  The current release is not needed (saved objects may name any
     image)."""
-    from cvo.cli.gates import cluster_flags, nothing_to_do_data, print_verdict, verdict_data
+    from cvo.cli.gates import nothing_to_do_data, print_verdict, verdict_data
     from cvo.cli.progress import wants_live_display
     from cvo.cli.upgrade_list_cmd import refresh_available_updates
     from cvo.runner import start
@@ -754,7 +767,7 @@ async def current_blockers(cluster: ReadOnlyCluster) -> list[Risk]:
 def _nothing_to_do_document(cluster: ClusterOptions, output: OutputOptions, message: str, to: tuple[str, ...]) -> int:
     """``upgrade --to VERSION --dry-run -o json|yaml`` of the version the cluster runs (oc's ``info:``): the dry
     run's document all the same (:func:`cvo.cli.gates.nothing_to_do_data`), exit 0."""
-    from cvo.cli.gates import cluster_flags, nothing_to_do_data
+    from cvo.cli.gates import nothing_to_do_data
 
     clock, run_loop = backend_clock(cluster)
 
@@ -844,7 +857,7 @@ async def _follow_on_screen(cmd: SweepCommand, upgrade: UpgradeFlags, target: Re
     import asyncio
 
     from cvo.cli.controller_panel import ControllerPanel, feed
-    from cvo.cli.gates import cluster_flags, unblock
+    from cvo.cli.gates import unblock
     from cvo.cli.progress import LiveDisplay
     from cvo.controller.client import follow
 
