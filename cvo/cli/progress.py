@@ -11,7 +11,7 @@ import re
 import sys
 from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cvo.log import debug_enabled, get_logger
 from cvo.runner.events import Progress
@@ -41,6 +41,9 @@ from cvo.runner.sweep_events import (
     TaskFailed,
     TaskWaiting,
 )
+
+if TYPE_CHECKING:
+    from cvo.cli.gates import Unblock
 
 log = get_logger("cvo.sweep")
 
@@ -164,12 +167,15 @@ class LiveDisplay:
 
     Every line fits the terminal's width (long ones are shortened at a word boundary with an ellipsis)
     and the panel its height (the waits beyond it are counted, not listed).  While an upgrade is blocked
-    by its preconditions the panel says so, and by what, instead of showing the reconcile of the current
-    release that runs meanwhile.  Attempts are counted from 1, as the summary counts them.
+    by its preconditions the panel says so, by what and why (wrapped, not cut), and prints the exact
+    command that lets each blocker through (``unblock``: a blocker's name to :class:`cvo.cli.gates.Unblock`),
+    instead of showing the reconcile of the current release that runs meanwhile.  Attempts are counted from
+    1, as the summary counts them.
     """
 
     def __init__(self, progress: Callable[[], Progress], clock_now: Any, title: str,
                  forecast: Callable[[], Any] | None = None, *, blocked: Callable[[], str] | None = None,
+                 unblock: Callable[[str], Unblock] | None = None, status: Callable[[], str] | None = None,
                  console: Any = None, simulated: bool = False) -> None:
         from rich.console import Console
         from rich.live import Live
@@ -179,6 +185,10 @@ class LiveDisplay:
         self.progress = progress
         self.forecast = forecast  # cvo.runner.durations.LiveForecast: the update's end from its records
         self.blocked = blocked or (lambda: "")
+        self.unblock = unblock
+        # a controller runs the update (cvo.cli.controller_panel): its status line instead of the nodes running here
+        self.status = status
+        self.blockers: list[str] = []  # the risks behind Upgradeable=False, as the last precondition.blocked named them
         self.now = clock_now
         self.title = title
         # the embedded cluster's clock runs ahead of the wall clock: its times say so ("sim 12:04:02")
@@ -199,6 +209,8 @@ class LiveDisplay:
         self.live.__exit__(None, None, None)
 
     def emit(self, event: Event) -> None:
+        if isinstance(event, PreconditionBlocked):
+            self.blockers = list(event.blockers)
         if isinstance(event, PreconditionPassed):
             if event.warnings:  # a warning is not a pass: say what goes ahead despite it
                 how = "forced through" if event.forced else "proceeding with warnings"
@@ -213,25 +225,30 @@ class LiveDisplay:
                 self.last_events = [*self.last_events, line][-5:]
         self.live.refresh()
 
+    def say(self, when: datetime, text: str) -> None:
+        """An event line of the panel's own (what a controller's ClusterVersion said), then a redraw."""
+        self.last_events = [*self.last_events, f"{when.strftime(self.stamp)} {text}"][-5:]
+        self.live.refresh()
+
     def lines(self, width: int, height: int) -> list[tuple[str, str]]:
         """The panel as ``(text, style)`` lines, each at most ``width`` wide, at most ``height`` of them."""
         p = self.progress()
         now: datetime = self.now()
         out: list[tuple[str, str]] = []
         if blocked := self.blocked():
-            who, why = blocked_headline(blocked)
-            out.append((shorten(f"{self.title}: blocked by {who}", width), "bold"))
-            out.append((shorten(why, width), ""))
-            out.append((shorten("The upgrade waits: it goes ahead by itself when the blocker clears or an admin "
-                                "overrides it (cvo override NAME Upgradeable=True, or cvo upgrade --force); "
-                                "meanwhile the cluster keeps reconciling its current release.", width), "dim"))
-            return out[:height]
-        out.append((shorten(f"{self.title}  attempt {p.attempt + 1}  {p.done}/{p.total} tasks", width), "bold"))
+            return self._blocked_lines(blocked, width, height)
+        if self.status is None:
+            out.append((shorten(f"{self.title}  attempt {p.attempt + 1}  {p.done}/{p.total} tasks", width), "bold"))
+        else:  # the controller's attempts are its own: not known here
+            out.append((shorten(f"{self.title}  {p.done}/{p.total} tasks" if p.total else self.title, width), "bold"))
         bar_width = max(10, min(60, width))
         filled = bar_width * p.done // max(p.total, 1)
         out.append(("━" * filled + "╺" * (filled < bar_width) + "─" * max(0, bar_width - filled - 1), "bar"))
-        running = ", ".join(f"node {n}: {t}" for n, t in sorted(p.running.items())[:4]) or "-"
-        out.append((shorten(f"running: {running}", width), ""))
+        if self.status is None:
+            running = ", ".join(f"node {n}: {t}" for n, t in sorted(p.running.items())[:4]) or "-"
+            out.append((shorten(f"running: {running}", width), ""))
+        else:
+            out.append((shorten(f"status: {self.status() or '-'}", width), ""))
         if self.forecast is not None and (outlook := self.forecast()) is not None:
             from cvo.status.godur import to_ns
 
@@ -259,14 +276,60 @@ class LiveDisplay:
                 out.append((f"… and {len(waits) - len(shown)} more", "dim"))
         return (out + events)[:height]
 
+    def _blocked_lines(self, blocked: str, width: int, height: int) -> list[tuple[str, str]]:
+        """The blocked panel: who blocks, the way through (the exact commands: they are what a person needs, so
+        they are kept whole and come before anything cut), why, and what the upgrade does meanwhile."""
+        from cvo.cli.gates import shell_lines
+
+        who, why = blocked_headline(blocked)
+        head = [(line, "bold") for line in _wrap(f"{self.title}: blocked by {who}", width, "  ")]
+        how: list[tuple[str, str]] = []
+        if self.unblock is not None:
+            ways = [self.unblock(name) for name in self.blockers]
+            commands = [w for w in ways if w.command]
+            if commands:
+                how.append(("To let it through, run (from another terminal):", ""))
+                for way in commands:
+                    how += [(line, "cmd") for line in shell_lines(way.command, width, "  ", "      ")]
+            for way, name in zip(ways, self.blockers, strict=True):
+                if not way.command:
+                    how += [(line, "") for line in _wrap(f"{name}: {way.note}.", width, "  ")]
+            how.append(("Or stop this command (Ctrl-C) and run it again with --force, past every block.", "dim")
+                       if commands or ways else
+                       ("Only --force passes this block: stop this command (Ctrl-C) and run it again with --force.",
+                        ""))
+            how = [(line, style) for text, style in how
+                   for line in ([text] if style == "cmd" or text.startswith("  ") else _wrap(text, width, ""))]
+        waits = _wrap("The upgrade waits: it goes ahead by itself when the blocker clears or an admin lets it "
+                      "through; meanwhile the cluster keeps reconciling its current release.", width, "")
+        room = height - len(head) - len(how)
+        reasons = _wrap(why, width, "")
+        if len(reasons) + len(waits) > room:  # the why is cut first (cvo upgrade --dry-run prints it whole)
+            waits = waits[:max(0, room - 1)]
+            keep = max(0, room - len(waits))
+            if keep < len(reasons):
+                reasons = [*reasons[:max(0, keep - 1)], shorten(" ".join(reasons[max(0, keep - 1):]), width)][:keep]
+        out = [*head, *((line, "") for line in reasons), *((line, "dim") for line in waits), *how]
+        return out[:height] if len(head) + len(how) <= height else [*head, *how][:height]
+
     def _render(self) -> Any:
         from rich.console import Group
         from rich.text import Text
 
         width, height = self.console.size
-        styles = {"bar": "green", "dim": "dim", "bold": "bold", "warn": "yellow", "": ""}
+        styles = {"bar": "green", "dim": "dim", "bold": "bold", "warn": "yellow", "cmd": "cyan", "": ""}
         return Group(*(Text(text, style=styles[style], no_wrap=True, overflow="ellipsis")
                        for text, style in self.lines(width, max(3, height - 1))))
+
+
+def _wrap(text: str, width: int, indent: str) -> list[str]:
+    """``text`` (whitespace collapsed) wrapped at word boundaries to ``width``, later lines after ``indent``; a word
+    longer than a line is cut with an ellipsis."""
+    import textwrap
+
+    lines = textwrap.wrap(" ".join(text.split()), max(width, 10), subsequent_indent=indent, break_on_hyphens=False,
+                          break_long_words=False) or [""]
+    return [line if len(line) <= width else shorten(line, width, keep_spacing=True) for line in lines]
 
 
 class _Redrawn:

@@ -47,7 +47,7 @@ from cvo.cli.images import ImageFlags
 from cvo.cli.output import STRUCTURED, TEXT, add_no_headers_flag, add_output_flag, dump, is_structured
 from cvo.cli.signals import cancelled_by_signals
 from cvo.clock import Clock, to_rfc3339
-from cvo.cluster.api import ApiError, cv_ref
+from cvo.cluster.api import ApiError, ReadOnlyCluster, cv_ref
 from cvo.cluster.persist import Budget
 from cvo.log import configure, get_logger
 from cvo.operators.behaviour import parse_duration
@@ -56,12 +56,14 @@ from cvo.payload.filters import LoadFilter
 from cvo.payload.loader import LoadError, Release, load_release
 
 if TYPE_CHECKING:  # the runner is imported when a sweep runs: 'cvo upgrade' listing the updates never loads it
+    from cvo.cli.gates import Unblock
     from cvo.cli.progress import LiveDisplay
     from cvo.report.events_io import EventsWriter
     from cvo.runner.decide import Plan, Runner
     from cvo.runner.events import Progress, Reporter
     from cvo.runner.retrieve import Retriever
     from cvo.runner.sweep import SweepOptions, SweepResult
+    from cvo.updates.model import Risk
 
     MakeRunner = Callable[[Reporter, SweepOptions], Runner]
     Outlook = Callable[[Callable[[], Progress]], Any]  # the live display's forecast, given the sweep's progress
@@ -307,9 +309,10 @@ class UpgradeFlags:
     allow_not_recommended: bool = False  # --allow-not-recommended: a conditional update that is not recommended
     allow_with_warnings: bool = False  # --allow-upgrade-with-warnings: past oc's client-side guards
     diff: bool = False  # --diff (with --dry-run): also what the upgrade would change (cvo diff)
+    to: tuple[str, ...] = ()  # the target as given (--to VERSION|DIR, --to-image IMAGE, --to-latest), for hints
 
     @classmethod
-    def from_args(cls, args: argparse.Namespace, from_graph: bool = False) -> UpgradeFlags:
+    def from_args(cls, args: argparse.Namespace, from_graph: bool = False, to: tuple[str, ...] = ()) -> UpgradeFlags:
         """The flags; ``--to-image`` (or ``--to`` with a pull spec) checked as ``oc adm upgrade`` checks it, before
         anything is pulled (an image of the cluster's updates is taken as the graph names it)."""
         from cvo.cli.images import is_image
@@ -321,7 +324,7 @@ class UpgradeFlags:
         if args.diff and not args.dry_run:
             raise UsageError("--diff: with --dry-run only (what the upgrade would change, before it starts)")
         return cls(args.force, args.dry_run, args.no_wait, args.from_dir, args.allow_explicit_upgrade, from_graph,
-                   args.allow_not_recommended, args.allow_upgrade_with_warnings, args.diff)
+                   args.allow_not_recommended, args.allow_upgrade_with_warnings, args.diff, to)
 
 
 def _check_to_image(spec: str, force: bool) -> None:
@@ -359,6 +362,19 @@ def check_explicit(cv: dict[str, Any] | None, spec: str, image: str, upgrade: Up
                                    force=upgrade.force, pulled=image))
 
 
+def cluster_flags(options: ClusterOptions | None) -> tuple[str, ...]:
+    """The flags that name the command's cluster (``--state``, ``--kubeconfig``, ``--context``), for a printed
+    command that must reach the same cluster; none for saved objects (``--from-file``: no cluster to write)."""
+    if options is None or options.saved:
+        return ()
+    flags: list[str] = []
+    for flag, value in (("--kubeconfig", options.kubeconfig), ("--context", options.context),
+                        ("--state", options.state)):
+        if value is not None:
+            flags += [flag, str(value)]
+    return tuple(flags)
+
+
 def _loader(payload: PayloadOptions) -> Callable[[Path, str | None], Release]:
     """Reads a release the cluster names (its directory, the image it is known by), with the command's filters."""
     def load_dir(directory: Path, image: str | None) -> Release:
@@ -388,13 +404,14 @@ class ControllerLeads(Exception):
 def _sweep(cmd: SweepCommand, prepare: Callable[[Backend], Awaitable[tuple[str, MakeRunner] | int]],
            what: str, *, create: bool = False,
            forecast_of: Callable[[Backend], Awaitable[Outlook | None]] | None = None,
-           client: Callable[[str], int] | None = None) -> int:
+           client: Callable[[str], int] | None = None, unblock: Callable[[str], Unblock] | None = None) -> int:
     """Open the cluster, let ``prepare`` pick what runs, run it with progress, report.
 
     ``what`` names the sweep for the embedded cluster's sweep lock; only ``install`` creates a cluster.  With ``client``, a command that finds a controller leading becomes its client
     instead of sweeping: ``prepare`` raises :class:`ControllerLeads` when the Lease is held on a real cluster; on
     the embedded one the sweep lock held by ``cvo run`` says so (:class:`ClusterBusy` from a controller).
     ``client(holder)`` then does the command's work through the controller and returns the exit code.
+    ``unblock``: how the live display names the way past each blocker of an upgrade (:func:`cvo.cli.gates.unblock`).
     """
     from cvo.cli.progress import LiveDisplay, LogReporter, wants_live_display
     from cvo.runner import start
@@ -432,7 +449,7 @@ def _sweep(cmd: SweepCommand, prepare: Callable[[Backend], Awaitable[tuple[str, 
                 outlook = await forecast_of(backend) if forecast_of is not None else None
                 live = LiveDisplay(progress, clock.now, title, outlook and outlook(progress),
                                    blocked=lambda: runner.blocked if runner is not None else "",
-                                   simulated=not cmd.cluster.real)
+                                   unblock=unblock, simulated=not cmd.cluster.real)
                 reporters.append(live)
                 if outlook is not None:
                     reporters.append(live.forecast)
@@ -541,10 +558,14 @@ def _report(output: OutputOptions, result: SweepResult, cos: list[dict[str, Any]
                       file=sys.stderr)
 
 
+def _already_there_message(release: Release) -> str:
+    return f"the cluster already runs {release.version}: nothing to do ('cvo reconcile' re-applies it)"
+
+
 def _already_there(output: OutputOptions, release: Release) -> int:
     """``install`` or ``upgrade --to`` the release the cluster runs: nothing to do, said the same way, exit 0
     (with ``-o json|yaml`` a document says it too, so that stdout always parses)."""
-    message = f"the cluster already runs {release.version}: nothing to do ('cvo reconcile' re-applies it)"
+    message = _already_there_message(release)
     print(message, file=sys.stderr)
     _no_sweep_document(output, completed=True, message=message, version=release.version, image=release.image)
     return EXIT_OK
@@ -583,6 +604,7 @@ def run_upgrade(args: argparse.Namespace) -> int:
         return graph.run_clear(args)
     if not (args.release_dir or args.to_image or args.to_latest):
         return graph.run_list(args)  # oc adm upgrade: the updates (without loading the runner)
+    from cvo.cli.gates import upgrade_target
     from cvo.controller.client import lease_holder
     from cvo.runner import start
     from cvo.runner.decide import for_upgrade
@@ -594,12 +616,16 @@ def run_upgrade(args: argparse.Namespace) -> int:
         raise UsageError("--from-file: saved objects are read-only; use it with --dry-run")
     graph.check_to(args.release_dir)
     from_graph = bool(args.to_latest) or graph.is_version(args.release_dir)
+    asked = upgrade_target(args.release_dir, args.to_image, to_latest=args.to_latest)
     if from_graph:  # --to VERSION, --to-latest: the release the cluster's updates name
         chosen = graph.resolve_through_graph(args)
         if chosen.info:
-            return graph.say_info(chosen, OutputOptions.from_args(args))
+            output = OutputOptions.from_args(args)
+            if args.dry_run and is_structured(output.format):  # the dry run's document, of the same shape
+                return _nothing_to_do_document(ClusterOptions.from_args(args), output, chosen.info, asked)
+            return graph.say_info(chosen, output)
         args.release_dir = graph.target_source(chosen)
-    upgrade = UpgradeFlags.from_args(args, from_graph)  # a by-tag image is refused before anything is pulled
+    upgrade = UpgradeFlags.from_args(args, from_graph, asked)  # a by-tag image is refused before anything is pulled
     cmd = SweepCommand.from_args(args)
     target = load(cmd.payload, cmd.output.log_format)
     target_dir = cmd.payload.directory  # --to
@@ -654,8 +680,12 @@ def run_upgrade(args: argparse.Namespace) -> int:
         graph = release_operator_graph(target)
         return lambda progress: LiveForecast(graph, records, progress, backend.clock.now)
 
+    from cvo.cli.gates import unblock
+
+    cluster = cluster_flags(cmd.cluster)
     return _sweep(cmd, prepare, f"upgrade to {target.version}",
-                  forecast_of=forecast_of, client=lambda holder: _upgrade_through_controller(cmd, upgrade, target, holder))
+                  forecast_of=forecast_of, client=lambda holder: _upgrade_through_controller(cmd, upgrade, target, holder),
+                  unblock=lambda name: unblock(name, upgrade.to, cluster))
 
 
 async def _check_signature(backend: Backend, cv: dict[str, Any] | None, target: Release, force: bool,
@@ -685,13 +715,13 @@ def _dry_run(cmd: SweepCommand, upgrade: UpgradeFlags, target: Release, target_d
     upgrade would start, 1 if it is blocked.  The current release is not needed (saved objects may name any
     image)."""
     from cvo.cli.diff_cmd import print_diff, upgrade_diff, with_diff
-    from cvo.cli.gates import print_verdict, upgrade_target, verdict_data
+    from cvo.cli.gates import nothing_to_do_data, print_verdict, verdict_data
     from cvo.cli.progress import wants_live_display
     from cvo.cli.upgrade_list_cmd import refresh_available_updates
     from cvo.runner import start
     from cvo.runner.upgrade import preflight
 
-    to = upgrade_target(target_dir, cmd.payload.image)
+    to, cluster = upgrade.to, cluster_flags(cmd.cluster)
     if not wants_live_display(cmd.output.log_format):  # as a sweep configures it
         configure(cmd.output.log_format, max(cmd.output.verbose, 1), details=cmd.output.verbose >= 1)
     clock, run_loop = backend_clock(cmd.cluster)
@@ -702,15 +732,22 @@ def _dry_run(cmd: SweepCommand, upgrade: UpgradeFlags, target: Release, target_d
                 await refresh_available_updates(cmd.cluster, reader)
             cv = await reader.steady.get(cv_ref())
             if start.check_upgrade(cv, target).already_there:
-                return _already_there(cmd.output, target)
+                if not is_structured(cmd.output.format):
+                    return _already_there(cmd.output, target)
+                message = _already_there_message(target)
+                print(message, file=sys.stderr)
+                doc = nothing_to_do_data(target.version, target.image, message, await current_blockers(reader.steady),
+                                         to, cluster)
+                sys.stdout.write(dump(doc, cmd.output.format))
+                return EXIT_OK
             if cmd.payload.image is not None:  # as the upgrade itself would refuse it
                 check_explicit(cv, cmd.payload.image, target.image, upgrade)
             verdict = await preflight(reader.steady, target, upgrade.force, clock.now())
             changes = await upgrade_diff(reader, target, cmd.payload) if upgrade.diff else None
         if is_structured(cmd.output.format):
-            sys.stdout.write(dump(with_diff(verdict_data(verdict, target, to), changes), cmd.output.format))
+            sys.stdout.write(dump(with_diff(verdict_data(verdict, target, to, cluster), changes), cmd.output.format))
         else:
-            print_verdict(verdict, target, to)
+            print_verdict(verdict, target, to, cluster, width=terminal_width(sys.stdout))
             print_diff(changes, cmd.output.format)
         return EXIT_FAILED if verdict.verdict.blocked else EXIT_OK
 
@@ -725,10 +762,43 @@ def _dry_run(cmd: SweepCommand, upgrade: UpgradeFlags, target: Release, target_d
         return EXIT_FAILED
 
 
+async def current_blockers(cluster: ReadOnlyCluster) -> list[Risk]:
+    """Who holds back minor and major updates now (``Upgradeable=False``), as :func:`cvo.runner.upgrade.preflight`
+    finds them, without a target (pkg/cvo/upgradeable.go ``syncUpgradeable``)."""
+    from cvo.gates.upgradeable import applies, update_versions, upgradeable_risks
+    from cvo.runner.blockers import read_cluster_state
+
+    state = await read_cluster_state(cluster, assume_synced=True)
+    status = state.cluster_version.section("status") if state.cluster_version is not None else {}
+    return [r for r in upgradeable_risks(state, update_versions(status)).risks if applies(r)]
+
+
+def _nothing_to_do_document(cluster: ClusterOptions, output: OutputOptions, message: str, to: tuple[str, ...]) -> int:
+    """``upgrade --to VERSION --dry-run -o json|yaml`` of the version the cluster runs (oc's ``info:``): the dry
+    run's document all the same (:func:`cvo.cli.gates.nothing_to_do_data`), exit 0."""
+    from cvo.cli.gates import nothing_to_do_data
+
+    clock, run_loop = backend_clock(cluster)
+
+    async def read() -> dict[str, Any]:
+        async with open_reader(cluster, clock, budget=Budget.of(None), say_where=True) as reader:
+            cv = await reader.steady.get(cv_ref()) or {}
+            desired = dig(cv, "status", "desired") or {}
+            return nothing_to_do_data(str(desired.get("version") or ""), str(desired.get("image") or ""), message,
+                                      await current_blockers(reader.steady), to, cluster_flags(cluster))
+
+    print(message, file=sys.stderr)
+    sys.stdout.write(dump(run_loop(lambda: cancelled_by_signals(read)), output.format))
+    return EXIT_OK
+
+
 def _upgrade_through_controller(cmd: SweepCommand, upgrade: UpgradeFlags, target: Release, holder: str) -> int:
     """``cvo upgrade`` as the client of the controller ``holder``: set ``spec.desiredUpdate``, follow the
     ClusterVersion until the controller is done with it (:func:`cvo.controller.client.follow`), report as a
-    sweep run here would.  ``--timeout`` is real time here: the controller's sweep runs on its own clock."""
+    sweep run here would.  ``--timeout`` is real time here: the controller's sweep runs on its own clock.  On a
+    terminal the progress is the live display a sweep run here shows, fed from the cluster
+    (:mod:`cvo.cli.controller_panel`); otherwise the info log."""
+    from cvo.cli.progress import wants_live_display
     from cvo.clock import run_real
     from cvo.cluster.api import CLUSTER_OPERATOR
     from cvo.controller.client import Verdict, follow
@@ -736,7 +806,9 @@ def _upgrade_through_controller(cmd: SweepCommand, upgrade: UpgradeFlags, target
     from cvo.runner.upgrade import desired_update, set_desired_update
 
     output = cmd.output
-    configure(output.log_format, max(output.verbose, 1))  # the controller's progress is the info log
+    live = wants_live_display(output.log_format)
+    if not live:
+        configure(output.log_format, max(output.verbose, 1))  # the controller's progress is the info log
     log = get_logger("cvo.cli")
     clock, _ = backend_clock(cmd.cluster)
     started = time.perf_counter()
@@ -769,8 +841,11 @@ def _upgrade_through_controller(cmd: SweepCommand, upgrade: UpgradeFlags, target
                 _no_sweep_document(output, completed=False, message=message, version=target.version,
                                    image=target.image)
                 return EXIT_OK
-            verdict, cv = await follow(backend.cluster, target.version, target.image, cmd.sweep.timeout,
-                                       cmd.sweep.timeout_text, on_change, budget)
+            if live:
+                verdict, cv = await _follow_on_screen(cmd, upgrade, target, holder, backend, clock)
+            else:
+                verdict, cv = await follow(backend.cluster, target.version, target.image, cmd.sweep.timeout,
+                                           cmd.sweep.timeout_text, on_change, budget)
             outcome.update(verdict=verdict, cv=cv, now=clock.now(),
                            cos=await backend.steady.list(*CLUSTER_OPERATOR))
             return EXIT_OK if verdict.state == "completed" else EXIT_FAILED
@@ -783,6 +858,32 @@ def _upgrade_through_controller(cmd: SweepCommand, upgrade: UpgradeFlags, target
     if "verdict" in outcome:
         _report_client(output, outcome, holder, time.perf_counter() - started)
     return code
+
+
+async def _follow_on_screen(cmd: SweepCommand, upgrade: UpgradeFlags, target: Release, holder: str, backend: Backend,
+                            clock: Clock) -> tuple[Any, dict[str, Any]]:
+    """:func:`cvo.controller.client.follow` with the live display of a sweep, fed from the cluster."""
+    import asyncio
+
+    from cvo.cli.controller_panel import ControllerPanel, feed
+    from cvo.cli.gates import unblock
+    from cvo.cli.progress import LiveDisplay
+    from cvo.controller.client import follow
+
+    panel = ControllerPanel(target, clock)
+    cluster = cluster_flags(cmd.cluster)
+    display = LiveDisplay(panel.progress, clock.now, f"upgrade to {target.version} by the controller {holder}",
+                          blocked=panel.blocked, unblock=lambda name: unblock(name, upgrade.to, cluster),
+                          status=panel.status, simulated=not cmd.cluster.real)
+    feeder = asyncio.create_task(feed(backend.steady, panel, display, upgrade.force))
+    try:
+        with display:
+            return await follow(backend.cluster, target.version, target.image, cmd.sweep.timeout,
+                                cmd.sweep.timeout_text, lambda _verdict, cv: panel.on_cluster_version(cv, display),
+                                backend.budget)
+    finally:
+        feeder.cancel()
+        await asyncio.gather(feeder, return_exceptions=True)
 
 
 def _report_client(output: OutputOptions, outcome: dict[str, Any], holder: str, wall: float) -> None:

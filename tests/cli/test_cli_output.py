@@ -107,7 +107,11 @@ def test_dry_run_json_of_the_demos_minor_update_says_blocked_by_etcds_operator_c
         "OperatorConditionUpgradeable-openshift-etcd-operator.etcd", "OperatorConditionUpgradeable")
     assert blocker["url"] == "https://olm.operatorframework.io/docs/concepts/crds/operatorcondition/"
     assert "OperatorCondition openshift-etcd-operator/etcd" in blocker["message"]
-    assert blocker["override"].startswith("cvo override etcd Upgradeable=True --reason AdminAcknowledged")
+    assert blocker["override"] == {  # data: the exact commands, as argv, on the same cluster
+        "action": "override", "note": "an admin's override of the operator's OperatorCondition",
+        "command": ["cvo", "override", "etcd", "Upgradeable=True", "--reason", "AdminAcknowledged", "--message",
+                    "upgrade reviewed", "--state", str(demo)],
+        "force": ["cvo", "upgrade", "--to", MINOR, "--force", "--state", str(demo)]}
     accepted = doc["releaseAccepted"]
     assert (accepted["type"], accepted["status"], accepted["reason"]) == (
         "ReleaseAccepted", "False", "PreconditionChecks")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import subprocess
 import sys
 from collections.abc import Callable
@@ -62,9 +63,13 @@ def run_on_terminal(args: list[str], size: tuple[int, int], *, on_screen: Callab
 
 
 def assert_fits(shown: list[str]) -> None:
-    """The live display's lines (the summary tables after it are oc's, as wide as their columns)."""
+    """The live display's lines (the summary tables after it are oc's, as wide as their columns).  The blocked
+    panel wraps its lines on purpose: there, nothing may be cut ("…")."""
     if any(line.startswith("NAME ") for line in shown):
         shown = shown[:next(i for i, line in enumerate(shown) if line.startswith("NAME "))]
+    if (at := next((i for i, line in enumerate(shown) if ": blocked by " in line), None)) is not None:
+        assert not any(line.endswith("…") for line in shown[at:]), "\n".join(shown)
+        shown = shown[:at]
     for line in shown:
         if not line:
             continue
@@ -113,7 +118,8 @@ def test_a_blocked_upgrade_says_what_blocks_it(tmp_path: Path, size: tuple[int, 
         assert_fits(shown)
         if any("blocked by" in line for line in shown):
             blocked_screens.append(shown)
-            if not overridden:  # the admin's override, from another command, while the upgrade waits
+            whole = _override_shown(shown) is not None  # the panel drawn past the command
+            if whole and not overridden:  # the admin's override, from another command, while the upgrade waits
                 overridden.append(True)
                 done = subprocess.run([sys.executable, "-m", "cvo", "override", "etcd", "Upgradeable=True",
                                        "--reason", "MigrationVerified", "--message", "checked", "--state", state],
@@ -124,13 +130,33 @@ def test_a_blocked_upgrade_says_what_blocks_it(tmp_path: Path, size: tuple[int, 
                                     on_screen=check)
     assert code == 0, "\n".join(last)
     assert blocked_screens, "the screen never said the upgrade was blocked"
-    first = blocked_screens[0]
+    first = next(s for s in blocked_screens if _override_shown(s) is not None)
     assert any(line.startswith("upgrade to 4.17.0: blocked by ClusterVersionUpgradeable")
                for line in first)
     assert any(line.startswith("Operator etcd should not be upgraded between minor or major versions") for line in first)
+    # the way out, whole: the exact command, broken with " \" where it does not fit, on the same cluster
+    command = _override_shown(first)
+    assert command is not None
+    assert shlex.split("\n".join(command).replace("\\\n", "")) == [  # as the shell reads the pasted lines
+        "cvo", "override", "etcd", "Upgradeable=True", "--reason", "AdminAcknowledged", "--message",
+        "upgrade reviewed", "--state", state]
+    assert len(command) > 1 or size[0] > 80, command  # at 80 columns it does not fit one line: broken, not cut
     blocked_part = "\n".join(first[next(i for i, line in enumerate(first) if "blocked by" in line):])
     assert "━" not in blocked_part and "sweep.completed" not in blocked_part and "/157 tasks" not in blocked_part
     assert any(line.startswith("completed: 158/158 tasks") for line in last)
+
+
+def _override_shown(shown: list[str]) -> list[str] | None:
+    """The lines of the ``cvo override`` command on a blocked screen, once drawn whole (its last line, the one
+    without a trailing backslash, is there)."""
+    at = next((i for i, line in enumerate(shown) if line.startswith("  cvo override ")), None)
+    if at is None:
+        return None
+    command = [shown[at]]
+    while command[-1].endswith("\\") and at + 1 < len(shown) and shown[at + 1]:
+        at += 1
+        command.append(shown[at])
+    return None if command[-1].endswith("\\") else command
 
 
 def run_and_keep_every_line(args: list[str], size: tuple[int, int], *, timeout: float = 240) -> tuple[int, list[str]]:

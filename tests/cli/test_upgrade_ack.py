@@ -94,7 +94,8 @@ def test_a_gate_blocks_the_minor_update_until_acknowledged(state: str, capsys: p
     assert code == 1
     assert f"  AdminAck-{GATE}\n" in out
     assert "    url:      https://access.redhat.com/articles/6958394\n" in out
-    assert f"    override: cvo upgrade ack {GATE}   (or: cvo upgrade --to {MINOR} --force)" in out
+    assert f"    override: cvo upgrade ack {GATE} --state {state}\n" in out
+    assert f"    or force: cvo upgrade --to {MINOR} --force --state {state}\n" in out
     assert acks(state) is None  # the ConfigMap does not exist yet
 
     code, out, err = cli(capsys, "upgrade", "ack", GATE, "--state", state)
