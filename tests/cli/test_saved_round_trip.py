@@ -6,11 +6,14 @@ from __future__ import annotations
 import contextlib
 import io
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 
 from cvo.cli.main import main
+from cvo.status.godur import SECOND, rfc3339
+from cvo.status.upgrade_status import latest_transition
 from tests.support.helpers import PAYLOADS
 
 OPERATORS = str(PAYLOADS / "demo-operators.yaml")
@@ -109,3 +112,81 @@ def test_upgrade_status_says_why_it_has_no_forecast(tmp_path: Path) -> None:
         "note: no forecast: no install or update of this cluster was recorded "
         "(openshift-cluster-version/cvo-update-durations): the estimate above is oc's, from the last completed "
         "update's duration (an hour without one)")
+
+
+OC = Path(__file__).resolve().parents[1] / "golden" / "oc"
+PAUSED = "4.14.1-paused-worker-pool"  # oc's example: a paused worker pool, its nodes and their rendered configs
+
+
+def _crd(plural: str, kind: str) -> dict[str, Any]:
+    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": f"{plural}.machineconfiguration.openshift.io"},
+            "spec": {"group": "machineconfiguration.openshift.io", "scope": "Cluster",
+                     "names": {"plural": plural, "kind": kind, "listKind": f"{kind}List",
+                               "singular": kind.lower()},
+                     "versions": [{"name": "v1", "served": True, "storage": True,
+                                   "subresources": {"status": {}},
+                                   "schema": {"openAPIV3Schema": {"type": "object",
+                                                                  "x-kubernetes-preserve-unknown-fields": True}}}]}}
+
+
+def _items(name: str) -> list[dict[str, Any]]:
+    doc = yaml.safe_load((OC / f"{PAUSED}-{name}.yaml").read_text())
+    return list(doc["items"]) if "items" in doc else [doc]
+
+
+@pytest.fixture(scope="module")
+def machines_state(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """An embedded cluster holding oc's paused-worker-pool example: its ClusterVersion, ClusterOperators, pools,
+    nodes and configs (each status as oc's example has it)."""
+    import asyncio
+
+    from cvo.cluster.embedded.server import SimCluster
+
+    path = tmp_path_factory.mktemp("machines") / "state.db"
+
+    async def write() -> None:
+        cluster = SimCluster(path=path)
+        for crd in (_crd("machineconfigpools", "MachineConfigPool"), _crd("machineconfigs", "MachineConfig")):
+            await cluster.create(crd)
+        for name in ("cv", "co", "mcp", "node", "mc"):
+            for obj in _items(name):
+                body = {k: v for k, v in obj.items() if k != "status"}
+                body["metadata"] = {k: v for k, v in obj["metadata"].items() if k in ("name", "annotations", "labels")}
+                made = await cluster.create(body)
+                if "status" in obj:
+                    made["status"] = obj["status"]
+                    await cluster.update_status(made)
+        await cluster.close()
+
+    asyncio.run(write())
+    return str(path)
+
+
+def test_cvo_get_saves_pools_nodes_and_the_configs_they_name(machines_state: str, tmp_path: Path) -> None:
+    code, saved, err = run("get", "-o", "yaml", "--state", machines_state)
+    assert code == 0, err
+    items = yaml.safe_load(saved)["items"]
+    kinds = {item["kind"] for item in items}
+    assert {"MachineConfigPool", "Node", "MachineConfig"} <= kinds
+    named = {n["metadata"]["annotations"][key] for n in items if n["kind"] == "Node"
+             for key in ("machineconfiguration.openshift.io/currentConfig",
+                         "machineconfiguration.openshift.io/desiredConfig")}
+    assert {i["metadata"]["name"] for i in items if i["kind"] == "MachineConfig"} == named  # only those
+    assert len(_items("mc")) > len(named)  # the example has more configs than its nodes name
+    path = tmp_path / "cluster.yaml"
+    path.write_text(saved)
+    # the moment oc's example describes, as its examples_test.go takes it
+    cv, cos = _items("cv")[0], _items("co")
+    latest = latest_transition(cv, cos)
+    assert latest is not None
+    now = latest + 368975
+    when = f"{rfc3339(now)[:-1]}.{now % SECOND:09d}Z"
+    filed = run("upgrade", "status", "--details", "all", "--from-file", str(path), "--now", when)
+    assert filed[0] == 0, filed[2]
+    assert filed[1] == (OC / f"{PAUSED}.detailed-output").read_text()  # oc's own output, byte for byte
+    live = run("upgrade", "status", "--details", "all", "--state", machines_state)  # the embedded cluster's now
+    assert live[0] == 0, live[2]
+    worker = filed[1].index("= Worker Upgrade =")
+    assert live[1][live[1].index("= Worker Upgrade ="):].split("= Update Health =")[0] == \
+        filed[1][worker:].split("= Update Health =")[0]
