@@ -15,7 +15,7 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -25,6 +25,9 @@ from cvo.cli.output import dump, is_structured
 from cvo.cluster.api import cv_ref
 from cvo.objects import ClusterVersion
 from cvo.status.upgrade_target import Request, Target, TargetRefused, resolve
+
+if TYPE_CHECKING:
+    from cvo.monitoring.client import MonitoringOptions
 
 NO_CLUSTER_VERSION = ("No cluster version information available - you must be connected to an OpenShift version 4 "
                       "server to fetch the current version")  # oc's upgrade.go Run
@@ -92,15 +95,18 @@ async def controller_leads(options: ClusterOptions, reader: Reader) -> bool:
     return _controller_leads_embedded(options)
 
 
-async def refresh_available_updates(options: ClusterOptions, reader: Reader) -> None:
+async def refresh_available_updates(options: ClusterOptions, reader: Reader,
+                                    monitoring: MonitoringOptions | None = None) -> None:
     """Fetch the graph and write ``availableUpdates``, ``conditionalUpdates`` and ``RetrievedUpdates`` as the
     controller's ``syncAvailableUpdates`` would (pkg/cvo/availableupdates.go), when no controller does it.
 
     The one place where the commands that need the graph without a controller (the listing, ``--to VERSION``,
     ``--to-latest``, ``--to-image``, ``recommend``) retrieve it: one retrieval as the controller's first
     (:func:`cvo.runner.available_updates.refresh_once`), from ``spec.upstream`` (the CVO's default service on a
-    real cluster, none on the embedded one), its conditional updates evaluated with the cluster's risk sources.
-    Saved objects are shown as saved; a controller that leads the cluster keeps its own polling.
+    real cluster, none on the embedded one), its conditional updates evaluated with the cluster's risk sources
+    and PromQL risks against ``monitoring``'s Prometheus (none: EvaluationFailed, as a controller without
+    ``--metrics-url``).  Saved objects are shown as saved; a controller that leads the cluster keeps its own
+    polling.
     """
     if options.saved or not isinstance(reader, Backend) or await controller_leads(options, reader):
         return
@@ -110,9 +116,14 @@ async def refresh_available_updates(options: ClusterOptions, reader: Reader) -> 
     from cvo.updates.conditions import Registry
     from cvo.updates.poll import DEFAULT_UPDATE_SERVICE
 
+    prometheus = None
+    if monitoring is not None:
+        from cvo.monitoring.client import Prometheus
+
+        prometheus = Prometheus(monitoring)
     refresh = RefreshOptions(default_update_service=DEFAULT_UPDATE_SERVICE if options.real else "")
     gates, _ = await read_gates(reader.steady, "")
-    await refresh_once(reader.cluster, reader.clock, refresh, Registry(None, reader.clock),
+    await refresh_once(reader.cluster, reader.clock, refresh, Registry(prometheus, reader.clock),
                        risk_sources(reader.steady), gates.accept_risks)
 
 
