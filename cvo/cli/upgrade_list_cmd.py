@@ -24,10 +24,10 @@ from cvo.cli.common import EXIT_OK, CommandFailed, OutputOptions, Refused, Usage
 from cvo.cli.output import dump, is_structured
 from cvo.cluster.api import cv_ref
 from cvo.objects import ClusterVersion
-from cvo.status.upgrade_target import Request, Target, TargetRefused, resolve
 
 if TYPE_CHECKING:
     from cvo.monitoring.client import MonitoringOptions
+    from cvo.status.upgrade_target import Request, Target
 
 NO_CLUSTER_VERSION = ("No cluster version information available - you must be connected to an OpenShift version 4 "
                       "server to fetch the current version")  # oc's upgrade.go Run
@@ -44,10 +44,12 @@ def is_version(text: str | None) -> bool:
 def check_to(text: str | None) -> None:
     """``--to TEXT`` that is neither a version nor a path nor an image (``4.16``, ``latest``): oc's error for a
     ``--to`` that is not a semantic version (upgrade.go ``Complete``), naming cvo's other two forms."""
+    if not text or "/" in text or text.startswith((".", "~")) or Path(text).exists():
+        return
     from cvo.cli.images import is_image
     from cvo.payload import semver
 
-    if not text or "/" in text or text.startswith((".", "~")) or Path(text).exists() or is_image(text):
+    if is_image(text):
         return
     try:
         semver.parse(text)
@@ -178,6 +180,8 @@ def run_list(args: argparse.Namespace) -> int:
 
 
 def request_of(args: argparse.Namespace, *, to: str = "", to_image: str = "", pulled: str = "") -> Request:
+    from cvo.status.upgrade_target import Request
+
     return Request(to=to, to_image=to_image, to_latest=bool(args.to_latest),
                    allow_not_recommended=bool(args.allow_not_recommended),
                    allow_explicit=bool(args.allow_explicit_upgrade),
@@ -188,6 +192,8 @@ def request_of(args: argparse.Namespace, *, to: str = "", to_image: str = "", pu
 def checked_target(cv: ClusterVersion | dict[str, Any] | None, request: Request) -> Target:
     """:func:`resolve` on the ClusterVersion ``cv``, its warnings said on stderr; a refusal is a
     :class:`Refused` with oc's words."""
+    from cvo.status.upgrade_target import TargetRefused, resolve
+
     if cv is None:
         raise CommandFailed(NO_CLUSTER_VERSION)
     try:
