@@ -17,12 +17,15 @@ from cvo.monitoring.client import DEFAULT_TIMEOUT, MonitoringOptions, Prometheus
 from cvo.updates.conditions import Registry
 
 
-def add_monitoring_flags(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("monitoring (PromQL risks of conditional updates)")
+def add_monitoring_flags(parser: argparse.ArgumentParser, *, alerts: bool = False) -> None:
+    """The flags; ``alerts``: the command also reads the firing alerts there (``cvo upgrade recommend``)."""
+    group = parser.add_argument_group("monitoring (the firing alerts, and PromQL risks of conditional updates)"
+                                      if alerts else "monitoring (PromQL risks of conditional updates)")
     group.add_argument("--metrics-url", metavar="URL", default=None,
-                       help="the Prometheus API that PromQL risks are evaluated against, e.g. "
-                            "https://thanos-querier.openshift-monitoring.svc:9091 (default: none, and a PromQL risk "
-                            "is EvaluationFailed)")
+                       help=("the Prometheus API (or Thanos querier) asked for the firing alerts at URL/api/v1/alerts "
+                             "and for PromQL risks" if alerts else "the Prometheus API that PromQL risks are "
+                             "evaluated against") + ", e.g. https://thanos-querier.openshift-monitoring.svc:9091 "
+                            "(default: none, and a PromQL risk is EvaluationFailed)")
     group.add_argument("--metrics-token-file", metavar="FILE", default=None,
                        help="a file holding the bearer token sent to --metrics-url (read on every query)")
     group.add_argument("--metrics-ca-bundle-file", "--metrics-ca-file", dest="metrics_ca_file", metavar="FILE",

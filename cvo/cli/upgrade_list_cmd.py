@@ -15,7 +15,7 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -24,7 +24,10 @@ from cvo.cli.common import EXIT_OK, CommandFailed, OutputOptions, Refused, Usage
 from cvo.cli.output import dump, is_structured
 from cvo.cluster.api import cv_ref
 from cvo.objects import ClusterVersion
-from cvo.status.upgrade_target import Request, Target, TargetRefused, resolve
+
+if TYPE_CHECKING:
+    from cvo.monitoring.client import MonitoringOptions
+    from cvo.status.upgrade_target import Request, Target
 
 NO_CLUSTER_VERSION = ("No cluster version information available - you must be connected to an OpenShift version 4 "
                       "server to fetch the current version")  # oc's upgrade.go Run
@@ -41,10 +44,12 @@ def is_version(text: str | None) -> bool:
 def check_to(text: str | None) -> None:
     """``--to TEXT`` that is neither a version nor a path nor an image (``4.16``, ``latest``): oc's error for a
     ``--to`` that is not a semantic version (upgrade.go ``Complete``), naming cvo's other two forms."""
+    if not text or "/" in text or text.startswith((".", "~")) or Path(text).exists():
+        return
     from cvo.cli.images import is_image
     from cvo.payload import semver
 
-    if not text or "/" in text or text.startswith((".", "~")) or Path(text).exists() or is_image(text):
+    if is_image(text):
         return
     try:
         semver.parse(text)
@@ -92,15 +97,18 @@ async def controller_leads(options: ClusterOptions, reader: Reader) -> bool:
     return _controller_leads_embedded(options)
 
 
-async def refresh_available_updates(options: ClusterOptions, reader: Reader) -> None:
+async def refresh_available_updates(options: ClusterOptions, reader: Reader,
+                                    monitoring: MonitoringOptions | None = None) -> None:
     """Fetch the graph and write ``availableUpdates``, ``conditionalUpdates`` and ``RetrievedUpdates`` as the
     controller's ``syncAvailableUpdates`` would (pkg/cvo/availableupdates.go), when no controller does it.
 
     The one place where the commands that need the graph without a controller (the listing, ``--to VERSION``,
     ``--to-latest``, ``--to-image``, ``recommend``) retrieve it: one retrieval as the controller's first
     (:func:`cvo.runner.available_updates.refresh_once`), from ``spec.upstream`` (the CVO's default service on a
-    real cluster, none on the embedded one), its conditional updates evaluated with the cluster's risk sources.
-    Saved objects are shown as saved; a controller that leads the cluster keeps its own polling.
+    real cluster, none on the embedded one), its conditional updates evaluated with the cluster's risk sources
+    and PromQL risks against ``monitoring``'s Prometheus (none: EvaluationFailed, as a controller without
+    ``--metrics-url``).  Saved objects are shown as saved; a controller that leads the cluster keeps its own
+    polling.
     """
     if options.saved or not isinstance(reader, Backend) or await controller_leads(options, reader):
         return
@@ -110,9 +118,14 @@ async def refresh_available_updates(options: ClusterOptions, reader: Reader) -> 
     from cvo.updates.conditions import Registry
     from cvo.updates.poll import DEFAULT_UPDATE_SERVICE
 
+    prometheus = None
+    if monitoring is not None:
+        from cvo.monitoring.client import Prometheus
+
+        prometheus = Prometheus(monitoring)
     refresh = RefreshOptions(default_update_service=DEFAULT_UPDATE_SERVICE if options.real else "")
     gates, _ = await read_gates(reader.steady, "")
-    await refresh_once(reader.cluster, reader.clock, refresh, Registry(None, reader.clock),
+    await refresh_once(reader.cluster, reader.clock, refresh, Registry(prometheus, reader.clock),
                        risk_sources(reader.steady), gates.accept_risks)
 
 
@@ -167,6 +180,8 @@ def run_list(args: argparse.Namespace) -> int:
 
 
 def request_of(args: argparse.Namespace, *, to: str = "", to_image: str = "", pulled: str = "") -> Request:
+    from cvo.status.upgrade_target import Request
+
     return Request(to=to, to_image=to_image, to_latest=bool(args.to_latest),
                    allow_not_recommended=bool(args.allow_not_recommended),
                    allow_explicit=bool(args.allow_explicit_upgrade),
@@ -177,6 +192,8 @@ def request_of(args: argparse.Namespace, *, to: str = "", to_image: str = "", pu
 def checked_target(cv: ClusterVersion | dict[str, Any] | None, request: Request) -> Target:
     """:func:`resolve` on the ClusterVersion ``cv``, its warnings said on stderr; a refusal is a
     :class:`Refused` with oc's words."""
+    from cvo.status.upgrade_target import TargetRefused, resolve
+
     if cv is None:
         raise CommandFailed(NO_CLUSTER_VERSION)
     try:

@@ -1,7 +1,8 @@
 """``cvo upgrade recommend``: ``oc adm upgrade recommend``, the update precheck, on any backend or saved objects.
 
-Reads the ClusterVersion and the firing alerts (``--alerts-file``: Prometheus' ``/api/v1/alerts`` answer; or
-``--metrics-url``: that API asked), prints :func:`cvo.status.recommend.recommend`'s text.  ``--mock-clusterversion``
+Reads the ClusterVersion and the firing alerts (``--alerts-file``: Prometheus' ``/api/v1/alerts`` answer, read
+strictly by :mod:`cvo.status.recommend_alerts`; or the CVO's monitoring flags, :mod:`cvo.cli.monitoring_flags`:
+``Prometheus(...).alerts()``), prints :func:`cvo.status.recommend.recommend`'s text.  ``--mock-clusterversion``
 is oc's hidden test flag (the ClusterVersion file; its alerts in the ``-alerts.json`` beside it, when there).
 """
 
@@ -11,7 +12,6 @@ import argparse
 import csv
 import os
 import sys
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from cvo.cli.backend import (
@@ -23,11 +23,13 @@ from cvo.cli.backend import (
     open_reader,
 )
 from cvo.cli.common import EXIT_FAILED, EXIT_OK, CommandFailed, UsageError, print_error
+from cvo.cli.monitoring_flags import add_monitoring_flags, monitoring_options
 from cvo.cluster.api import cv_ref
 from cvo.objects import ClusterVersion
 
 if TYPE_CHECKING:
     from cvo.monitoring.answers import Alert
+    from cvo.monitoring.client import MonitoringOptions
     from cvo.status.recommend import AcceptableCondition
 
 HELP = "show the updates the cluster can take and the issues to weigh first, like 'oc adm upgrade recommend'"
@@ -74,101 +76,10 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     alerts.add_argument("--alerts-file", metavar="PATH",
                         help="the firing alerts: a saved answer of Prometheus' /api/v1/alerts (JSON)")
     alerts.add_argument("--mock-clusterversion", metavar="PATH", help=argparse.SUPPRESS)  # oc's hidden test flag
-    add_monitoring_flags(parser)
+    add_monitoring_flags(parser, alerts=True)
     add_backend_flags(parser)
     add_saved_flags(parser)
     parser.set_defaults(func=run)
-
-
-# --- until the risks branch is merged: cvo.cli.monitoring_flags (add_monitoring_flags, monitoring_options) and
-# cvo.monitoring.client (MonitoringOptions, Prometheus(options).alerts(), MonitoringError) replace this block,
-# with the same names and flags.
-
-
-@dataclass(frozen=True)
-class MonitoringOptions:
-    url: str
-    token_file: str = ""
-    ca_file: str = ""
-    timeout: float = 30.0
-
-
-class MonitoringError(Exception):
-    """No alerts from Prometheus: it could not be reached, or it did not answer with alerts."""
-
-
-def add_monitoring_flags(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("monitoring (the firing alerts)")
-    group.add_argument("--metrics-url", metavar="URL", default=None,
-                       help="the Prometheus API (or Thanos querier) asked for the firing alerts at URL/api/v1/alerts")
-    group.add_argument("--metrics-token-file", metavar="FILE", default=None,
-                       help="a file holding the bearer token sent to --metrics-url")
-    group.add_argument("--metrics-ca-bundle-file", "--metrics-ca-file", dest="metrics_ca_file", metavar="FILE",
-                       default=None, help="the CA bundle that --metrics-url's certificate is checked against "
-                                          "(default: the system's)")
-    group.add_argument("--metrics-timeout", metavar="SECONDS", type=float, default=30.0,
-                       help="how long the request may take (default 30)")
-
-
-def monitoring_options(args: argparse.Namespace) -> MonitoringOptions | None:
-    """The options of the flags, or None without ``--metrics-url``; :class:`UsageError` for bad ones."""
-    url, token, ca = args.metrics_url, args.metrics_token_file, args.metrics_ca_file
-    if not url:
-        if token or ca:
-            raise UsageError("--metrics-token-file and --metrics-ca-bundle-file need --metrics-url")
-        return None
-    if not url.startswith(("http://", "https://")):
-        raise UsageError(f"--metrics-url: {url!r} is not an http:// or https:// URL")
-    for flag, path in (("--metrics-token-file", token), ("--metrics-ca-bundle-file", ca)):
-        if path and not os.path.isfile(path):
-            raise UsageError(f"{flag}: {path}: no such file")
-    if not args.metrics_timeout > 0:
-        raise UsageError(f"--metrics-timeout: {args.metrics_timeout:g} is not a positive number of seconds")
-    return MonitoringOptions(url, token or "", ca or "", args.metrics_timeout)
-
-
-def _get_alerts(options: MonitoringOptions) -> bytes:
-    import ssl
-
-    import urllib3
-
-    from cvo.status.recommend_alerts import MAX_ALERTS_BYTES
-
-    headers = {"Accept": "application/json"}
-    if options.token_file:
-        try:
-            with open(options.token_file, encoding="utf-8") as f:
-                headers["Authorization"] = f"Bearer {f.read(64 * 1024).strip()}"
-        except (OSError, UnicodeDecodeError) as err:
-            raise MonitoringError(f"unable to read authorization credentials file {options.token_file}: "
-                                  f"{getattr(err, 'strerror', None) or type(err).__name__}") from None
-    try:
-        context = ssl.create_default_context(cafile=options.ca_file) if options.ca_file else None
-        pool = urllib3.PoolManager(ssl_context=context, timeout=urllib3.Timeout(options.timeout), retries=False)
-        response = pool.request("GET", options.url.rstrip("/") + ALERTS_PATH, headers=headers, preload_content=False)
-        try:
-            body = response.read(MAX_ALERTS_BYTES + 1)
-        finally:
-            response.release_conn()
-    except (urllib3.exceptions.HTTPError, OSError, ssl.SSLError) as err:
-        raise MonitoringError(str(err)) from None
-    if response.status // 100 != 2:
-        raise MonitoringError(f"{'server' if response.status // 100 == 5 else 'client'} error: {response.status}")
-    return bytes(body)
-
-
-async def prometheus_alerts(options: MonitoringOptions) -> tuple[Alert, ...]:
-    """``Prometheus(options).alerts()``: ``GET URL/api/v1/alerts`` in a worker thread (real seconds, whatever
-    the command's clock), the alerts, or :class:`MonitoringError`."""
-    import asyncio
-
-    from cvo.status.recommend_alerts import AlertsInvalid, parse_alerts
-
-    try:
-        body = await asyncio.get_running_loop().run_in_executor(None, _get_alerts, options)
-        return parse_alerts(body)
-    except (MonitoringError, AlertsInvalid) as err:
-        raise MonitoringError(f"failed to get alerts: {err}") from None
 
 
 # --- the alert check ------------------------------------------------------------------------------------
@@ -204,8 +115,11 @@ async def alert_check(args: argparse.Namespace, monitoring: MonitoringOptions | 
             return [no_alert_data("saved objects (--from-file) hold no alerts; give --alerts-file with a saved "
                                   f"answer of Prometheus' {ALERTS_PATH}")]
         return [no_alert_data("no --metrics-url or --alerts-file to read the firing alerts from")]
+    from cvo.monitoring.answers import MonitoringError
+    from cvo.monitoring.client import Prometheus
+
     try:
-        return alert_conditions(await prometheus_alerts(monitoring))
+        return alert_conditions(await Prometheus(monitoring).alerts())
     except MonitoringError as err:
         return [no_alert_data(f"Prometheus at {printable(monitoring.url, 200)}: {printable(str(err), 300)}")]
 
@@ -222,13 +136,15 @@ def accepted(values: list[str]) -> list[str]:
     return names
 
 
-async def refresh_available_updates(options: ClusterOptions, reader: Reader) -> None:
+async def refresh_available_updates(options: ClusterOptions, reader: Reader,
+                                    monitoring: MonitoringOptions | None = None) -> None:
     """Fetch the graph and write the available and conditional updates as the controller's
     ``syncAvailableUpdates`` would, when no controller does it: the listing's retrieval
-    (:func:`cvo.cli.upgrade_list_cmd.refresh_available_updates`); saved objects are never refreshed."""
+    (:func:`cvo.cli.upgrade_list_cmd.refresh_available_updates`), PromQL risks asked of ``--metrics-url`` as a
+    controller given that flag asks them; saved objects are never refreshed."""
     from cvo.cli.upgrade_list_cmd import refresh_available_updates as refresh
 
-    await refresh(options, reader)
+    await refresh(options, reader, monitoring)
 
 
 def _check_flags(args: argparse.Namespace) -> None:
@@ -262,7 +178,7 @@ def run(args: argparse.Namespace) -> int:
 
     async def main() -> None:
         async with open_reader(backend_options, clock) as reader:
-            await refresh_available_updates(backend_options, reader)
+            await refresh_available_updates(backend_options, reader, monitoring)
             cv = await reader.steady.get(cv_ref())
         found.append(None if cv is None else ClusterVersion.read(cv, source=reader.where))
         if cv is not None:  # oc: without a ClusterVersion, Run returns before the precheck

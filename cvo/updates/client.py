@@ -27,18 +27,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit
 
-import urllib3
-from urllib3.exceptions import (
-    HTTPError,
-    MaxRetryError,
-    NameResolutionError,
-    NewConnectionError,
-    ProtocolError,
-    ReadTimeoutError,
-    SSLError,
-)
-from urllib3.exceptions import TimeoutError as Urllib3Timeout
-
 from cvo.payload.gostrings import go_quote
 from cvo.updates.errors import UpdateError
 
@@ -156,6 +144,8 @@ def _tls(options: UpdateServiceOptions) -> ssl.SSLContext:
 def _why(err: BaseException, url: str) -> str:
     """A urllib3 failure as one line, worded like Go's net/http where it is a dial (``dial tcp
     127.0.0.1:1: connect: connection refused``), else the innermost reason."""
+    from urllib3.exceptions import MaxRetryError, NameResolutionError, NewConnectionError, SSLError
+
     reason = err.reason if isinstance(err, MaxRetryError) and err.reason is not None else err
     parts = urlsplit(url)
     try:
@@ -202,6 +192,17 @@ def _fetch(url: str, options: UpdateServiceOptions) -> bytes:
         raise UpdateError("RemoteFailed", f"{get}: unsupported protocol scheme {go_quote(scheme)}")
     if not urlsplit(url).hostname:
         raise UpdateError("RemoteFailed", f"{get}: http: no Host in request URL")
+    # urllib3 only here: a file:// upstream (the embedded cluster's graph) does without it (30 ms of imports)
+    import urllib3
+    from urllib3.exceptions import (
+        HTTPError,
+        MaxRetryError,
+        NewConnectionError,
+        ProtocolError,
+        ReadTimeoutError,
+    )
+    from urllib3.exceptions import TimeoutError as Urllib3Timeout
+
     deadline = time.monotonic() + options.timeout
     over = f"context deadline exceeded (cvo's timeout of {options.timeout:g} s)"
     headers = {"Accept": GRAPH_MEDIA_TYPE}

@@ -81,11 +81,11 @@ def test_alerts_from_prometheus_are_oc_alerts_from_a_file(tmp_path: Path, promet
 
 
 @pytest.mark.parametrize(("status", "body", "why"), [
-    (500, b"oops", "server error: 500"),
-    (403, b"forbidden", "client error: 403"),
-    (200, b"<html>a login page</html>", "not JSON"),
-    (200, b'{"status": "error", "errorType": "bad_data", "error": "no Thanos"}',
-     "Prometheus answered status 'error': no Thanos"),
+    # the Prometheus client's words (cvo.monitoring.answers: client_golang's "{type}: {msg}")
+    (500, b"oops", "server_error: server error: 500"),
+    (403, b"forbidden", "client_error: client error: 403"),
+    (200, b"<html>a login page</html>", "bad_response: the answer is not JSON: Expecting value"),
+    (200, b'{"status": "error", "errorType": "bad_data", "error": "no Thanos"}', "bad_data: no Thanos"),
 ])
 def test_a_prometheus_without_alerts_is_unknown(status: int, body: bytes, why: str, tmp_path: Path,
                                                 prometheus: FakePrometheus, capsys: pytest.CaptureFixture[str]) -> None:
