@@ -27,18 +27,19 @@ sync worker, which a failed write never stops):
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cvo.clock import Clock
 from cvo.cluster.api import ApiError, ApiErrorKind, Cluster, cv_ref, is_transient
 from cvo.cluster.persist import Budget, persist, reread_on_conflict, steady
 from cvo.log import get_logger
 from cvo.objects import ClusterVersion
-from cvo.runner.events import Reporter
 from cvo.runner.report_filter import ReportFilter
-from cvo.runner.sweep_events import ConditionChanged
 from cvo.status.clusterversion import cluster_version_object
 from cvo.status.parts import StatusPart, merge
+
+if TYPE_CHECKING:  # a command that only lists updates writes no sweep events: it need not import their catalogue
+    from cvo.runner.events import Reporter
 
 Parts = dict[str, StatusPart]
 
@@ -219,6 +220,8 @@ class StatusWriter:
         self._cv_current = True
         self._last_write = now_mono
         if self.reporter is not None:
+            from cvo.runner.sweep_events import ConditionChanged
+
             before, after = _condition_key(old_status), _condition_key(new_status)
             for type_, value in after.items():
                 if before.get(type_) != value:

@@ -71,25 +71,27 @@ def _objects_of(document: Any, shown: str, number: int) -> Iterable[dict[str, An
         return _status_document(document, shown, number)
     if not isinstance(kind, str) or not kind:
         raise InputError(shown, "object without a kind (cvo get -o yaml saves a cluster as one kind: List)", number)
+    shown_kind = limits.printable(kind, 60)  # a kind is the file's text: one line, quoted if it needs it
     if kind == "List" or (kind.endswith("List") and "items" in document):
         items = document.get("items")
         if items is None:
             return []
         if not isinstance(items, list):
-            raise InputError(shown, f"{kind}: items is not a list", number)
+            raise InputError(shown, f"{shown_kind}: items is not a list", number)
         out: list[dict[str, Any]] = []
         for i, item in enumerate(items):
             if not isinstance(item, Mapping) or not item.get("kind"):
-                raise InputError(shown, f"{kind}: items[{i}] is not an object with a kind", number)
+                raise InputError(shown, f"{shown_kind}: items[{i}] is not an object with a kind", number)
             out.extend(_objects_of(item, shown, number))
         return out
     if not isinstance(document.get("apiVersion", ""), str):
         raise InputError(shown, "apiVersion is not text", number)
     meta = document.get("metadata")
     if not isinstance(meta, Mapping) or not isinstance(meta.get("name"), str) or not meta.get("name"):
-        raise InputError(shown, f"{kind} without metadata.name", number)
+        raise InputError(shown, f"{shown_kind} without metadata.name", number)
     if not isinstance(meta.get("namespace", ""), str | type(None)):
-        raise InputError(shown, f"{kind} {meta['name']}: metadata.namespace is not text", number)
+        raise InputError(shown, f"{shown_kind} {limits.printable(meta['name'], 60)}: metadata.namespace is not text",
+                         number)
     view = KINDS.get((str(document.get("apiVersion", "")).rpartition("/")[0], kind))
     if view is None:
         return [dict(document)]
