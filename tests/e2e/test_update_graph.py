@@ -219,6 +219,9 @@ def test_channel_risks_on_a_real_prometheus_and_an_update_by_version(
                    alive=b.popen)
         cond = update_condition(cv(), "4.17.0")
         assert cond["reason"] == RISK and "etcd is degraded" in cond["message"]
+        # the alert's series now come from b (another target): pending again for a moment, then firing
+        wait_until("ClusterOperatorDown to fire again", lambda: firing(prometheus, "ClusterOperatorDown", name="etcd"),
+                   120, interval=0.5)
         rec = e2e.cvo("upgrade", "recommend", "--version", "4.17.0", "--metrics-url", prometheus.url)
         assert rec.returncode != 0
         assert RISK in rec.stdout + rec.stderr and "ClusterOperatorDown" in rec.stdout + rec.stderr

@@ -141,9 +141,13 @@ class _Handler(BaseHTTPRequestHandler):
     do_HEAD = do_GET
 
 
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 128  # the default 5 filled up on a loaded machine: a connect then waited in the kernel
+
+
 @contextmanager
 def _server() -> Iterator[ThreadingHTTPServer]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    server = _Server(("127.0.0.1", 0), _Handler)
     server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
@@ -166,7 +170,7 @@ def response_target(answer: tuple[int, list[tuple[str, str]], bytes]) -> None:
     server.answer = answer  # type: ignore[attr-defined]
     now = [0.0]
     spec = f"127.0.0.1:{server.server_address[1]}/ocp/release:4.16.3"
-    repo = open_registry(parse_image(spec), RegistryOptions(insecure=True, read_timeout=5, pull_secret={}),
+    repo = open_registry(parse_image(spec), RegistryOptions(insecure=True, read_timeout=1, pull_secret={}),
                          Deadline(4, lambda: now[0], lambda s: now.__setitem__(0, now[0] + s)))
     for call in (lambda: repo.get_manifest("4.16.3"), lambda: repo.head_manifest("4.16.3"),
                  lambda: repo.has_blob("sha256:" + "b" * 64)):
