@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cvo.gates.olm import OC_GROUP, OC_KIND
+from cvo.objects import MachineConfig, MachineConfigPool, Node
 from cvo.operators.behaviour import parse_duration
 from cvo.payload.conditions import find_condition
 from cvo.runner.durations import RECORDS_REF, cluster_forecast
@@ -18,6 +19,7 @@ from cvo.scenario.model import EXPECTATIONS, ScenarioError
 from cvo.scenario.replay import ReplayOutcome
 from cvo.status.godur import to_ns
 from cvo.status.text import write_status_text
+from cvo.status.upgrade_nodes import MC_GROUP, Machines
 from cvo.status.upgrade_status import StatusUnavailable, assess
 from cvo.status.upgrade_text import DETAILS, render
 
@@ -299,6 +301,20 @@ def _check_status_output(out: ReplayOutcome, value: Any) -> list[Check]:
     return checks
 
 
+def _machines(objects: list[dict[str, Any]]) -> Machines | None:
+    """The pools, nodes and rendered configs among ``objects`` (as ``cvo upgrade status`` reads them from a
+    cluster); ``None`` without pools, so a cluster with no simulated nodes reads as before."""
+    def of(group: str, kind: str) -> list[dict[str, Any]]:
+        return sorted((o for o in objects if o.get("kind") == kind and str(o.get("apiVersion", "")).startswith(
+            f"{group}/" if group else "v1")), key=lambda o: str((o.get("metadata") or {}).get("name")))
+
+    pools = of(MC_GROUP, "MachineConfigPool")
+    if not pools:
+        return None
+    return Machines([MachineConfigPool.read(o) for o in pools], [Node.read(o) for o in of("", "Node")],
+                    [MachineConfig.read(o) for o in of(MC_GROUP, "MachineConfig")])
+
+
 def _upgrade_status_text(out: ReplayOutcome, spec: Mapping[str, Any]) -> tuple[str, str, str]:
     """(label, assessment, text) of ``cvo upgrade status`` at ``spec.at`` (default: the end)."""
     details = str(spec.get("details", "none"))
@@ -310,11 +326,13 @@ def _upgrade_status_text(out: ReplayOutcome, spec: Mapping[str, Any]) -> tuple[s
             return f"upgrade status at {spec['at']}", "", f"<the replay ended after {out.elapsed:.0f}s>"
         when, cv, cos, records = out.snapshots[at]
         label = f"upgrade status at {spec['at']}"
+        machines = _machines(out.machines.get(at, []))
     else:
         when, cv, cos, label = out.finished, out.cluster_version, out.cluster_operators, "upgrade status at the end"
         records = out.objects.get(RECORDS_REF)
+        machines = _machines(list(out.objects.values()))
     try:
-        status = assess(cv or None, cos, to_ns(when))
+        status = assess(cv or None, cos, to_ns(when), machines=machines)
     except StatusUnavailable as err:
         return label, "", f"error: {err}"
     assessment = status.control_plane.assessment if status.updating and status.control_plane else "not updating"
