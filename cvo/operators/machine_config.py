@@ -141,6 +141,19 @@ class MachineConfigSimulator:
             for name in pool.node_names():
                 await self._retrying(f"create node {name}", functools.partial(self._create_node, pool, name, config, now))
             await self._write_pool_status(pool.name)
+            await self._resume(pool)
+
+    async def _resume(self, pool: PoolBehaviour) -> None:
+        """A pool whose nodes are not all at its ``spec.configuration`` (an operator restarted mid-update) rolls on."""
+        if pool.name in self._pools:
+            return
+        live = await self.cluster.get(pool_ref(pool.name))
+        target = str(dig(live, "spec", "configuration", "name") or "")
+        nodes = await self._pool_nodes(pool.name)
+        if target and any(mapping(dig(n, "metadata", "annotations")).get(CURRENT_CONFIG) != target for n in nodes):
+            log.info("machine config pool update resumed", pool=pool.name, config=target)
+            self._done[pool.name] = asyncio.Event()
+            self._pools[pool.name] = asyncio.create_task(self._roll_pool(pool, target), name=f"mco pool {pool.name}")
 
     async def _render(self, pool: PoolBehaviour, config: str, version: str) -> None:
         if await self.cluster.get(Ref(GROUP, "MachineConfig", "", config)) is not None:
@@ -214,9 +227,17 @@ class MachineConfigSimulator:
                 await task
 
     async def _pool_nodes(self, pool: str) -> list[Object]:
-        live = await self.cluster.get(pool_ref(pool))
-        selector = dig(live, "spec", "nodeSelector")
-        nodes = [n for n in await self.cluster.list("", "Node") if _selects(selector, mapping(dig(n, "metadata", "labels")))]
+        """The nodes of ``pool``: a node is in master if master selects it, else in the first custom pool that
+        does, else in worker (pkg/controller/common/helpers.go ``GetPoolsForNode``: a custom pool's nodes carry
+        the worker role too, and leave the worker pool)."""
+        pools = {str(dig(p, "metadata", "name")): dig(p, "spec", "nodeSelector")
+                 for p in await self.cluster.list(GROUP, "MachineConfigPool")}
+        order = [MASTER, *sorted(n for n in pools if n not in (MASTER, WORKER)), WORKER]
+        nodes = []
+        for node in await self.cluster.list("", "Node"):
+            labels = mapping(dig(node, "metadata", "labels"))
+            if next((name for name in order if name in pools and _selects(pools[name], labels)), None) == pool:
+                nodes.append(node)
         return sorted(nodes, key=lambda n: str(dig(n, "metadata", "name")))
 
     async def _roll_pool(self, pool: PoolBehaviour, config: str) -> None:
@@ -231,9 +252,11 @@ class MachineConfigSimulator:
                 annotations = {str(dig(n, "metadata", "name")): mapping(dig(n, "metadata", "annotations")) for n in nodes}
                 if all(a.get(CURRENT_CONFIG) == config and a.get(STATE) == STATE_DONE for a in annotations.values()):
                     break
+                for name, a in annotations.items():  # a node the daemon had started (before a restart) goes on
+                    if name not in running and _in_progress(a, config):
+                        running[name] = asyncio.create_task(self._update_node(pool, name, config), name=f"mco node {name}")
                 if not dig(live, "spec", "paused"):
-                    busy = {n for n, a in annotations.items()
-                            if n in running or (a.get(DESIRED_CONFIG) == config and a.get(CURRENT_CONFIG) != config)}
+                    busy = {n for n, a in annotations.items() if n in running or _away(a, config)}
                     room = max_unavailable(dig(live, "spec", "maxUnavailable") or 1, len(nodes)) - len(busy)
                     for name, a in annotations.items():
                         if room <= 0:
@@ -396,6 +419,16 @@ class MachineConfigSimulator:
                 log.info("machine-config request failed; retrying", request=what, error=str(err), retry_in=delay)
             await asyncio.sleep(delay)
             delay = min(delay * 2, RETRY_CAP)
+
+
+def _away(annotations: Mapping[str, Any], config: str) -> bool:
+    """Told to move to ``config`` and not there yet (updating, or degraded on the way)."""
+    return annotations.get(DESIRED_CONFIG) == config and annotations.get(CURRENT_CONFIG) != config
+
+
+def _in_progress(annotations: Mapping[str, Any], config: str) -> bool:
+    """On the way to ``config`` and not degraded: a daemon that restarts carries on."""
+    return _away(annotations, config) and annotations.get(STATE) not in (STATE_DEGRADED, STATE_UNRECONCILABLE)
 
 
 def _spec_configuration(config: str) -> Callable[[Object], None]:

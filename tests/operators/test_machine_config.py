@@ -256,3 +256,23 @@ def test_a_failing_node_goes_degraded_and_holds_its_pool() -> None:
 
     simulate(test, MachinesBehaviour((PoolBehaviour("master", 1), PoolBehaviour("worker", 2)), drain=5.0, reboot=5.0,
                                      fail=frozenset({"worker-0"})))
+
+
+def test_a_restarted_operator_carries_on_with_the_nodes_half_way() -> None:
+    async def test(cluster: SimCluster, machines: MachineConfigSimulator) -> None:
+        await machines.install(OLD)
+        await machines.update(NEW)  # 20 s: the master and worker-0 are done; worker-1 starts its drain
+        await asyncio.sleep(5)
+        await machines.stop()
+        assert (await annotations(cluster, "worker-1"))[STATE] == "Working"
+        await asyncio.sleep(600)  # nothing moves while no operator runs
+        assert (await pool_status(cluster, "worker"))["updatedMachineCount"] == 1
+        again = MachineConfigSimulator(cluster, machines.clock, machines.behaviour)
+        try:
+            await again.install(NEW)  # as an operator restarting finds its release there
+            await asyncio.sleep(60)  # worker-1 again from its drain: 10 s + 10 s
+            assert (await pool_status(cluster, "worker"))["updatedMachineCount"] == 2
+        finally:
+            await again.stop()
+
+    simulate(test, MachinesBehaviour((PoolBehaviour("master", 1), PoolBehaviour("worker", 2)), drain=10.0, reboot=10.0))
