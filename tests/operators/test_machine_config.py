@@ -15,6 +15,7 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
+from cvo.cli.main import main
 from cvo.clock import Clock, run_virtual
 from cvo.cluster.api import Ref
 from cvo.cluster.embedded.server import DEFAULT_NAMESPACES, SimCluster
@@ -276,3 +277,20 @@ def test_a_restarted_operator_carries_on_with_the_nodes_half_way() -> None:
             await again.stop()
 
     simulate(test, MachinesBehaviour((PoolBehaviour("master", 1), PoolBehaviour("worker", 2)), drain=10.0, reboot=10.0))
+
+
+def test_cvo_upgrade_status_shows_the_workers_still_updating_after_cvo_upgrade(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    payloads = MANIFESTS.parents[1]
+    state, operators = tmp_path / "state.db", tmp_path / "operators.yaml"
+    operators.write_text("default: {delay: 10s}\nmachine-config:\n  nodes: {drain: 1m, reboot: 2m}\n"
+                         "  pools: {master: 3, worker: 4}\n")
+    assert main(["install", str(payloads / "demo-4.16.0"), "--state", str(state), "--operators", str(operators)]) == 0
+    assert main(["upgrade", "--to", str(payloads / "demo-4.16.3"), "--state", str(state),
+                 "--operators", str(operators)]) == 0
+    capsys.readouterr()
+    assert main(["upgrade", "status", "--state", str(state), "--details", "all"]) == 0
+    out = capsys.readouterr().out
+    assert "All control plane nodes successfully updated to 4.16.3\n" in out
+    assert "worker        Progressing   75% (3/4)    3 Available, 1 Progressing, 1 Draining\n" in out
+    assert "worker-3   Progressing   Draining   4.16.0    +10m   \n" in out
