@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cvo.gates.olm import OC_GROUP, OC_KIND
-from cvo.objects import MachineConfig, MachineConfigPool, Node
+from cvo.objects import ClusterVersion, MachineConfig, MachineConfigPool, Node
 from cvo.operators.behaviour import parse_duration
 from cvo.payload.conditions import find_condition
 from cvo.runner.durations import RECORDS_REF, cluster_forecast
@@ -18,8 +18,17 @@ from cvo.runner.sweep_events import BY_NAME, Event, SweepEvent, TaskApplied, Tas
 from cvo.scenario.model import EXPECTATIONS, ScenarioError
 from cvo.scenario.replay import ReplayOutcome
 from cvo.status.godur import to_ns
+from cvo.status.node_state import STATE
 from cvo.status.text import write_status_text
-from cvo.status.upgrade_nodes import MC_GROUP, Machines
+from cvo.status.upgrade_nodes import (
+    ASSESSMENT_NAMES,
+    MC_GROUP,
+    PHASE_NAMES,
+    Machines,
+    NodeRow,
+    Pools,
+    assess_pools,
+)
 from cvo.status.upgrade_status import StatusUnavailable, assess
 from cvo.status.upgrade_text import DETAILS, render
 
@@ -359,6 +368,79 @@ def _check_upgrade_status(out: ReplayOutcome, value: Any) -> list[Check]:
     return checks
 
 
+def _final_pools(out: ReplayOutcome) -> tuple[Pools | None, dict[str, dict[str, Any]]]:
+    """oc's assessment of the pools and nodes at the end (:func:`assess_pools`), and the pools' objects by name."""
+    objects = list(out.objects.values())
+    machines = _machines(objects)
+    if machines is None or not out.cluster_version:
+        return None, {}
+    raw = {p.name: dict(p.body) for p in machines.pools}
+    return assess_pools(ClusterVersion.of(out.cluster_version), machines, False, to_ns(out.finished)), raw
+
+
+_POOL_COUNTS = {"machines": "machineCount", "updated": "updatedMachineCount", "ready": "readyMachineCount",
+                "unavailable": "unavailableMachineCount", "degraded": "degradedMachineCount"}
+
+
+def _check_pools(out: ReplayOutcome, value: Any) -> list[Check]:
+    """The MachineConfigPools at the end: oc's assessment and completion (as ``cvo upgrade status`` shows
+    them), the status counts, ``paused``, or ``absent``."""
+    pools, raw = _final_pools(out)
+    rows = {} if pools is None else {r.name: r for r in ([pools.control_plane] if pools.control_plane else [])
+                                     + pools.workers}
+    checks = []
+    for spec in value or []:
+        name = str(spec.get("name"))
+        label = f"pool {name} " + " ".join(f"{k}={v}" for k, v in spec.items() if k != "name")
+        if name not in raw:
+            checks.append(Check(label, spec.get("absent") is True, "no such MachineConfigPool"))
+            continue
+        if spec.get("absent"):
+            checks.append(Check(label, False, "the pool is there"))
+            continue
+        row, obj = rows[name], raw[name]
+        status = obj.get("status") or {}
+        actual: dict[str, Any] = {"assessment": row.assessment, "completion": round(row.completion),
+                                  "paused": bool((obj.get("spec") or {}).get("paused", False))}
+        actual |= {key: status.get(field) for key, field in _POOL_COUNTS.items()}
+        problems = [f"{key} is {actual[key]!r}" for key in spec if key in actual and actual[key] != spec[key]]
+        unknown = sorted(set(spec) - set(actual) - {"name", "absent"})
+        if unknown:
+            raise ScenarioError(f"expect.pools: unknown key {unknown[0]!r}; known: name, absent, "
+                                f"{', '.join(sorted(actual))}")
+        checks.append(Check(label, not problems, "; ".join(problems) or "ok"))
+    return checks
+
+
+def _check_nodes(out: ReplayOutcome, value: Any) -> list[Check]:
+    """The Nodes at the end as oc assesses them: pool, version, phase, assessment, the daemon's ``state``."""
+    pools, _ = _final_pools(out)
+    rows: dict[str, tuple[str, NodeRow | None]] = {}
+    for assessed in ([pools.control_plane] if pools and pools.control_plane else []) + (pools.workers if pools else []):
+        rows |= {n.name: (assessed.name, n) for n in assessed.nodes}
+    nodes = {str((o.get("metadata") or {}).get("name")): o for o in out.objects.values() if o.get("kind") == "Node"
+             and o.get("apiVersion") == "v1"}
+    checks = []
+    for spec in value or []:
+        name = str(spec.get("name"))
+        label = f"node {name} " + " ".join(f"{k}={v}" for k, v in spec.items() if k != "name")
+        if name not in nodes:
+            checks.append(Check(label, False, "no such Node"))
+            continue
+        pool, row = rows.get(name, ("", None))
+        annotations = (nodes[name].get("metadata") or {}).get("annotations") or {}
+        actual: dict[str, Any] = {"pool": pool, "state": annotations.get(STATE, ""),
+                                  "cordoned": bool((nodes[name].get("spec") or {}).get("unschedulable", False)),
+                                  "version": row.version if row else "", "phase": PHASE_NAMES[row.phase] if row else "",
+                                  "assessment": ASSESSMENT_NAMES[row.assessment] if row else ""}
+        unknown = sorted(set(spec) - set(actual) - {"name"})
+        if unknown:
+            raise ScenarioError(f"expect.nodes: unknown key {unknown[0]!r}; known: name, {', '.join(sorted(actual))}")
+        problems = [f"{key} is {actual[key]!r}" for key in spec if key in actual and actual[key] != spec[key]]
+        checks.append(Check(label, not problems, "; ".join(problems) or "ok"))
+    return checks
+
+
 CHECKS: dict[str, Callable[[ReplayOutcome, Any], Check | list[Check]]] = {
     "result": _check_result,
     "elapsed": _check_elapsed,
@@ -370,6 +452,8 @@ CHECKS: dict[str, Callable[[ReplayOutcome, Any], Check | list[Check]]] = {
     "objects": _check_objects,
     "status-output": _check_status_output,
     "upgrade-status": _check_upgrade_status,
+    "pools": _check_pools,
+    "nodes": _check_nodes,
 }
 assert set(CHECKS) == set(EXPECTATIONS), "model.EXPECTATIONS and expect.CHECKS must list the same kinds"
 
