@@ -54,6 +54,7 @@ ROLE_LABEL = "node-role.kubernetes.io/"
 POLL = 30.0  # seconds between looks at a pool that cannot go on (paused, a degraded node in the way)
 DRAIN_RETRY = 60.0  # seconds between drain attempts a PodDisruptionBudget refused
 RETRY_INITIAL, RETRY_CAP = 1.0, 10.0
+STATUS_DELAY = 1.0  # seconds: a pool's status follows its nodes' steps this late, once for all of them
 
 
 def rendered_name(pool: str, version: str) -> str:
@@ -102,6 +103,8 @@ def _selects(selector: Any, labels: Mapping[str, Any]) -> bool:
     expressions = selector.get("matchExpressions") or []
     if not isinstance(match_labels, Mapping) or not isinstance(expressions, list):
         return False
+    if not expressions:  # the common shape, read without building a view
+        return all(k in labels and str(labels[k]) == str(v) for k, v in match_labels.items())
     try:
         view = LabelSelector.build({"matchLabels": match_labels, "matchExpressions": expressions})
     except (TypeError, ValueError, AttributeError):
@@ -118,6 +121,8 @@ class MachineConfigSimulator:
         self.behaviour = behaviour
         self._pools: dict[str, asyncio.Task[None]] = {}  # pool -> its rollout
         self._done: dict[str, asyncio.Event] = {}  # pool -> at its target config
+        self._status_pending: set[str] = set()  # pools whose status is written soon
+        self._status_tasks: set[asyncio.Task[None]] = set()
 
     # --- install ------------------------------------------------------------------------------------
 
@@ -218,8 +223,9 @@ class MachineConfigSimulator:
             await master.wait()
 
     async def stop(self) -> None:
-        tasks = list(self._pools.values())
+        tasks = list(self._pools.values()) + list(self._status_tasks)
         self._pools.clear()
+        self._status_pending.clear()
         for task in tasks:
             task.cancel()
         for task in tasks:
@@ -313,7 +319,22 @@ class MachineConfigSimulator:
         if ready is not None:
             await self._retrying(f"status of node {ref.name}", lambda: self._edit(ref, _ready(ready, self._now()),
                                                                                    status=True))
-        await self._retrying(f"status of pool {pool.name}", lambda: self._write_pool_status(pool.name))
+        self._status_soon(pool.name)
+
+    def _status_soon(self, pool: str) -> None:
+        """The pool's status a second from now, once for all the steps of its nodes until then (as the
+        controller's work queue coalesces the node events of one pool)."""
+        if pool in self._status_pending:
+            return
+        self._status_pending.add(pool)
+
+        async def write() -> None:
+            await asyncio.sleep(STATUS_DELAY)
+            self._status_pending.discard(pool)
+            await self._retrying(f"status of pool {pool}", lambda: self._write_pool_status(pool))
+
+        self._status_tasks.add(task := asyncio.create_task(write(), name=f"mco status {pool}"))
+        task.add_done_callback(self._status_tasks.discard)
 
     def _now(self) -> str:
         return to_rfc3339(self.clock.now())
