@@ -145,8 +145,8 @@ class MachineConfigSimulator:
             await self._retrying(f"create pool {pool.name}", functools.partial(self._create_pool, pool, config))
             for name in pool.node_names():
                 await self._retrying(f"create node {name}", functools.partial(self._create_node, pool, name, config, now))
-            await self._write_pool_status(pool.name)
-            await self._resume(pool)
+            await self._retrying(f"status of pool {pool.name}", functools.partial(self._write_pool_status, pool.name))
+            await self._retrying(f"resume pool {pool.name}", functools.partial(self._resume, pool))
 
     async def _resume(self, pool: PoolBehaviour) -> None:
         """A pool whose nodes are not all at its ``spec.configuration`` (an operator restarted mid-update) rolls on."""
@@ -179,18 +179,20 @@ class MachineConfigSimulator:
                      "configuration": {"name": config}}})
 
     async def _create_node(self, pool: PoolBehaviour, name: str, config: str, now: str) -> None:
-        if await self.cluster.get(node_ref(name)) is not None:
-            return
-        created = await self._create({"apiVersion": "v1", "kind": "Node", "metadata": {
-            "name": name, "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", **_roles(pool.name)},
-            "annotations": {CURRENT_CONFIG: config, DESIRED_CONFIG: config, STATE: STATE_DONE, REASON: "",
-                            DESIRED_DRAIN: f"uncordon-{config}", LAST_APPLIED_DRAIN: f"uncordon-{config}"}},
-            "spec": {}})
-        await self.cluster.update_status({**created, "status": {"conditions": [
-            _condition("Ready", True, now, "KubeletReady", "kubelet is posting ready status"),
-            _condition("MemoryPressure", False, now, "KubeletHasSufficientMemory"),
-            _condition("DiskPressure", False, now, "KubeletHasNoDiskPressure"),
-            _condition("PIDPressure", False, now, "KubeletHasSufficientPID")]}})
+        node = await self.cluster.get(node_ref(name))
+        if node is None:
+            node = await self._create({"apiVersion": "v1", "kind": "Node", "metadata": {
+                "name": name, "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
+                                         **_roles(pool.name)},
+                "annotations": {CURRENT_CONFIG: config, DESIRED_CONFIG: config, STATE: STATE_DONE, REASON: "",
+                                DESIRED_DRAIN: f"uncordon-{config}", LAST_APPLIED_DRAIN: f"uncordon-{config}"}},
+                "spec": {}})
+        if not entries(dig(node, "status", "conditions")):  # the kubelet's first report
+            await self.cluster.update_status({**node, "status": {"conditions": [
+                _condition("Ready", True, now, "KubeletReady", "kubelet is posting ready status"),
+                _condition("MemoryPressure", False, now, "KubeletHasSufficientMemory"),
+                _condition("DiskPressure", False, now, "KubeletHasNoDiskPressure"),
+                _condition("PIDPressure", False, now, "KubeletHasSufficientPID")]}})
 
     async def _create(self, obj: Object) -> Object:
         try:

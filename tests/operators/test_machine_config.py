@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from cvo.cli.main import main
 from cvo.clock import Clock, run_virtual
-from cvo.cluster.api import Ref
+from cvo.cluster.api import ApiErrorKind, Ref
 from cvo.cluster.embedded.server import DEFAULT_NAMESPACES, SimCluster
 from cvo.objects import ClusterVersion, MachineConfig, MachineConfigPool, Node
 from cvo.operators.behaviour import Behaviours
@@ -294,3 +294,19 @@ def test_cvo_upgrade_status_shows_the_workers_still_updating_after_cvo_upgrade(
     assert "All control plane nodes successfully updated to 4.16.3\n" in out
     assert "worker        Progressing   75% (3/4)    3 Available, 1 Progressing, 1 Draining\n" in out
     assert "worker-3   Progressing   Draining   4.16.0    +10m   \n" in out
+
+
+def test_api_errors_are_retried_and_leave_nothing_half_made() -> None:
+    async def test(cluster: SimCluster, machines: MachineConfigSimulator) -> None:
+        cluster.inject_failure(("", "Node"), ApiErrorKind.SERVER_TIMEOUT, count=3, verbs=["update_status"])
+        cluster.inject_failure(pool_ref("worker"), ApiErrorKind.CONFLICT, count=2, verbs=["update", "update_status"])
+        await machines.install(OLD)
+        for name in ("master-0", "worker-0"):
+            node = await cluster.get(node_ref(name))
+            assert node is not None and [c["type"] for c in node["status"]["conditions"]] == [
+                "Ready", "MemoryPressure", "DiskPressure", "PIDPressure"]
+        await machines.update(NEW)
+        await asyncio.sleep(60)
+        assert (await pool_status(cluster, "worker"))["updatedMachineCount"] == 1
+
+    simulate(test, MachinesBehaviour((PoolBehaviour("master", 1), PoolBehaviour("worker", 1)), drain=5.0, reboot=5.0))
