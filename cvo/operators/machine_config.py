@@ -8,8 +8,8 @@ moves its nodes to them ``maxUnavailable`` at a time (pkg/controller/node/node_c
 ``desiredConfig`` annotation, ``state`` Working, cordon and drain (``desiredDrain``/``lastAppliedDrain``,
 pkg/controller/drain/drain_controller.go; a Pod whose PodDisruptionBudget allows no disruption holds the
 drain), ``state`` Rebooting, then ``currentConfig`` and ``state`` Done, uncordoned.  A node the behaviour
-names in ``fail`` goes ``state`` Degraded instead.  After every step the pool's status is written as
-pkg/controller/node/status.go ``calculateStatus`` does.
+names in ``fail`` goes ``state`` Degraded instead.  A second after its nodes' steps the pool's status is
+written as pkg/controller/node/status.go ``calculateStatus`` does.
 
 :meth:`MachineConfigSimulator.update` returns when the master pool is done: the machine-config
 ClusterOperator reports its new version then; the other pools go on in the background.  All waits are
@@ -236,7 +236,7 @@ class MachineConfigSimulator:
 
     async def _pool_nodes(self, pool: str) -> list[Object]:
         """The nodes of ``pool``: a node is in master if master selects it, else in the first custom pool that
-        does, else in worker (pkg/controller/common/helpers.go ``GetPoolsForNode``: a custom pool's nodes carry
+        does, else in worker (pkg/helpers/helpers.go ``GetPoolsForNode``: a custom pool's nodes carry
         the worker role too, and leave the worker pool)."""
         pools = {str(dig(p, "metadata", "name")): dig(p, "spec", "nodeSelector")
                  for p in await self.cluster.list(GROUP, "MachineConfigPool")}
