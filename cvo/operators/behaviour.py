@@ -8,54 +8,19 @@ from the start of the operator's rollout (``degraded``) or from the start of the
 
 from __future__ import annotations
 
-import math
 import os
-import re
 import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-from cvo.payload.limits import printable
+from cvo.operators.durations import MAX_DURATION as MAX_DURATION  # re-exported: its home before durations.py
+from cvo.operators.durations import label as _label
+from cvo.operators.durations import parse_duration as parse_duration
+from cvo.operators.durations import show as _show
+from cvo.operators.machine_behaviour import MachinesBehaviour, parse_machines
 
-_DURATION = re.compile(r"^(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m)?(?:(\d+(?:\.\d+)?)s)?$", re.ASCII)
-_SECONDS = re.compile(r"^\d+(?:\.\d+)?$", re.ASCII)
-# Longer than any simulated timeline; keeps clock arithmetic far from datetime's range.
-MAX_DURATION = 366 * 24 * 3600.0
 MAX_FLAPS = 10_000
-
-
-def _show(value: Any) -> str:
-    """A value for a one-line message."""
-    return printable(repr(value), 60)
-
-
-def _label(key: Any) -> str:
-    """A key of the file (an operator name) for a one-line message."""
-    return printable(str(key), 60)
-
-
-def parse_duration(value: Any, what: str = "duration", minimum: float = 0.0) -> float:
-    """Seconds from ``90``, ``"90s"``, ``"40m"`` or ``"1h30m"``: finite, at least ``minimum``, at most a year."""
-    seconds: float | None = None
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        seconds = float(value)
-    elif isinstance(value, str):
-        text = value.strip()
-        match = _DURATION.match(text)
-        if _SECONDS.match(text):  # a bare number is seconds, as the help of every duration flag says
-            seconds = float(text)
-        elif text and match and any(match.groups()):
-            h, m, s = (float(g) if g else 0.0 for g in match.groups())
-            seconds = h * 3600 + m * 60 + s
-    if seconds is None or math.isnan(seconds):
-        raise ValueError(f"{what}: {_show(value)} is not a duration (use seconds or e.g. 90s, 40m, 1h30m)")
-    if seconds < minimum:
-        least = "0s" if minimum == 0 else f"{minimum:g}s"
-        raise ValueError(f"{what}: {_show(value)} is too short: it must be at least {least}")
-    if seconds > MAX_DURATION:
-        raise ValueError(f"{what}: {_show(value)} is longer than a year")
-    return seconds
 
 
 @dataclass(frozen=True)
@@ -98,9 +63,12 @@ class Behaviour:
     version_early: bool = False  # report the new versions at rollout start, before operands finish
     never_versions: bool = False  # become Available but never report the new versions
     use_operator_condition: bool = False  # report Upgradeable on its OperatorCondition too (issue 4)
+    machines: MachinesBehaviour | None = None  # machine-config's pools and nodes (``nodes``, ``pools``)
 
 
-_KEYS = {f.name.replace("_", "-"): f.name for f in fields(Behaviour)} | {f.name: f.name for f in fields(Behaviour)}
+_MACHINE_KEYS = ("nodes", "pools")  # parsed together into ``machines``
+_KEYS = ({f.name.replace("_", "-"): f.name for f in fields(Behaviour) if f.name != "machines"}
+         | {f.name: f.name for f in fields(Behaviour) if f.name != "machines"} | {k: k for k in _MACHINE_KEYS})
 
 
 def _text(value: Any, where: str) -> str:
@@ -114,13 +82,16 @@ def parse_behaviour(data: Mapping[str, Any], what: str, base: Behaviour | None =
     if not isinstance(data, Mapping):
         raise ValueError(f"{what}: expected a mapping of behaviours")
     values: dict[str, Any] = {}
+    machines: dict[str, Any] = {}
     for key, value in data.items():
         name = _KEYS.get(key) if isinstance(key, str) else None
         if name is None:
             raise ValueError(f"{what}: unknown behaviour {_show(key)}; known: "
                              f"{', '.join(sorted(k for k in _KEYS if '-' not in k))}")
         where = f"{what}.{_label(key)}"
-        if name in ("delay", "flapping"):
+        if name in _MACHINE_KEYS:
+            machines[name] = value
+        elif name in ("delay", "flapping"):
             values[name] = parse_duration(value, where)
         elif name in ("degraded", "upgradeable"):
             values[name] = None if value in (None, False) else Window.parse(value, where)
@@ -140,6 +111,8 @@ def parse_behaviour(data: Mapping[str, Any], what: str, base: Behaviour | None =
             if not isinstance(value, bool):
                 raise ValueError(f"{where}: expected true or false")
             values[name] = value
+    if machines:
+        values["machines"] = parse_machines(machines.get("nodes"), machines.get("pools"), what)
     return replace(base or Behaviour(), **values)
 
 

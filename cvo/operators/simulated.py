@@ -49,6 +49,7 @@ from cvo.log import get_logger
 from cvo.operators.behaviour import Behaviour, Behaviours
 from cvo.operators.library.clusteroperator import Condition, report_status
 from cvo.operators.library.conditions import OperatorConditions
+from cvo.operators.machine_config import MachineConfigSimulator
 from cvo.payload.fields import dig, entries, mapping
 from cvo.payload.graph import operator_versions
 from cvo.payload.loader import Release
@@ -59,6 +60,7 @@ log = get_logger("cvo.cluster.embedded")
 T = TypeVar("T")
 RETRY_INITIAL = 1.0  # seconds before an operator tries again after an API error; doubles up to RETRY_CAP
 RETRY_CAP = 10.0
+MACHINE_CONFIG = "machine-config"  # the operator whose behaviour may ask for pools and nodes
 
 
 @dataclass
@@ -110,6 +112,7 @@ class OperatorSimulator:
         self.operand_namespaces: set[str] = set()
         self._reading: set[str] = set()  # operators whose "first read" decision is in progress
         self._namespaces_done: set[str] = set()  # operand namespaces already ensured
+        self.machines: MachineConfigSimulator | None = None  # pools and nodes, if machine-config's behaviour asks
         self._windows: set[str] = set()  # operators whose Upgradeable window runs
         self._remove_read_hook: Any = None
         self._again: set[str] = set()  # operators with a decision scheduled again after an API error
@@ -202,7 +205,16 @@ class OperatorSimulator:
         await self._create_operand_namespaces()
         await self._start_operators()
 
+    def _machines(self, name: str) -> MachineConfigSimulator | None:
+        """The pools and nodes machine-config rolls, when its behaviour has ``nodes`` or ``pools``."""
+        behaviour = self.behaviours.for_operator(name).machines if name == MACHINE_CONFIG else None
+        if behaviour is not None and self.machines is None:
+            self.machines = MachineConfigSimulator(self.cluster, self.clock, behaviour)
+        return self.machines if behaviour is not None else None
+
     async def stop(self) -> None:
+        if self.machines is not None:
+            await self.machines.stop()
         if self._remove_read_hook is not None:
             self._remove_read_hook()
             self._remove_read_hook = None
@@ -333,6 +345,8 @@ class OperatorSimulator:
             if model.task is not None:
                 model.task.cancel()
             if reported and reported == model.versions[version] and self._is_available(live):
+                if (machines := self._machines(model.name)) is not None:  # its pools and nodes, if not there yet
+                    model.task = asyncio.create_task(machines.install(version), name=f"sim machines {version}")
                 return  # already there: an operator restarting with nothing to do
             log.detail("operator rolling out", operator=model.name, version=version)  # its wait says so
             model.task = asyncio.create_task(self._rollout(model, version, reported),
@@ -391,8 +405,13 @@ class OperatorSimulator:
         new = model.versions[version]
         install = not reported
         start = self.clock.monotonic()
+        machines = self._machines(model.name)
         for edge in self._edges(b):
             await asyncio.sleep(max(0.0, start + edge - self.clock.monotonic()))
+            if machines is not None and edge >= b.delay:  # machine-config: new versions once the master pool is done
+                previous = reported.get("operator")
+                await (machines.install(version) if install else machines.update(version, previous))
+                machines = None
             versions, conditions = self._state(b, edge, version, new, reported, install)
             await self._report(model.name, versions if versions else None, conditions)
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cvo.gates.olm import OC_GROUP, OC_KIND
+from cvo.objects import ClusterVersion, MachineConfig, MachineConfigPool, Node
 from cvo.operators.behaviour import parse_duration
 from cvo.payload.conditions import find_condition
 from cvo.runner.durations import RECORDS_REF, cluster_forecast
@@ -17,7 +18,17 @@ from cvo.runner.sweep_events import BY_NAME, Event, SweepEvent, TaskApplied, Tas
 from cvo.scenario.model import EXPECTATIONS, ScenarioError
 from cvo.scenario.replay import ReplayOutcome
 from cvo.status.godur import to_ns
+from cvo.status.node_state import STATE
 from cvo.status.text import write_status_text
+from cvo.status.upgrade_nodes import (
+    ASSESSMENT_NAMES,
+    MC_GROUP,
+    PHASE_NAMES,
+    Machines,
+    NodeRow,
+    Pools,
+    assess_pools,
+)
 from cvo.status.upgrade_status import StatusUnavailable, assess
 from cvo.status.upgrade_text import DETAILS, render
 
@@ -299,6 +310,20 @@ def _check_status_output(out: ReplayOutcome, value: Any) -> list[Check]:
     return checks
 
 
+def _machines(objects: list[dict[str, Any]]) -> Machines | None:
+    """The pools, nodes and rendered configs among ``objects`` (as ``cvo upgrade status`` reads them from a
+    cluster); ``None`` without pools, so a cluster with no simulated nodes reads as before."""
+    def of(group: str, kind: str) -> list[dict[str, Any]]:
+        return sorted((o for o in objects if o.get("kind") == kind and str(o.get("apiVersion", "")).startswith(
+            f"{group}/" if group else "v1")), key=lambda o: str((o.get("metadata") or {}).get("name")))
+
+    pools = of(MC_GROUP, "MachineConfigPool")
+    if not pools:
+        return None
+    return Machines([MachineConfigPool.read(o) for o in pools], [Node.read(o) for o in of("", "Node")],
+                    [MachineConfig.read(o) for o in of(MC_GROUP, "MachineConfig")])
+
+
 def _upgrade_status_text(out: ReplayOutcome, spec: Mapping[str, Any]) -> tuple[str, str, str]:
     """(label, assessment, text) of ``cvo upgrade status`` at ``spec.at`` (default: the end)."""
     details = str(spec.get("details", "none"))
@@ -310,11 +335,13 @@ def _upgrade_status_text(out: ReplayOutcome, spec: Mapping[str, Any]) -> tuple[s
             return f"upgrade status at {spec['at']}", "", f"<the replay ended after {out.elapsed:.0f}s>"
         when, cv, cos, records = out.snapshots[at]
         label = f"upgrade status at {spec['at']}"
+        machines = _machines(out.machines.get(at, []))
     else:
         when, cv, cos, label = out.finished, out.cluster_version, out.cluster_operators, "upgrade status at the end"
         records = out.objects.get(RECORDS_REF)
+        machines = _machines(list(out.objects.values()))
     try:
-        status = assess(cv or None, cos, to_ns(when))
+        status = assess(cv or None, cos, to_ns(when), machines=machines)
     except StatusUnavailable as err:
         return label, "", f"error: {err}"
     assessment = status.control_plane.assessment if status.updating and status.control_plane else "not updating"
@@ -341,6 +368,79 @@ def _check_upgrade_status(out: ReplayOutcome, value: Any) -> list[Check]:
     return checks
 
 
+def _final_pools(out: ReplayOutcome) -> tuple[Pools | None, dict[str, dict[str, Any]]]:
+    """oc's assessment of the pools and nodes at the end (:func:`assess_pools`), and the pools' objects by name."""
+    objects = list(out.objects.values())
+    machines = _machines(objects)
+    if machines is None or not out.cluster_version:
+        return None, {}
+    raw = {p.name: dict(p.body) for p in machines.pools}
+    return assess_pools(ClusterVersion.of(out.cluster_version), machines, False, to_ns(out.finished)), raw
+
+
+_POOL_COUNTS = {"machines": "machineCount", "updated": "updatedMachineCount", "ready": "readyMachineCount",
+                "unavailable": "unavailableMachineCount", "degraded": "degradedMachineCount"}
+
+
+def _check_pools(out: ReplayOutcome, value: Any) -> list[Check]:
+    """The MachineConfigPools at the end: oc's assessment and completion (as ``cvo upgrade status`` shows
+    them), the status counts, ``paused``, or ``absent``."""
+    pools, raw = _final_pools(out)
+    rows = {} if pools is None else {r.name: r for r in ([pools.control_plane] if pools.control_plane else [])
+                                     + pools.workers}
+    checks = []
+    for spec in value or []:
+        name = str(spec.get("name"))
+        label = f"pool {name} " + " ".join(f"{k}={v}" for k, v in spec.items() if k != "name")
+        if name not in raw:
+            checks.append(Check(label, spec.get("absent") is True, "no such MachineConfigPool"))
+            continue
+        if spec.get("absent"):
+            checks.append(Check(label, False, "the pool is there"))
+            continue
+        row, obj = rows[name], raw[name]
+        status = obj.get("status") or {}
+        actual: dict[str, Any] = {"assessment": row.assessment, "completion": round(row.completion),
+                                  "paused": bool((obj.get("spec") or {}).get("paused", False))}
+        actual |= {key: status.get(field) for key, field in _POOL_COUNTS.items()}
+        problems = [f"{key} is {actual[key]!r}" for key in spec if key in actual and actual[key] != spec[key]]
+        unknown = sorted(set(spec) - set(actual) - {"name", "absent"})
+        if unknown:
+            raise ScenarioError(f"expect.pools: unknown key {unknown[0]!r}; known: name, absent, "
+                                f"{', '.join(sorted(actual))}")
+        checks.append(Check(label, not problems, "; ".join(problems) or "ok"))
+    return checks
+
+
+def _check_nodes(out: ReplayOutcome, value: Any) -> list[Check]:
+    """The Nodes at the end as oc assesses them: pool, version, phase, assessment, the daemon's ``state``."""
+    pools, _ = _final_pools(out)
+    rows: dict[str, tuple[str, NodeRow | None]] = {}
+    for assessed in ([pools.control_plane] if pools and pools.control_plane else []) + (pools.workers if pools else []):
+        rows |= {n.name: (assessed.name, n) for n in assessed.nodes}
+    nodes = {str((o.get("metadata") or {}).get("name")): o for o in out.objects.values() if o.get("kind") == "Node"
+             and o.get("apiVersion") == "v1"}
+    checks = []
+    for spec in value or []:
+        name = str(spec.get("name"))
+        label = f"node {name} " + " ".join(f"{k}={v}" for k, v in spec.items() if k != "name")
+        if name not in nodes:
+            checks.append(Check(label, False, "no such Node"))
+            continue
+        pool, row = rows.get(name, ("", None))
+        annotations = (nodes[name].get("metadata") or {}).get("annotations") or {}
+        actual: dict[str, Any] = {"pool": pool, "state": annotations.get(STATE, ""),
+                                  "cordoned": bool((nodes[name].get("spec") or {}).get("unschedulable", False)),
+                                  "version": row.version if row else "", "phase": PHASE_NAMES[row.phase] if row else "",
+                                  "assessment": ASSESSMENT_NAMES[row.assessment] if row else ""}
+        unknown = sorted(set(spec) - set(actual) - {"name"})
+        if unknown:
+            raise ScenarioError(f"expect.nodes: unknown key {unknown[0]!r}; known: name, {', '.join(sorted(actual))}")
+        problems = [f"{key} is {actual[key]!r}" for key in spec if key in actual and actual[key] != spec[key]]
+        checks.append(Check(label, not problems, "; ".join(problems) or "ok"))
+    return checks
+
+
 CHECKS: dict[str, Callable[[ReplayOutcome, Any], Check | list[Check]]] = {
     "result": _check_result,
     "elapsed": _check_elapsed,
@@ -352,6 +452,8 @@ CHECKS: dict[str, Callable[[ReplayOutcome, Any], Check | list[Check]]] = {
     "objects": _check_objects,
     "status-output": _check_status_output,
     "upgrade-status": _check_upgrade_status,
+    "pools": _check_pools,
+    "nodes": _check_nodes,
 }
 assert set(CHECKS) == set(EXPECTATIONS), "model.EXPECTATIONS and expect.CHECKS must list the same kinds"
 

@@ -25,7 +25,7 @@ RESULTS = ("completed", "failed", "timeout", "cancelled", "blocked", "degraded")
 # Expectation kinds (cvo.scenario.expect.CHECKS implements each): checked at load time, so a typo
 # fails before a long replay.
 EXPECTATIONS = ("result", "elapsed", "conditions", "history", "operators", "events", "order", "objects",
-                "status-output", "upgrade-status")
+                "status-output", "upgrade-status", "pools", "nodes")
 FEATURE_SETS = ("", "Default", "TechPreviewNoUpgrade", "DevPreviewNoUpgrade", "OKD")
 UPGRADE_STATUS_KEYS = {"at", "details", "assessment", "contains", "matches", "absent"}
 
@@ -265,7 +265,7 @@ def load_scenario(path: Path) -> Scenario:
                                 "contains?, matches?, absent?}")
         if "at" in spec:
             _duration(spec["at"], f"{shown}: expect.upgrade-status.at")
-    for key in ("conditions", "operators", "events", "order", "objects", "upgrade-status"):
+    for key in ("conditions", "operators", "events", "order", "objects", "upgrade-status", "pools", "nodes"):
         if key in expect and not isinstance(expect[key], list):
             raise ScenarioError(f"{shown}: expect.{key}: expected a list")
     result = expect.get("result")

@@ -41,6 +41,7 @@ from cvo.runner.sweep_events import (
 from cvo.runner.upgrade import UpgradeController
 from cvo.runner.worker import Worker
 from cvo.scenario.model import Action, Scenario, ScenarioError, monitoring_answers
+from cvo.status.upgrade_nodes import MC_GROUP
 from cvo.updates.conditions import StaticRegistry
 from cvo.updates.evaluate import available_from_json, conditional_from_json, evaluate, status_lists
 from cvo.updates.featuregates import accepted_risk_names, cvo_gates
@@ -73,6 +74,8 @@ class ReplayOutcome:
     # offset (seconds from the start) -> (when, ClusterVersion, ClusterOperators, records ConfigMap) taken then
     snapshots: dict[float, tuple[datetime, dict[str, Any], list[dict[str, Any]], dict[str, Any] | None]] = field(
         default_factory=dict)
+    # offset -> the MachineConfigPools, Nodes and MachineConfigs then (only when pools are served)
+    machines: dict[float, list[dict[str, Any]]] = field(default_factory=dict)
 
     @property
     def elapsed(self) -> float:
@@ -409,7 +412,8 @@ class Replay:
         origin = loop.time()
         self.emit(ScenarioStarted, scenario=self.scenario.name)
         snapshots: dict[float, tuple[datetime, dict[str, Any], list[dict[str, Any]], dict[str, Any] | None]] = {}
-        takers = [asyncio.create_task(self._snapshot_at(origin + at, at, snapshots), name=f"snapshot {at}")
+        machines: dict[float, list[dict[str, Any]]] = {}
+        takers = [asyncio.create_task(self._snapshot_at(origin + at, at, snapshots, machines), name=f"snapshot {at}")
                   for at in snapshot_times(self.scenario)]
         if self.monitoring is not None:
             await self.evaluate_updates()
@@ -434,15 +438,21 @@ class Replay:
             cluster_operators=sorted(await self.cluster.list("config.openshift.io", "ClusterOperator"),
                                      key=lambda o: o["metadata"]["name"]),
             started=started, finished=finished, objects=await self._snapshot(), snapshots=snapshots,
+            machines=machines,
         )
 
-    async def _snapshot_at(self, when: float, at: float, into: dict[float, Any]) -> None:
+    async def _snapshot_at(self, when: float, at: float, into: dict[float, Any],
+                           machines: dict[float, list[dict[str, Any]]]) -> None:
         """What ``cvo upgrade status`` reads, as it is ``at`` seconds into the replay."""
         await asyncio.sleep(max(0.0, when - asyncio.get_running_loop().time()))
         into[at] = (self.clock.now(), await self.cluster.get(cv_ref()) or {},
                     sorted(await self.cluster.list("config.openshift.io", "ClusterOperator"),
                            key=lambda o: o["metadata"]["name"]),
                     await self.cluster.get(RECORDS_REF))
+        if await self.cluster.serves(f"{MC_GROUP}/v1", "MachineConfigPool"):
+            machines[at] = [o for group, kind in ((MC_GROUP, "MachineConfigPool"), ("", "Node"),
+                                                  (MC_GROUP, "MachineConfig"))
+                            for o in await self.cluster.list(group, kind)]
 
     async def _settle(self) -> None:
         """After the last action: wait for the running sweep, and for an upgrade deferred behind it."""

@@ -267,6 +267,8 @@ def behaviours_target(data: bytes) -> None:
             for window in (b.degraded, b.upgradeable):
                 if window is not None:
                     window.edges()
+            for pool in b.machines.pools if b.machines is not None else ():
+                pool.node_names()
 
 
 def scenario_target(data: bytes) -> None:
@@ -499,7 +501,9 @@ typed_kinds = st.sampled_from([("apiextensions.k8s.io", "CustomResourceDefinitio
 
 # name -> (strategy, target): what ``make fuzz`` runs under hypothesis, the same as ``tests/fuzz/test_fuzz.py``.
 BEHAVIOUR_TOKENS = ["default", "etcd", ":", " ", "{", "}", "delay", "90s", "-1", "flaps", "1e99", "degraded", "after",
-                    "for", "message", "[", "]", "\n", "  ", "true", ",", "upgradeable", "reason", "&a ", "*a"]
+                    "for", "message", "[", "]", "\n", "  ", "true", ",", "upgradeable", "reason", "&a ", "*a",
+                    "machine-config", "nodes", "pools", "drain", "reboot", "fail", "worker", "worker-0", "max-unavailable",
+                    "paused", "50%", "3"]
 SCENARIO_TOKENS = ["name", "actions", "at", "install", "options", "interval", "timeout", "expect", "result",
                    "operators", "cluster", ":", " ", "{", "}", "[", "]", "\n", "  ", "- ", "0s", "3m", "-5", "x", ","]
 TARGETS: dict[str, tuple[st.SearchStrategy[Any], Any]] = {

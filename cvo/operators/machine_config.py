@@ -1,0 +1,487 @@
+"""The simulated machine-config operator's pools and nodes: what ``oc adm upgrade status`` reads of them.
+
+At install it creates the MachineConfigPools of its behaviour (``master``, ``worker``, custom ones), their
+Nodes and one rendered MachineConfig per pool, annotated with the release it belongs to.  On an update it
+renders new configs (pkg/controller/render: the pool's ``spec.configuration``), and every pool not paused
+moves its nodes to them ``maxUnavailable`` at a time (pkg/controller/node/node_controller.go
+``getAllCandidateMachines``), each node as the machine-config daemon does it (pkg/daemon/update.go): the
+``desiredConfig`` annotation, ``state`` Working, cordon and drain (``desiredDrain``/``lastAppliedDrain``,
+pkg/controller/drain/drain_controller.go; a Pod whose PodDisruptionBudget allows no disruption holds the
+drain), ``state`` Rebooting, then ``currentConfig`` and ``state`` Done, uncordoned.  A node the behaviour
+names in ``fail`` goes ``state`` Degraded instead.  A second after its nodes' steps the pool's status is
+written as pkg/controller/node/status.go ``calculateStatus`` does.
+
+:meth:`MachineConfigSimulator.update` returns when the master pool is done: the machine-config
+ClusterOperator reports its new version then; the other pools go on in the background.  All waits are
+``asyncio.sleep`` on the event loop, so the injected clock (virtual time) drives them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import hashlib
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, TypeVar
+
+from cvo.clock import Clock, to_rfc3339
+from cvo.cluster.api import ApiError, ApiErrorKind, Cluster, Object, Ref
+from cvo.log import get_logger
+from cvo.objects.machineconfig import GROUP, RELEASE_IMAGE_VERSION
+from cvo.objects.machineconfigpool import LabelSelector
+from cvo.operators.machine_behaviour import MachinesBehaviour, PoolBehaviour, max_unavailable
+from cvo.payload.fields import dig, entries, mapping
+from cvo.status.node_state import (
+    CURRENT_CONFIG,
+    DESIRED_CONFIG,
+    DESIRED_DRAIN,
+    LAST_APPLIED_DRAIN,
+    REASON,
+    STATE,
+    STATE_DEGRADED,
+    STATE_DONE,
+    STATE_REBOOTING,
+    STATE_UNRECONCILABLE,
+    STATE_WORKING,
+)
+from cvo.status.upgrade_nodes import MASTER, WORKER, selector_matches
+
+log = get_logger("cvo.operators.machine_config")
+T = TypeVar("T")
+API_VERSION = f"{GROUP}/v1"
+ROLE_LABEL = "node-role.kubernetes.io/"
+POLL = 30.0  # seconds between looks at a pool that cannot go on (paused, a degraded node in the way)
+DRAIN_RETRY = 60.0  # seconds between drain attempts a PodDisruptionBudget refused
+RETRY_INITIAL, RETRY_CAP = 1.0, 10.0
+STATUS_DELAY = 1.0  # seconds: a pool's status follows its nodes' steps this late, once for all of them
+
+
+def rendered_name(pool: str, version: str) -> str:
+    """``rendered-POOL-HASH``, as pkg/controller/render names the config it generates for a pool."""
+    return f"rendered-{pool}-{hashlib.sha256(f'{pool}:{version}'.encode()).hexdigest()[:32]}"
+
+
+def pool_ref(name: str) -> Ref:
+    return Ref(GROUP, "MachineConfigPool", "", name)
+
+
+def node_ref(name: str) -> Ref:
+    return Ref("", "Node", "", name)
+
+
+def _condition(type_: str, status: bool, now: str, reason: str = "", message: str = "") -> dict[str, Any]:
+    return {"type": type_, "status": "True" if status else "False", "reason": reason, "message": message,
+            "lastTransitionTime": now}
+
+
+def _merge_conditions(old: list[dict[str, Any]], new: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """New conditions keep the ``lastTransitionTime`` of an old one of the same type and status."""
+    before = {c.get("type"): c for c in old}
+    out = []
+    for cond in new:
+        prior = before.get(cond["type"])
+        if prior is not None and prior.get("status") == cond["status"] and prior.get("lastTransitionTime"):
+            cond = {**cond, "lastTransitionTime": prior["lastTransitionTime"]}
+        out.append(cond)
+    return out
+
+
+def _roles(pool: str) -> dict[str, str]:
+    """A node's role labels: a custom pool's nodes are workers too, as OpenShift's custom pools are."""
+    labels = {f"{ROLE_LABEL}{pool}": ""}
+    if pool != MASTER:
+        labels[f"{ROLE_LABEL}{WORKER}"] = ""
+    return labels
+
+
+def _selects(selector: Any, labels: Mapping[str, Any]) -> bool:
+    """apimachinery ``LabelSelectorAsSelector(...).Matches``; no selector (or a malformed one) matches nothing."""
+    if not isinstance(selector, Mapping):
+        return False
+    match_labels = selector.get("matchLabels") or {}
+    expressions = selector.get("matchExpressions") or []
+    if not isinstance(match_labels, Mapping) or not isinstance(expressions, list):
+        return False
+    if not expressions:  # the common shape, read without building a view
+        return all(k in labels and str(labels[k]) == str(v) for k, v in match_labels.items())
+    try:
+        view = LabelSelector.build({"matchLabels": match_labels, "matchExpressions": expressions})
+    except (TypeError, ValueError, AttributeError):
+        return False
+    return selector_matches(view, {str(k): str(v) for k, v in labels.items()})
+
+
+class MachineConfigSimulator:
+    """The pools and nodes of one cluster, moved between rendered configs."""
+
+    def __init__(self, cluster: Cluster, clock: Clock, behaviour: MachinesBehaviour) -> None:
+        self.cluster = cluster
+        self.clock = clock
+        self.behaviour = behaviour
+        self._pools: dict[str, asyncio.Task[None]] = {}  # pool -> its rollout
+        self._done: dict[str, asyncio.Event] = {}  # pool -> at its target config
+        self._status_pending: set[str] = set()  # pools whose status is written soon
+        self._status_tasks: set[asyncio.Task[None]] = set()
+
+    # --- install ------------------------------------------------------------------------------------
+
+    async def _served(self) -> bool:
+        if await self.cluster.serves(API_VERSION, "MachineConfigPool") and await self.cluster.serves(
+                API_VERSION, "MachineConfig"):
+            return True
+        log.warning("machine config pools are not served (the release ships no MachineConfigPool CRD); "
+                    "no pools or nodes simulated")
+        return False
+
+    async def install(self, version: str) -> None:
+        """The pools, their rendered configs and nodes at ``version``; what is already there is kept."""
+        if not await self._served():
+            return
+        now = to_rfc3339(self.clock.now())
+        for pool in self.behaviour.pools:
+            config = rendered_name(pool.name, version)
+            await self._retrying(f"render {config}", functools.partial(self._render, pool, config, version))
+            await self._retrying(f"create pool {pool.name}", functools.partial(self._create_pool, pool, config))
+            for name in pool.node_names():
+                await self._retrying(f"create node {name}", functools.partial(self._create_node, pool, name, config, now))
+            await self._retrying(f"status of pool {pool.name}", functools.partial(self._write_pool_status, pool.name))
+            await self._retrying(f"resume pool {pool.name}", functools.partial(self._resume, pool))
+
+    async def _resume(self, pool: PoolBehaviour) -> None:
+        """A pool whose nodes are not all at its ``spec.configuration`` (an operator restarted mid-update) rolls on."""
+        if pool.name in self._pools:
+            return
+        live = await self.cluster.get(pool_ref(pool.name))
+        target = str(dig(live, "spec", "configuration", "name") or "")
+        nodes = await self._pool_nodes(pool.name)
+        if target and any(mapping(dig(n, "metadata", "annotations")).get(CURRENT_CONFIG) != target for n in nodes):
+            log.info("machine config pool update resumed", pool=pool.name, config=target)
+            self._done[pool.name] = asyncio.Event()
+            self._pools[pool.name] = asyncio.create_task(self._roll_pool(pool, target), name=f"mco pool {pool.name}")
+
+    async def _render(self, pool: PoolBehaviour, config: str, version: str) -> None:
+        if await self.cluster.get(Ref(GROUP, "MachineConfig", "", config)) is not None:
+            return
+        await self._create({"apiVersion": API_VERSION, "kind": "MachineConfig", "metadata": {
+            "name": config, "annotations": {RELEASE_IMAGE_VERSION: version},
+            "labels": {"machineconfiguration.openshift.io/role": pool.name}},
+            "spec": {"config": {"ignition": {"version": "3.4.0"}}}})
+
+    async def _create_pool(self, pool: PoolBehaviour, config: str) -> None:
+        if await self.cluster.get(pool_ref(pool.name)) is not None:
+            return
+        await self._create({"apiVersion": API_VERSION, "kind": "MachineConfigPool", "metadata": {
+            "name": pool.name, "labels": {f"pools.operator.machineconfiguration.openshift.io/{pool.name}": ""}},
+            "spec": {"nodeSelector": {"matchLabels": {f"{ROLE_LABEL}{pool.name}": ""}},
+                     "machineConfigSelector": {"matchLabels": {"machineconfiguration.openshift.io/role": pool.name}},
+                     "maxUnavailable": pool.max_unavailable, "paused": pool.paused,
+                     "configuration": {"name": config}}})
+
+    async def _create_node(self, pool: PoolBehaviour, name: str, config: str, now: str) -> None:
+        node = await self.cluster.get(node_ref(name))
+        if node is None:
+            node = await self._create({"apiVersion": "v1", "kind": "Node", "metadata": {
+                "name": name, "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
+                                         **_roles(pool.name)},
+                "annotations": {CURRENT_CONFIG: config, DESIRED_CONFIG: config, STATE: STATE_DONE, REASON: "",
+                                DESIRED_DRAIN: f"uncordon-{config}", LAST_APPLIED_DRAIN: f"uncordon-{config}"}},
+                "spec": {}})
+        if not entries(dig(node, "status", "conditions")):  # the kubelet's first report
+            await self.cluster.update_status({**node, "status": {"conditions": [
+                _condition("Ready", True, now, "KubeletReady", "kubelet is posting ready status"),
+                _condition("MemoryPressure", False, now, "KubeletHasSufficientMemory"),
+                _condition("DiskPressure", False, now, "KubeletHasNoDiskPressure"),
+                _condition("PIDPressure", False, now, "KubeletHasSufficientPID")]}})
+
+    async def _create(self, obj: Object) -> Object:
+        try:
+            return await self.cluster.create(obj)
+        except ApiError as err:
+            if err.kind is not ApiErrorKind.ALREADY_EXISTS:
+                raise
+            return await self.cluster.get(Ref.of(obj)) or obj
+
+    # --- update -------------------------------------------------------------------------------------
+
+    async def update(self, version: str, previous: str | None = None) -> None:
+        """Render ``version``'s configs and roll every pool; return when the master pool is done."""
+        if not await self._served():
+            return
+        if previous is not None:
+            await self.install(previous)  # a cluster installed before the pools were simulated
+        for pool in self.behaviour.pools:
+            config = rendered_name(pool.name, version)
+            await self._retrying(f"render {config}", functools.partial(self._render, pool, config, version))
+            await self._retrying(f"point pool {pool.name} at {config}",
+                                 functools.partial(self._edit, pool_ref(pool.name), _spec_configuration(config)))
+            old = self._pools.pop(pool.name, None)
+            if old is not None:
+                old.cancel()
+            self._done[pool.name] = asyncio.Event()
+            self._pools[pool.name] = asyncio.create_task(self._roll_pool(pool, config), name=f"mco pool {pool.name}")
+        master = self._done.get(MASTER)
+        if master is not None:
+            await master.wait()
+
+    async def stop(self) -> None:
+        tasks = list(self._pools.values()) + list(self._status_tasks)
+        self._pools.clear()
+        self._status_pending.clear()
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+
+    async def _pool_nodes(self, pool: str) -> list[Object]:
+        """The nodes of ``pool``: a node is in master if master selects it, else in the first custom pool that
+        does, else in worker (pkg/helpers/helpers.go ``GetPoolsForNode``: a custom pool's nodes carry
+        the worker role too, and leave the worker pool)."""
+        pools = {str(dig(p, "metadata", "name")): dig(p, "spec", "nodeSelector")
+                 for p in await self.cluster.list(GROUP, "MachineConfigPool")}
+        order = [MASTER, *sorted(n for n in pools if n not in (MASTER, WORKER)), WORKER]
+        nodes = []
+        for node in await self.cluster.list("", "Node"):
+            labels = mapping(dig(node, "metadata", "labels"))
+            if next((name for name in order if name in pools and _selects(pools[name], labels)), None) == pool:
+                nodes.append(node)
+        return sorted(nodes, key=lambda n: str(dig(n, "metadata", "name")))
+
+    async def _roll_pool(self, pool: PoolBehaviour, config: str) -> None:
+        """pkg/controller/node/node_controller.go ``syncMachineConfigPool``: at most ``maxUnavailable`` nodes
+        away from service at once; a paused pool waits."""
+        running: dict[str, asyncio.Task[None]] = {}
+        try:
+            while True:
+                await self._retrying(f"status of pool {pool.name}", lambda: self._write_pool_status(pool.name))
+                live = await self._retrying(f"read pool {pool.name}", lambda: self.cluster.get(pool_ref(pool.name)))
+                nodes = await self._retrying(f"nodes of pool {pool.name}", lambda: self._pool_nodes(pool.name))
+                annotations = {str(dig(n, "metadata", "name")): mapping(dig(n, "metadata", "annotations")) for n in nodes}
+                if all(a.get(CURRENT_CONFIG) == config and a.get(STATE) == STATE_DONE for a in annotations.values()):
+                    break
+                for name, a in annotations.items():  # a node the daemon had started (before a restart) goes on
+                    if name not in running and _in_progress(a, config):
+                        running[name] = asyncio.create_task(self._update_node(pool, name, config), name=f"mco node {name}")
+                if not dig(live, "spec", "paused"):
+                    busy = {n for n, a in annotations.items() if n in running or _away(a, config)}
+                    room = max_unavailable(dig(live, "spec", "maxUnavailable") or 1, len(nodes)) - len(busy)
+                    for name, a in annotations.items():
+                        if room <= 0:
+                            break
+                        if name not in busy and a.get(CURRENT_CONFIG) != config:
+                            running[name] = asyncio.create_task(self._update_node(pool, name, config),
+                                                                name=f"mco node {name}")
+                            room -= 1
+                if running:
+                    done, _ = await asyncio.wait(running.values(), timeout=POLL, return_when=asyncio.FIRST_COMPLETED)
+                    for name in [n for n, t in running.items() if t in done]:
+                        running.pop(name).result()
+                else:
+                    await asyncio.sleep(POLL)
+        finally:
+            for task in running.values():
+                task.cancel()
+        log.info("machine config pool updated", pool=pool.name, config=config)
+        self._done[pool.name].set()
+
+    async def _update_node(self, pool: PoolBehaviour, name: str, config: str) -> None:
+        """One node through the machine-config daemon's update (pkg/daemon/update.go)."""
+        ref = node_ref(name)
+        b = self.behaviour
+        await self._step(ref, pool, {DESIRED_CONFIG: config})  # the node controller picks it
+        await self._step(ref, pool, {STATE: STATE_WORKING, REASON: "", DESIRED_DRAIN: f"drain-{config}"}, cordon=True)
+        while not await self._retrying(f"drain {name}", lambda: self._evict(name)):
+            await asyncio.sleep(DRAIN_RETRY)
+        await asyncio.sleep(b.drain)
+        await self._step(ref, pool, {LAST_APPLIED_DRAIN: f"drain-{config}"})
+        await self._step(ref, pool, {STATE: STATE_REBOOTING}, ready=False)
+        await asyncio.sleep(b.reboot)
+        if name in b.fail:
+            await self._step(ref, pool, {STATE: STATE_DEGRADED, REASON: (
+                f'failed to update node {name} to {config}: unexpected on-disk state (simulated)')}, ready=True)
+            log.info("node degraded", node=name, config=config)
+            return
+        await self._step(ref, pool, {CURRENT_CONFIG: config, STATE: STATE_DONE, DESIRED_DRAIN: f"uncordon-{config}",
+                                     LAST_APPLIED_DRAIN: f"uncordon-{config}"}, cordon=False, ready=True)
+
+    async def _step(self, ref: Ref, pool: PoolBehaviour, annotations: dict[str, str], cordon: bool | None = None,
+                    ready: bool | None = None) -> None:
+        def change(obj: Object) -> None:
+            metadata = obj.setdefault("metadata", {})
+            metadata["annotations"] = {**mapping(metadata.get("annotations")), **annotations}
+            if cordon is not None:
+                spec = obj.setdefault("spec", {})
+                if cordon:
+                    spec["unschedulable"] = True
+                else:
+                    spec.pop("unschedulable", None)
+
+        await self._retrying(f"update node {ref.name}", lambda: self._edit(ref, change))
+        if ready is not None:
+            await self._retrying(f"status of node {ref.name}", lambda: self._edit(ref, _ready(ready, self._now()),
+                                                                                   status=True))
+        self._status_soon(pool.name)
+
+    def _status_soon(self, pool: str) -> None:
+        """The pool's status a second from now, once for all the steps of its nodes until then (as the
+        controller's work queue coalesces the node events of one pool)."""
+        if pool in self._status_pending:
+            return
+        self._status_pending.add(pool)
+
+        async def write() -> None:
+            await asyncio.sleep(STATUS_DELAY)
+            self._status_pending.discard(pool)
+            await self._retrying(f"status of pool {pool}", lambda: self._write_pool_status(pool))
+
+        self._status_tasks.add(task := asyncio.create_task(write(), name=f"mco status {pool}"))
+        task.add_done_callback(self._status_tasks.discard)
+
+    def _now(self) -> str:
+        return to_rfc3339(self.clock.now())
+
+    # --- drain --------------------------------------------------------------------------------------
+
+    async def _evict(self, node: str) -> bool:
+        """Evict the node's Pods (k8s.io/kubectl pkg/drain ``evictPods``); ``False`` while a
+        PodDisruptionBudget refuses one (the eviction API's 429: ``status.disruptionsAllowed`` is 0)."""
+        pods = [p for p in await self.cluster.list("", "Pod") if dig(p, "spec", "nodeName") == node]
+        for pod in sorted(pods, key=lambda p: (str(dig(p, "metadata", "namespace")), str(dig(p, "metadata", "name")))):
+            namespace = str(dig(pod, "metadata", "namespace"))
+            labels = mapping(dig(pod, "metadata", "labels"))
+            budgets = [b for b in await self.cluster.list("policy", "PodDisruptionBudget", namespace)
+                       if _selects(dig(b, "spec", "selector"), labels)]
+            for budget in budgets:
+                if await self._disruptions_allowed(budget) <= 0:
+                    log.info("drain held by a PodDisruptionBudget", node=node, pod=dig(pod, "metadata", "name"),
+                             budget=dig(budget, "metadata", "name"), namespace=namespace)
+                    return False
+            for budget in budgets:  # the eviction API counts the disruption in the budget's status
+                allowed = dig(budget, "status", "disruptionsAllowed")
+                if isinstance(allowed, int) and not isinstance(allowed, bool):
+                    await self.cluster.update_status({**budget, "status": {**mapping(budget.get("status")),
+                                                                           "disruptionsAllowed": allowed - 1}})
+            await self.cluster.delete(Ref.of(pod))
+        return True
+
+    async def _disruptions_allowed(self, budget: Object) -> int:
+        """``status.disruptionsAllowed`` as written (no disruption controller runs here), else from the spec
+        and the Pods it selects (pkg/controller/disruption ``getExpectedPodCount`` for integer values)."""
+        allowed = dig(budget, "status", "disruptionsAllowed")
+        if isinstance(allowed, int) and not isinstance(allowed, bool):
+            return allowed
+        namespace = str(dig(budget, "metadata", "namespace"))
+        selector = dig(budget, "spec", "selector")
+        healthy = sum(1 for p in await self.cluster.list("", "Pod", namespace)
+                      if _selects(selector, mapping(dig(p, "metadata", "labels"))))
+        spec = mapping(budget.get("spec"))
+        if isinstance(spec.get("maxUnavailable"), int):
+            return int(spec["maxUnavailable"])
+        if isinstance(spec.get("minAvailable"), int):
+            return healthy - int(spec["minAvailable"])
+        return 0
+
+    # --- status -------------------------------------------------------------------------------------
+
+    async def _write_pool_status(self, pool: str) -> None:
+        """pkg/controller/node/status.go ``calculateStatus``: the counts and Updated, Updating, Degraded,
+        NodeDegraded and RenderDegraded; ``status.configuration`` moves once every node is at the target."""
+        live = await self.cluster.get(pool_ref(pool))
+        if live is None:
+            return
+        target = str(dig(live, "spec", "configuration", "name") or "")
+        nodes = await self._pool_nodes(pool)
+        updated = ready = unavailable = degraded = 0
+        for node in nodes:
+            a = mapping(dig(node, "metadata", "annotations"))
+            is_updated = a.get(CURRENT_CONFIG) == a.get(DESIRED_CONFIG) == target and a.get(STATE) == STATE_DONE
+            is_ready = _is_ready(node) and not dig(node, "spec", "unschedulable")
+            updated += is_updated
+            ready += is_updated and is_ready
+            degraded += a.get(STATE) in (STATE_DEGRADED, STATE_UNRECONCILABLE)
+            unavailable += not is_ready or a.get(CURRENT_CONFIG) != a.get(DESIRED_CONFIG)
+        now = self._now()
+        all_updated = updated == len(nodes)
+        paused = bool(dig(live, "spec", "paused"))
+        old = mapping(live.get("status"))
+        configuration = {"name": target} if all_updated else mapping(old.get("configuration")) or {"name": target}
+        node_degraded = degraded > 0
+        conditions = [
+            _condition("Updated", all_updated and not node_degraded, now, "",
+                       f"All nodes are updated with MachineConfig {target}" if all_updated else ""),
+            _condition("Updating", not all_updated and not paused and not node_degraded, now, "",
+                       f"All nodes are updating to MachineConfig {target}" if not all_updated and not paused else ""),
+            _condition("RenderDegraded", False, now),
+            _condition("NodeDegraded", node_degraded, now, *_node_degraded(nodes)),
+            _condition("Degraded", node_degraded, now),
+        ]
+        status = {"observedGeneration": dig(live, "metadata", "generation") or 1, "configuration": configuration,
+                  "machineCount": len(nodes), "updatedMachineCount": updated, "readyMachineCount": ready,
+                  "unavailableMachineCount": unavailable, "degradedMachineCount": degraded,
+                  "conditions": _merge_conditions(entries(old.get("conditions")), conditions)}
+        if status != old:
+            await self.cluster.update_status({**live, "status": status})
+
+    # --- API errors ---------------------------------------------------------------------------------
+
+    async def _edit(self, ref: Ref, change: Callable[[Object], None], status: bool = False) -> None:
+        live = await self.cluster.get(ref)
+        if live is None:
+            return
+        change(live)
+        await (self.cluster.update_status(live) if status else self.cluster.update(live))
+
+    async def _retrying(self, what: str, call: Callable[[], Awaitable[T]]) -> T:
+        """``call()`` until it succeeds: after an API error (a conflict too), again after a back-off."""
+        delay = RETRY_INITIAL
+        while True:
+            try:
+                return await call()
+            except ApiError as err:
+                log.info("machine-config request failed; retrying", request=what, error=str(err), retry_in=delay)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, RETRY_CAP)
+
+
+def _away(annotations: Mapping[str, Any], config: str) -> bool:
+    """Told to move to ``config`` and not there yet (updating, or degraded on the way)."""
+    return annotations.get(DESIRED_CONFIG) == config and annotations.get(CURRENT_CONFIG) != config
+
+
+def _in_progress(annotations: Mapping[str, Any], config: str) -> bool:
+    """On the way to ``config`` and not degraded: a daemon that restarts carries on."""
+    return _away(annotations, config) and annotations.get(STATE) not in (STATE_DEGRADED, STATE_UNRECONCILABLE)
+
+
+def _spec_configuration(config: str) -> Callable[[Object], None]:
+    def change(obj: Object) -> None:
+        obj.setdefault("spec", {})["configuration"] = {"name": config}
+    return change
+
+
+def _ready(ready: bool, now: str) -> Callable[[Object], None]:
+    """The node's Ready condition: False while it reboots (the kubelet is down)."""
+    def change(obj: Object) -> None:
+        conditions = [c for c in entries(dig(obj, "status", "conditions")) if c.get("type") != "Ready"]
+        cond = (_condition("Ready", True, now, "KubeletReady", "kubelet is posting ready status") if ready
+                else _condition("Ready", False, now, "KubeletNotReady", "node is rebooting (simulated)"))
+        obj["status"] = {**mapping(obj.get("status")), "conditions": [cond, *conditions]}
+    return change
+
+
+def _is_ready(node: Object) -> bool:
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in entries(dig(node, "status", "conditions")))
+
+
+def _node_degraded(nodes: list[Object]) -> tuple[str, str]:
+    """The NodeDegraded reason and message (status.go ``calculateStatus``): how many nodes, and the first one's
+    ``reason`` annotation."""
+    found = [n for n in nodes
+             if mapping(dig(n, "metadata", "annotations")).get(STATE) in (STATE_DEGRADED, STATE_UNRECONCILABLE)]
+    if not found:
+        return "", ""
+    first = found[0]
+    reason = str(mapping(dig(first, "metadata", "annotations")).get(REASON, ""))
+    return (f"{len(found)} nodes are reporting degraded status on sync",
+            f'Node {dig(first, "metadata", "name")} is reporting: "{reason}"')

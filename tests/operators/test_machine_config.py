@@ -1,0 +1,312 @@
+"""The simulated machine-config operator's pools and nodes: the behaviour keys, the objects it creates, and an
+update's order (maxUnavailable at a time, the master pool first done, a PodDisruptionBudget holding a drain, a
+paused pool, a failing node), all on the virtual clock."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from hypothesis import given
+from hypothesis import strategies as st
+
+from cvo.cli.main import main
+from cvo.clock import Clock, run_virtual
+from cvo.cluster.api import ApiErrorKind, Ref
+from cvo.cluster.embedded.server import DEFAULT_NAMESPACES, SimCluster
+from cvo.objects import ClusterVersion, MachineConfig, MachineConfigPool, Node
+from cvo.operators.behaviour import Behaviours
+from cvo.operators.machine_behaviour import MachinesBehaviour, PoolBehaviour, max_unavailable, parse_machines
+from cvo.operators.machine_config import MachineConfigSimulator, node_ref, pool_ref, rendered_name
+from cvo.status.node_state import CURRENT_CONFIG, DESIRED_CONFIG, STATE
+from cvo.status.upgrade_nodes import Machines, assess_pools
+
+EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
+OLD, NEW = "4.16.0", "4.16.3"
+MANIFESTS = Path(__file__).resolve().parents[2] / "payloads" / "demo-4.16.0" / "release-manifests"
+CRDS = ("0000_80_machine-config_00_machineconfigpools.crd.yaml", "0000_80_machine-config_00_machineconfigs.crd.yaml")
+
+
+# --- the behaviour keys -------------------------------------------------------------------------------
+
+
+def test_machine_config_behaviour_reads_nodes_and_pools() -> None:
+    b = Behaviours.parse({"machine-config": {"delay": "2m", "nodes": {"drain": "30s", "reboot": "1m30s",
+                                                                       "fail": ["infra-1"]},
+                                             "pools": {"master": 3, "worker": {"nodes": 5, "max-unavailable": "40%"},
+                                                       "infra": {"nodes": 2, "paused": True}}}})
+    machines = b.for_operator("machine-config").machines
+    assert machines == MachinesBehaviour(
+        (PoolBehaviour("master", 3), PoolBehaviour("worker", 5, "40%"), PoolBehaviour("infra", 2, 1, True)),
+        drain=30.0, reboot=90.0, fail=frozenset({"infra-1"}))
+    assert b.for_operator("machine-config").delay == 120.0
+    assert b.for_operator("etcd").machines is None  # only asked of machine-config
+
+
+def test_nodes_alone_gives_the_default_pools() -> None:
+    machines = parse_machines({"drain": 5}, None, "x")
+    assert [(p.name, p.nodes) for p in machines.pools] == [("master", 3), ("worker", 3)]
+    assert (machines.drain, machines.reboot) == (5.0, 90.0)
+
+
+@pytest.mark.parametrize(("nodes", "pools", "message"), [
+    (None, {"worker": {"nodes": 3, "max-unavailable": 0}}, "x.pools.worker.max-unavailable: 0 is not a number of nodes"),
+    (None, {"worker": {"max-unavailable": "150%"}}, "x.pools.worker.max-unavailable: '150%' is not a number"),
+    (None, {"worker": {"nodes": -1}}, "x.pools.worker.nodes: expected an integer from 0 to 1,000"),
+    (None, {"worker": {"nodes": 2, "surge": 1}}, "x.pools.worker: unknown key 'surge'"),
+    (None, {"Worker Pool": 2}, "x.pools: 'Worker Pool' is not a pool name"),
+    (None, {"worker": {"paused": "yes"}}, "x.pools.worker.paused: expected true or false"),
+    (None, [], "x.pools: expected a mapping of pool name to its nodes"),
+    ({"drain": "soon"}, None, "x.nodes.drain: 'soon' is not a duration"),
+    ({"fail": ["worker-9"]}, None, "x.nodes.fail: no node is named 'worker-9'"),
+    ({"reboots": 1}, None, "x.nodes: unknown key 'reboots'"),
+])
+def test_bad_machines_are_one_line_naming_the_key(nodes: Any, pools: Any, message: str) -> None:
+    with pytest.raises(ValueError) as err:
+        parse_machines(nodes, pools, "x")
+    assert str(err.value).startswith(message)
+    assert "\n" not in str(err.value)
+
+
+@given(st.recursive(st.none() | st.booleans() | st.integers(-5, 2000) | st.text(max_size=8),
+                    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+                    max_leaves=10),
+       st.recursive(st.none() | st.booleans() | st.integers(-5, 2000) | st.text(max_size=8),
+                    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+                    max_leaves=10))
+def test_any_machines_input_is_read_or_refused_in_one_line(nodes: Any, pools: Any) -> None:
+    try:
+        parse_machines(nodes, pools, "x")
+    except ValueError as err:
+        assert "\n" not in str(err)
+
+
+@pytest.mark.parametrize(("value", "machines", "expected"), [
+    (1, 10, 1), (3, 2, 3), ("10%", 5, 1), ("50%", 5, 2), ("100%", 7, 7), ("1%", 120, 1)])
+def test_max_unavailable_rounds_a_percentage_down_to_at_least_one(value: Any, machines: int, expected: int) -> None:
+    assert max_unavailable(value, machines) == expected
+
+
+# --- the simulation -----------------------------------------------------------------------------------
+
+
+Test = Callable[[SimCluster, MachineConfigSimulator], Awaitable[Any]]
+
+
+def simulate(test: Test, behaviour: MachinesBehaviour) -> Any:
+    async def main() -> Any:
+        clock = Clock(EPOCH)
+        cluster = SimCluster(clock=clock, namespaces=(*DEFAULT_NAMESPACES, "app"))
+        for crd in CRDS:
+            await cluster.create(yaml.safe_load((MANIFESTS / crd).read_text()))
+        machines = MachineConfigSimulator(cluster, clock, behaviour)
+        try:
+            return await test(cluster, machines)
+        finally:
+            await machines.stop()
+
+    return run_virtual(main)
+
+
+async def annotations(cluster: SimCluster, name: str) -> dict[str, str]:
+    node = await cluster.get(node_ref(name))
+    assert node is not None
+    return dict(node["metadata"]["annotations"])
+
+
+async def pool_status(cluster: SimCluster, name: str) -> dict[str, Any]:
+    pool = await cluster.get(pool_ref(name))
+    assert pool is not None
+    return dict(pool.get("status") or {})
+
+
+def condition(status: dict[str, Any], type_: str) -> str:
+    return next(c["status"] for c in status["conditions"] if c["type"] == type_)
+
+
+class Watcher:
+    """How many nodes were away from their desired config at once, per pool, across the whole update."""
+
+    def __init__(self, cluster: SimCluster) -> None:
+        self.cluster = cluster
+        self.most: dict[str, int] = {}
+        self.task = asyncio.create_task(self._run())
+
+    async def _run(self) -> None:
+        async for _event in self.cluster.watch("", "Node"):
+            for pool in ("master", "worker"):
+                nodes = [n for n in await self.cluster.list("", "Node")
+                         if n["metadata"]["name"].startswith(f"{pool}-")]
+                away = sum(1 for n in nodes if n["metadata"]["annotations"][CURRENT_CONFIG]
+                           != n["metadata"]["annotations"][DESIRED_CONFIG])
+                self.most[pool] = max(self.most.get(pool, 0), away)
+
+
+def test_install_creates_pools_nodes_and_rendered_configs_of_the_release() -> None:
+    async def test(cluster: SimCluster, machines: MachineConfigSimulator) -> None:
+        await machines.install(OLD)
+        await machines.install(OLD)  # again: what is there is kept
+        pools = [MachineConfigPool.read(o) for o in await cluster.list("machineconfiguration.openshift.io",
+                                                                          "MachineConfigPool")]
+        nodes = [Node.read(o) for o in await cluster.list("", "Node")]
+        configs = [MachineConfig.read(o) for o in await cluster.list("machineconfiguration.openshift.io",
+                                                                      "MachineConfig")]
+        assert sorted(p.name for p in pools) == ["master", "worker"]
+        assert sorted(n.name for n in nodes) == ["master-0", "master-1", "worker-0", "worker-1"]
+        assert {c.name: c.release_version for c in configs} == {rendered_name("master", OLD): OLD,
+                                                                rendered_name("worker", OLD): OLD}
+        worker = next(p for p in pools if p.name == "worker")
+        assert (worker.status.machine_count, worker.status.updated_machine_count) == (2, 2)
+        assert worker.status.configuration.name == rendered_name("worker", OLD)
+        updated = worker.status.condition("Updated")
+        assert updated is not None and updated.status == "True"
+        cv = ClusterVersion.read({"apiVersion": "config.openshift.io/v1", "kind": "ClusterVersion",
+                                  "metadata": {"name": "version"},
+                                  "status": {"history": [{"version": OLD, "state": "Completed"}]}})
+        assessed = assess_pools(cv, Machines(pools, nodes, configs), False, 0)
+        assert assessed.control_plane is not None and assessed.control_plane.completion == 100.0
+        assert [(w.name, w.assessment) for w in assessed.workers] == [("worker", "Completed")]
+
+    simulate(test, MachinesBehaviour((PoolBehaviour("master", 2), PoolBehaviour("worker", 2))))
+
+
+def test_update_rolls_max_unavailable_nodes_at_a_time_and_returns_when_the_masters_are_done() -> None:
+    async def test(cluster: SimCluster, machines: MachineConfigSimulator) -> None:
+        await machines.install(OLD)
+        watcher = Watcher(cluster)
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        await machines.update(NEW)
+        masters_done = loop.time() - start
+        # 3 masters one at a time, each 10s drain + 20s reboot: 90 s; the 7 workers (40%: 2 at a time) are not done
+        assert masters_done == pytest.approx(90.0, abs=1.0)
+        for i in range(3):
+            assert (await annotations(cluster, f"master-{i}"))[CURRENT_CONFIG] == rendered_name("master", NEW)
+        worker = await pool_status(cluster, "worker")
+        assert worker["updatedMachineCount"] < 7 and condition(worker, "Updating") == "True"
+        await asyncio.sleep(60)  # workers: ceil(7 / 2) rounds of 30 s = 120 s in all
+        worker = await pool_status(cluster, "worker")
+        assert worker["updatedMachineCount"] == 7 and condition(worker, "Updated") == "True"
+        assert worker["configuration"]["name"] == rendered_name("worker", NEW)
+        assert watcher.most == {"master": 1, "worker": 2}
+        watcher.task.cancel()
+        node = await cluster.get(node_ref("worker-6"))
+        assert node is not None and "unschedulable" not in node["spec"]
+
+    simulate(test, MachinesBehaviour((PoolBehaviour("master", 3), PoolBehaviour("worker", 7, "40%")),
+                                     drain=10.0, reboot=20.0))
+
+
+def test_a_pod_whose_budget_allows_no_disruption_holds_the_drain_until_the_budget_goes() -> None:
+    async def test(cluster: SimCluster, machines: MachineConfigSimulator) -> None:
+        await machines.install(OLD)
+        await cluster.create({"apiVersion": "v1", "kind": "Pod", "metadata": {
+            "name": "db-0", "namespace": "app", "labels": {"app": "db"}}, "spec": {"nodeName": "worker-0"}})
+        await cluster.create({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {
+            "name": "db", "namespace": "app"}, "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "db"}}}})
+        await machines.update(NEW)
+        await asyncio.sleep(3600)  # an hour: still draining
+        a = await annotations(cluster, "worker-0")
+        assert a["machineconfiguration.openshift.io/desiredDrain"] != a["machineconfiguration.openshift.io/lastAppliedDrain"]
+        assert a[STATE] == "Working" and a[CURRENT_CONFIG] == rendered_name("worker", OLD)
+        assert (await annotations(cluster, "worker-1"))[CURRENT_CONFIG] == rendered_name("worker", OLD)  # waits its turn
+        await cluster.delete(Ref("policy", "PodDisruptionBudget", "app", "db"))
+        await asyncio.sleep(120)  # the next drain attempt (a minute) evicts the Pod; then 2 nodes x 20 s
+        assert await cluster.get(Ref("", "Pod", "app", "db-0")) is None
+        assert (await pool_status(cluster, "worker"))["updatedMachineCount"] == 2
+
+    simulate(test, MachinesBehaviour((PoolBehaviour("master", 1), PoolBehaviour("worker", 2)), drain=10.0, reboot=10.0))
+
+
+def test_a_paused_pool_waits_until_unpaused() -> None:
+    async def test(cluster: SimCluster, machines: MachineConfigSimulator) -> None:
+        await machines.install(OLD)
+        await machines.update(NEW)
+        await asyncio.sleep(600)
+        assert (await annotations(cluster, "worker-0"))[DESIRED_CONFIG] == rendered_name("worker", OLD)
+        status = await pool_status(cluster, "worker")
+        assert status["updatedMachineCount"] == 0 and condition(status, "Updating") == "False"
+        pool = await cluster.get(pool_ref("worker"))
+        assert pool is not None and pool["spec"]["configuration"]["name"] == rendered_name("worker", NEW)
+        pool["spec"]["paused"] = False
+        await cluster.update(pool)
+        await asyncio.sleep(60)  # seen within 30 s, then 2 nodes x 10 s
+        assert (await pool_status(cluster, "worker"))["updatedMachineCount"] == 2
+
+    simulate(test, MachinesBehaviour((PoolBehaviour("master", 1), PoolBehaviour("worker", 2, paused=True)),
+                                     drain=5.0, reboot=5.0))
+
+
+def test_a_failing_node_goes_degraded_and_holds_its_pool() -> None:
+    async def test(cluster: SimCluster, machines: MachineConfigSimulator) -> None:
+        await machines.install(OLD)
+        await machines.update(NEW)
+        await asyncio.sleep(600)
+        a = await annotations(cluster, "worker-0")
+        assert a[STATE] == "Degraded" and "worker-0" in a["machineconfiguration.openshift.io/reason"]
+        assert (await annotations(cluster, "worker-1"))[DESIRED_CONFIG] == rendered_name("worker", OLD)  # held
+        status = await pool_status(cluster, "worker")
+        assert status["degradedMachineCount"] == 1
+        assert (condition(status, "NodeDegraded"), condition(status, "Degraded"), condition(status, "Updated")) == (
+            "True", "True", "False")
+
+    simulate(test, MachinesBehaviour((PoolBehaviour("master", 1), PoolBehaviour("worker", 2)), drain=5.0, reboot=5.0,
+                                     fail=frozenset({"worker-0"})))
+
+
+def test_a_restarted_operator_carries_on_with_the_nodes_half_way() -> None:
+    async def test(cluster: SimCluster, machines: MachineConfigSimulator) -> None:
+        await machines.install(OLD)
+        await machines.update(NEW)  # 20 s: the master and worker-0 are done; worker-1 starts its drain
+        await asyncio.sleep(5)
+        await machines.stop()
+        assert (await annotations(cluster, "worker-1"))[STATE] == "Working"
+        await asyncio.sleep(600)  # nothing moves while no operator runs
+        assert (await pool_status(cluster, "worker"))["updatedMachineCount"] == 1
+        again = MachineConfigSimulator(cluster, machines.clock, machines.behaviour)
+        try:
+            await again.install(NEW)  # as an operator restarting finds its release there
+            await asyncio.sleep(60)  # worker-1 again from its drain: 10 s + 10 s
+            assert (await pool_status(cluster, "worker"))["updatedMachineCount"] == 2
+        finally:
+            await again.stop()
+
+    simulate(test, MachinesBehaviour((PoolBehaviour("master", 1), PoolBehaviour("worker", 2)), drain=10.0, reboot=10.0))
+
+
+def test_cvo_upgrade_status_shows_the_workers_still_updating_after_cvo_upgrade(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    payloads = MANIFESTS.parents[1]
+    state, operators = tmp_path / "state.db", tmp_path / "operators.yaml"
+    operators.write_text("default: {delay: 10s}\nmachine-config:\n  nodes: {drain: 1m, reboot: 2m}\n"
+                         "  pools: {master: 3, worker: 4}\n")
+    assert main(["install", str(payloads / "demo-4.16.0"), "--state", str(state), "--operators", str(operators)]) == 0
+    assert main(["upgrade", "--to", str(payloads / "demo-4.16.3"), "--state", str(state),
+                 "--operators", str(operators)]) == 0
+    capsys.readouterr()
+    assert main(["upgrade", "status", "--state", str(state), "--details", "all"]) == 0
+    out = capsys.readouterr().out
+    assert "All control plane nodes successfully updated to 4.16.3\n" in out
+    assert "worker        Progressing   75% (3/4)    3 Available, 1 Progressing, 1 Draining\n" in out
+    assert "worker-3   Progressing   Draining   4.16.0    +10m   \n" in out
+
+
+def test_api_errors_are_retried_and_leave_nothing_half_made() -> None:
+    async def test(cluster: SimCluster, machines: MachineConfigSimulator) -> None:
+        cluster.inject_failure(("", "Node"), ApiErrorKind.SERVER_TIMEOUT, count=3, verbs=["update_status"])
+        cluster.inject_failure(pool_ref("worker"), ApiErrorKind.CONFLICT, count=2, verbs=["update", "update_status"])
+        await machines.install(OLD)
+        for name in ("master-0", "worker-0"):
+            node = await cluster.get(node_ref(name))
+            assert node is not None and [c["type"] for c in node["status"]["conditions"]] == [
+                "Ready", "MemoryPressure", "DiskPressure", "PIDPressure"]
+        await machines.update(NEW)
+        await asyncio.sleep(60)
+        assert (await pool_status(cluster, "worker"))["updatedMachineCount"] == 1
+
+    simulate(test, MachinesBehaviour((PoolBehaviour("master", 1), PoolBehaviour("worker", 1)), drain=5.0, reboot=5.0))
