@@ -19,6 +19,7 @@ from __future__ import annotations
 import base64
 import binascii
 import os
+import re
 import shutil
 import subprocess
 from collections.abc import Iterable, Mapping
@@ -161,10 +162,16 @@ def _decode(image: str, source: AuthSource, key: str, entry: Any) -> Credentials
     return Credentials(user, password.strip("\x00"), f"{source.description} ({key})")
 
 
+_HELPER_NAME = re.compile(r"[a-z0-9][a-z0-9._-]{0,31}")
+
+
 def _from_helper(image: str, helper: str, registry: str, source: AuthSource) -> Credentials | None:
     """config.go ``getCredsFromCredHelper``: ``docker-credential-HELPER get`` with the registry on stdin."""
     name = f"docker-credential-{helper}"
-    where = f"registry config {source.description}: credential helper {name}"
+    # a helper's name as helpers are named (gcloud, ecr-login, osxkeychain); anything else may be a secret pasted
+    # into the wrong field, and is not repeated
+    shown = name if _HELPER_NAME.fullmatch(helper) else "named in credHelpers/credsStore (name not shown)"
+    where = f"registry config {source.description}: credential helper {shown}"
     program = shutil.which(name)
     if program is None:
         raise ImageError(image, f"{where} is not installed", Problem.INVALID)

@@ -682,10 +682,12 @@ def _status_text(status: int) -> str:
 
 
 def _reason(err: BaseException) -> str:
-    """The innermost reason of a transport error, without the URL or object addresses urllib3 adds."""
+    """The innermost reason of a transport error, without the URL or object addresses urllib3 adds: its ``reason``
+    chain and explicit causes only (an exception's ``__context__`` may be anything the caller was handling, e.g. an
+    error built from an earlier answer's body, which may echo credentials)."""
     inner: BaseException = err
     while True:
-        nxt = getattr(inner, "reason", None) or inner.__context__
+        nxt = getattr(inner, "reason", None) or inner.__cause__
         if not isinstance(nxt, BaseException) or nxt is inner:
             break
         inner = nxt

@@ -167,3 +167,12 @@ def test_parse_challenge(header: str, expected: Challenge) -> None:
 def test_headers_without_a_scheme_are_dropped() -> None:
     assert parse_challenge("") is None and parse_challenge(' ="x"') is None
     assert parse_challenges(["", "Basic realm=r", '"quoted"']) == [Challenge("basic", {"realm": "r"})]
+
+
+def test_a_helper_name_that_may_be_a_secret_is_not_repeated(tmp_path: Path) -> None:
+    """Found by make fuzz: a credential pasted into credHelpers came back in the error line."""
+    pasted = base64.b64encode(b"user:fuzz-secret-pw").decode()
+    path = write(tmp_path / "c.json", {"credHelpers": {"quay.example.com:5000": pasted}})
+    with pytest.raises(ImageError) as err:
+        found(auth_sources(path, environ={}))
+    assert pasted not in str(err.value) and "name not shown" in str(err.value)

@@ -205,3 +205,17 @@ def test_head_is_retried_and_keeps_the_size(proxy: FaultProxy, image: BuiltImage
     assert repo.head_manifest("4.16.3") == Descriptor(image.media_type, image.manifest_digest, len(image.manifest))
     assert clock.sleeps == [0.5]
     assert [r.method for r in proxy.records if r.path == manifest_path(repo)] == ["HEAD", "HEAD"]  # no GET needed
+
+
+def test_a_transport_errors_reason_never_carries_what_was_being_handled() -> None:
+    """Found by make fuzz: a connection failure's ``__context__`` (an error built from an earlier answer's body,
+    which echoed a credential) went into the message."""
+    from cvo.images.registry import _reason
+
+    try:
+        try:
+            raise ValueError('{"errors":[{"detail":"dXNlcjpmdXp6LXNlY3JldC1wdw=="}]}')
+        except ValueError:
+            raise ConnectionAbortedError("connection aborted") from None
+    except OSError as err:
+        assert _reason(err) == "connection aborted"
