@@ -36,7 +36,21 @@ def api(acting_control_plane: ControlPlane) -> Iterator[client.ApiClient]:
 @pytest.fixture
 def ns(api: client.ApiClient) -> str:
     name = f"acting-{uuid.uuid4().hex[:8]}"
-    client.CoreV1Api(api).create_namespace({"metadata": {"name": name}})
+    core = client.CoreV1Api(api)
+    core.create_namespace({"metadata": {"name": name}})
+
+    def default_service_account() -> bool:
+        try:
+            core.read_namespaced_service_account("default", name)
+        except ApiException as err:
+            if err.status == 404:
+                return False
+            raise
+        return True
+
+    # The ServiceAccount admission plugin refuses a Pod until the controller-manager has made the namespace's
+    # default ServiceAccount: a test that stops the controller-manager must not race it.
+    eventually("the namespace's default ServiceAccount", default_service_account)
     return name
 
 
