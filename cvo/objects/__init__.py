@@ -5,7 +5,8 @@ cannot hold a string where a list belongs: it is checked against its kind's sche
 ``manifests/``, or a schema declared in code), each field of the wrong shape is left out with one warning
 naming the object and the field, and the rest of cvo reads typed fields without guarding again.
 ``schema.py`` is the check, ``view.py`` the dataclass builder, ``base.py`` kinds and reading, ``times.py``
-timestamps as nanoseconds (any time Go holds), ``crds.py`` finds ``manifests/``; one module per kind.
+timestamps as nanoseconds (any time Go holds), ``crds.py`` finds ``manifests/``, ``rollout.py`` whether a
+workload has rolled out (kstatus's rules, over raw objects); one module per kind.
 A new kind is a module with its views and a ``KIND`` (:func:`~cvo.objects.base.crd` or
 :func:`~cvo.objects.base.declared`), listed in :data:`KINDS`.
 May import: ``cvo.payload`` (input limits, the YAML decoder, field helpers) only.
