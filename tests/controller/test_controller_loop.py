@@ -9,27 +9,17 @@ from typing import Any
 
 from cvo.clock import run_virtual
 from cvo.cluster.api import Ref, cv_ref
-from cvo.cluster.embedded.server import SimCluster
 from cvo.controller.lease import lease_ref
-from tests.support.controller_harness import Harness, condition, history, image, new_cluster, set_desired
-
-
-async def until(check: Callable[[], Awaitable[bool]], limit: float, step: float = 1.0) -> float:
-    """Virtual seconds until ``check()`` holds; fails after ``limit``."""
-    loop = asyncio.get_running_loop()
-    start = loop.time()
-    while not await check():
-        assert loop.time() - start < limit, f"not within {limit}s"
-        await asyncio.sleep(step)
-    return loop.time() - start
-
-
-def completed(cluster: SimCluster, version: str) -> Callable[[], Awaitable[bool]]:
-    async def check() -> bool:
-        cv = await cluster.get(cv_ref())
-        h = history(cv)
-        return bool(h) and h[0] == (version, "Completed") and condition(cv, "Progressing").get("status") == "False"
-    return check
+from tests.support.controller_harness import (
+    Harness,
+    completed,
+    condition,
+    history,
+    image,
+    new_cluster,
+    set_desired,
+    until,
+)
 
 
 def run(body: Callable[[], Awaitable[Any]]) -> Any:
