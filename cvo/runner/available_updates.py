@@ -162,7 +162,10 @@ async def refresh_updates(cluster: Cluster, clock: Clock, options: RefreshOption
         assert current is not None
         new = current
     versions = [r.version for r in new.upstream_updates or ()] + [c.release.version for c in new.upstream_conditional]
-    extra = [await source.risks(versions) for source in sources]
+    # The CVO's sources judge against its own release (pkg/cvo/cvo.go ``currentVersion``), never empty; ours read
+    # status.desired, which a controller that has not written its first status yet lacks: nothing to judge then.
+    reported = _mapping(_mapping(cv.get("status")).get("desired")).get("version")
+    extra = [await source.risks(versions) if isinstance(reported, str) and reported else SourcedRisks() for source in sources]
     for source, found in zip(sources, extra, strict=True):
         if found.error:
             log.warning("detecting risks failed, which might impact risk evaluation", source=source.name,

@@ -379,3 +379,38 @@ def test_refresh_once_writes_what_the_controller_would() -> None:
         assert reasons == {"4.1.3": "BugB", "4.1.2": "EvaluationFailed"}
 
     on_cluster(test)
+
+
+def test_the_risk_sources_are_not_asked_before_the_cluster_reports_a_release() -> None:
+    """The CVO's sources judge against its own release, which it always knows (pkg/cvo/cvo.go currentVersion);
+    a ClusterVersion with no status.desired yet (an install's first poll) has no version to judge against, and
+    asking would only log "Version string empty" from every source."""
+    from cvo.updates.sources import SourcedRisks
+
+    class Counting:
+        name = "Counting"
+
+        def __init__(self) -> None:
+            self.asked: list[list[str]] = []
+
+        async def risks(self, versions: Any) -> SourcedRisks:
+            self.asked.append(list(versions))
+            return SourcedRisks()
+
+    async def test(h: Harness) -> None:
+        source = Counting()
+        cv = await h.cluster.get(cv_ref())
+        assert cv is not None
+        cv["status"] = {}
+        await h.cluster.update_status(cv)
+        await refresh_updates(h.cluster, h.clock, h.options, h.state, (source,), h.registry, writer=h.writer)
+        assert source.asked == []
+        cv = await h.cluster.get(cv_ref())
+        assert cv is not None
+        cv["status"] = {"desired": {"version": "4.1.0", "image": IMG + "4.1.0"}}
+        await h.cluster.update_status(cv)
+        await asyncio.sleep(600)
+        await refresh_updates(h.cluster, h.clock, h.options, h.state, (source,), h.registry, writer=h.writer)
+        assert source.asked and source.asked[-1]
+
+    on_cluster(test)
