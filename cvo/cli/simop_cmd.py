@@ -85,6 +85,10 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     add_behaviour_flags(parser)
     add_backend_flags(parser)
     add_registry_flags(parser)
+    parser.add_argument("--rollouts", choices=("auto", "wait", "ignore"), default="auto",
+                        help="whether an operator reports its new version only once its Deployments have rolled out "
+                             "(wait) or after its behaviour's delay alone (ignore); auto: wait where the cluster's "
+                             "controllers act (its default/default ServiceAccount exists: kind, kwok, real clusters)")
     until = parser.add_mutually_exclusive_group()
     until.add_argument("--once", action="store_true",
                        help="catch up with the cluster, finish the rollouts that start, and exit")
@@ -140,7 +144,9 @@ def run(args: argparse.Namespace) -> int:
         try:
             async with open_backend(backend_options, clock, simulate_operators=False, budget=budget,
                                     say_where=True) as backend:
-                return await _run(backend.steady, clock, behaviours, explicit, stop, args.once, duration, pull)
+                rollouts = {"auto": None, "wait": True, "ignore": False}[args.rollouts]
+                return await _run(backend.steady, clock, behaviours, explicit, stop, args.once, duration, pull,
+                                  rollouts)
         finally:
             for handled_signum in handled:
                 loop.remove_signal_handler(handled_signum)
@@ -158,11 +164,13 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _run(cluster: Cluster, clock: Clock, behaviours: Behaviours, explicit: list[Release],
-               stop: asyncio.Event, once: bool, duration: float | None, pull: PullOptions | None = None) -> int:
+               stop: asyncio.Event, once: bool, duration: float | None, pull: PullOptions | None = None,
+               rollouts: bool | None = None) -> int:
     if not await cluster.serves("config.openshift.io/v1", "ClusterOperator"):
         print_error("the cluster does not serve ClusterOperators (config.openshift.io/v1): run 'cvo bootstrap' first")
         return EXIT_FAILED
-    outcome = await run_operators(cluster, clock, behaviours, explicit, stop, once, duration, pull=pull)
+    outcome = await run_operators(cluster, clock, behaviours, explicit, stop, once, duration, pull=pull,
+                                  rollouts=rollouts)
     why = "interrupted" if outcome.interrupted else "done"
     print(f"sim-operators: {why} after {outcome.elapsed:g}s on the cluster's clock: {outcome.reports} reports, "
           f"{outcome.failures} failed writes" + (" (written again)" if outcome.failures else ""), file=sys.stderr)

@@ -37,6 +37,7 @@ from cvo.images.errors import ImageError
 from cvo.images.pull import PullOptions, pull_release
 from cvo.images.reference import looks_like_image
 from cvo.operators.behaviour import Behaviours
+from cvo.operators.rollouts import controllers_act
 from cvo.operators.simulated import OperatorSimulator
 from cvo.payload.loader import LoadError, Release, load_release
 
@@ -164,8 +165,9 @@ class SimOperators:
 
     def __init__(self, cluster: Cluster, clock: Clock, behaviours: Behaviours, releases: list[Release],
                  load: Callable[[str], Release] = load_image, out: TextIO | None = None,
-                 err: TextIO | None = None) -> None:
+                 err: TextIO | None = None, rollouts: bool | None = None) -> None:
         self.cluster = cluster
+        self.wait_rollouts = rollouts  # versions wait on real rollouts (None: when the cluster's controllers act)
         self.clock = clock
         self.behaviours = behaviours
         self.load = load
@@ -216,7 +218,12 @@ class SimOperators:
     async def _restart(self) -> None:
         await self._stop_simulator()
         view = ReportingCluster(self.cluster, self.clock, self.out, self.err)
-        simulator = OperatorSimulator(view, self.clock, self.behaviours)
+        if self.wait_rollouts is None:
+            self.wait_rollouts = await controllers_act(self.cluster)
+            if self.wait_rollouts:
+                self._say("the cluster's controllers act: an operator reports its new version once its Deployments "
+                          "have rolled out")
+        simulator = OperatorSimulator(view, self.clock, self.behaviours, rollouts=self.wait_rollouts)
         for release in self.releases.values():
             simulator.register_release(release)
         self._view, self.simulator = view, simulator
@@ -310,11 +317,11 @@ class Outcome:
 async def run_operators(cluster: Cluster, clock: Clock, behaviours: Behaviours, explicit: list[Release],
                         stop: asyncio.Event, once: bool, duration: float | None,
                         out: TextIO | None = None, err: TextIO | None = None,
-                        pull: PullOptions | None = None) -> Outcome:
+                        pull: PullOptions | None = None, rollouts: bool | None = None) -> Outcome:
     """Simulate the operators until ``stop`` is set, ``duration`` has passed on the cluster's clock, or (with
     ``once``) the rollouts the cluster's current state starts are done."""
     runner = SimOperators(cluster, clock, behaviours, explicit, load=lambda image: load_image(image, pull),
-                          out=out, err=err)
+                          out=out, err=err, rollouts=rollouts)
     started = clock.monotonic()
     follower = asyncio.create_task(runner.watch_cluster_version(stop), name="sim-operators clusterversion")
     stopped = asyncio.create_task(stop.wait(), name="sim-operators stop")

@@ -50,6 +50,7 @@ from cvo.operators.behaviour import Behaviour, Behaviours
 from cvo.operators.library.clusteroperator import Condition, report_status
 from cvo.operators.library.conditions import OperatorConditions
 from cvo.operators.machine_config import MachineConfigSimulator
+from cvo.operators.rollouts import Progress, progress
 from cvo.payload.fields import dig, entries, mapping
 from cvo.payload.graph import operator_versions
 from cvo.payload.loader import Release
@@ -61,6 +62,7 @@ T = TypeVar("T")
 RETRY_INITIAL = 1.0  # seconds before an operator tries again after an API error; doubles up to RETRY_CAP
 RETRY_CAP = 10.0
 MACHINE_CONFIG = "machine-config"  # the operator whose behaviour may ask for pools and nodes
+ROLLOUT_RECHECK = 5.0  # seconds between looks at a rollout when no Deployment event came (a watch may miss one)
 
 
 @dataclass
@@ -72,6 +74,7 @@ class OperatorModel:
     deployments: dict[str, dict[Ref, tuple[str, ...]]] = field(default_factory=dict)  # release -> ref -> images
     target: str | None = None  # the release it rolls out (or rolled out)
     task: asyncio.Task[None] | None = None
+    changed: asyncio.Event = field(default_factory=asyncio.Event)  # one of its Deployments changed
 
 
 def _containers(obj: dict[str, Any]) -> list[dict[str, Any]]:
@@ -96,8 +99,11 @@ def _release_version_env(obj: dict[str, Any]) -> str | None:
 
 
 class OperatorSimulator:
-    def __init__(self, cluster: Cluster, clock: Clock, behaviours: Behaviours | None = None) -> None:
+    def __init__(self, cluster: Cluster, clock: Clock, behaviours: Behaviours | None = None,
+                 rollouts: bool = False) -> None:
         self.cluster = cluster
+        # the cluster's controllers act (cvo.operators.rollouts.controllers_act): versions wait on real rollouts
+        self.rollouts = rollouts
         self.clock = clock
         self.behaviours = behaviours or Behaviours()
         self.operators: dict[str, OperatorModel] = {}
@@ -239,6 +245,7 @@ class OperatorSimulator:
     async def _deployment_event(self, event: WatchEvent) -> None:
         ref = Ref.of(event.obj)
         for name in sorted(self._by_deployment.get(ref, ())):
+            self.operators[name].changed.set()
             await self._reconsider(self.operators[name])
 
     async def _operator_event(self, event: WatchEvent) -> None:
@@ -408,12 +415,47 @@ class OperatorSimulator:
         machines = self._machines(model.name)
         for edge in self._edges(b):
             await asyncio.sleep(max(0.0, start + edge - self.clock.monotonic()))
+            if edge >= b.delay and self.rollouts and model.deployments.get(version):
+                await self._until_rolled_out(model, version, b, reported, install)
+                start = self.clock.monotonic() - edge  # later edges (flapping, degraded windows) follow the rollout
             if machines is not None and edge >= b.delay:  # machine-config: new versions once the master pool is done
                 previous = reported.get("operator")
                 await (machines.install(version) if install else machines.update(version, previous))
                 machines = None
             versions, conditions = self._state(b, edge, version, new, reported, install)
             await self._report(model.name, versions if versions else None, conditions)
+
+    async def _until_rolled_out(self, model: OperatorModel, version: str, b: Behaviour, reported: dict[str, str],
+                                install: bool) -> None:
+        """Until every Deployment of ``model`` at ``version`` has rolled out, reporting what it waits on (a change
+        at a time): Progressing names the Deployment and its kstatus message; a failed one makes it Degraded."""
+        last: Progress | None = None
+        while True:
+            model.changed.clear()
+            refs = sorted(model.deployments[version], key=lambda r: (r.namespace, r.name))
+            lives = {ref: await self._retrying(f"read {ref}", functools.partial(self.cluster.get, ref)) for ref in refs}
+            now = progress(lives)
+            if now.done:
+                return
+            if now != last:
+                versions, conditions = self._state(b, -1.0, version, model.versions[version], reported, install)
+                await self._report(model.name, versions if versions else None, self._waiting(conditions, now, version))
+                last = now
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(model.changed.wait(), ROLLOUT_RECHECK)
+
+    @staticmethod
+    def _waiting(conditions: list[Condition], now: Progress, version: str) -> list[Condition]:
+        out = []
+        for c in conditions:
+            if c.type == "Progressing":
+                c = Condition("Progressing", "True", c.reason, f"Moving to {version}: {now.failed or now.waiting}")
+            elif c.type == "Degraded" and now.failed:
+                c = Condition("Degraded", "True", "DeploymentRolloutFailed", now.failed)
+            elif c.type == "Available" and now.failed and c.status == "False":
+                c = Condition("Available", "False", "DeploymentRolloutFailed", now.failed)
+            out.append(c)
+        return out
 
     async def _report(self, name: str, versions: dict[str, str] | None, conditions: list[Condition]) -> None:
         """Report the ClusterOperator's status (timestamps of the moment of each try) until it lands."""
