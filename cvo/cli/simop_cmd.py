@@ -64,8 +64,9 @@ DESCRIPTION = (
 )
 EXAMPLES = """\
 Examples:
-  # The demo's operators on a kind cluster, in the background, logging to a file
-  cvo sim-operators --context kind-kind --operators payloads/demo-operators.yaml > sim-operators.log 2>&1 &
+  # The demo's operators on a kind cluster, in the background, logging to a file (the demo's images do not
+  # exist, so its Deployments never roll out on kind: do not wait for them)
+  cvo sim-operators --context kind-kind --operators payloads/demo-operators.yaml --rollouts ignore > sim.log &
 
   # Report once for the release the cluster runs, then exit
   cvo sim-operators --context kind-kind --once
