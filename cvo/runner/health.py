@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cvo.cluster.api import ApiError, ApiErrorKind, Ref
+from cvo.objects.rollout import RolloutStatus, compute, has_rule
 from cvo.payload.errors import (
     UpdateError,
     cluster_operator_degraded,
@@ -26,6 +27,7 @@ from cvo.payload.errors import (
 )
 from cvo.payload.fields import dig, entries, mapping, string, type_name
 from cvo.payload.graph import Mode
+from cvo.payload.manifest import Manifest
 
 
 def condition(obj: dict[str, Any] | None, type_: str) -> dict[str, Any] | None:
@@ -178,3 +180,33 @@ def register(group: str, kind: str, check: HealthCheck) -> None:
 
 def check_for(group: str, kind: str) -> HealthCheck | None:
     return CHECKS.get((group, kind))
+
+
+# A manifest's own say on its health (cvo's addition; kapp's ``kapp.k14s.io/disable-wait`` and Flux's ``wait``
+# do the same): "true" waits until the workload has rolled out by kstatus's rules, "false" skips every check
+WAIT_FOR_ROLLOUT = "release.cvo.dev/wait-for-rollout"
+ROLLOUT_WAIT = 60.0  # seconds a rolling-out workload may go without a change before its task fails (and retries)
+
+
+def check_rollout(live: dict[str, Any]) -> UpdateError | None:
+    """Rolled out by kstatus's rules (:mod:`cvo.objects.rollout`): Current is done; Failed and in progress fail the
+    task once the wait ends, with kstatus's message (and the workload's own condition's, where it gave one)."""
+    rollout = compute(live)
+    if rollout.current:
+        return None
+    what = f"{string(live.get('kind')).lower()} {_name(live)}"
+    if rollout.status is RolloutStatus.FAILED:
+        return UpdateError("WorkloadNotProgressing", f"{what} has failed to roll out: {rollout.message}",
+                           nested=rollout.condition_message)
+    return UpdateError("WorkloadNotAvailable", f"{what} is rolling out: {rollout.message}")
+
+
+def check_for_manifest(m: Manifest) -> tuple[HealthCheck | None, bool]:
+    """The health check of the object ``m`` applies, and whether it holds in install mode too (the CVO checks
+    nothing at install; a rollout the manifest asks to wait on is waited on in every mode)."""
+    asked = m.annotations.get(WAIT_FOR_ROLLOUT, "").strip().lower()
+    if asked == "false":
+        return None, False
+    if asked == "true" and has_rule(m.group, m.kind):
+        return HealthCheck(check_rollout, wait=ROLLOUT_WAIT), True
+    return check_for(m.group, m.kind), False

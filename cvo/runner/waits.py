@@ -29,7 +29,7 @@ from cvo.payload.operators import operator_deployments
 from cvo.runner.attempt import Attempt
 from cvo.runner.early_crds import CRD, CrdIndex, payload_crds
 from cvo.runner.events import Progress, Waiting
-from cvo.runner.health import HealthCheck, check_for, check_operator_health, no_versions_error
+from cvo.runner.health import HealthCheck, check_for_manifest, check_operator_health, no_versions_error
 from cvo.runner.sweep_events import Emit, OperatorDegraded, OperatorDone, OperatorReady, TaskWaiting
 
 # How long an install task waits for a CRD or Namespace of the same payload that the attempt has not
@@ -177,15 +177,15 @@ class Waits:
 
     async def healthy(self, task: Task, live: dict[str, Any] | None, attempt: Attempt, node: int | None) -> None:
         """Until the applied object is done: a ClusterOperator at its release, or what the object's health
-        check (:func:`cvo.runner.health.check_for`) says; raises the check's error."""
+        check (:func:`cvo.runner.health.check_for_manifest`) says; raises the check's error."""
         m = task.manifest
         if task.delete or (task.create_only and m.kind != "ClusterOperator"):
             return
         if (m.group, m.kind) == CLUSTER_OPERATOR:
             await self.cluster_operator(task, attempt, node, live)
             return
-        check = check_for(m.group, m.kind)
-        if check is None or self.mode is Mode.INSTALL or live is None:
+        check, always = check_for_manifest(m)
+        if check is None or (self.mode is Mode.INSTALL and not always) or live is None:
             return
         await self._until_healthy(task, live, check)
 
