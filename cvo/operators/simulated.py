@@ -46,11 +46,13 @@ from cvo.cluster.informer import Backoff, Informer
 from cvo.cluster.intercept import read_hooks
 from cvo.gates.olm import ENV_NAME
 from cvo.log import get_logger
+from cvo.objects.rollout import compute
 from cvo.operators.behaviour import Behaviour, Behaviours
 from cvo.operators.library.clusteroperator import Condition, report_status
 from cvo.operators.library.conditions import OperatorConditions
 from cvo.operators.machine_config import MachineConfigSimulator
 from cvo.operators.rollouts import Progress, progress
+from cvo.operators.workloads import STATUS_FROM, WorkloadSpec, specs_of
 from cvo.payload.fields import dig, entries, mapping
 from cvo.payload.graph import operator_versions
 from cvo.payload.loader import Release
@@ -122,6 +124,10 @@ class OperatorSimulator:
         self._windows: set[str] = set()  # operators whose Upgradeable window runs
         self._remove_read_hook: Any = None
         self._again: set[str] = set()  # operators with a decision scheduled again after an API error
+        # ClusterOperators derived from workloads: on a cluster without controllers, their Deployments are rolled
+        # out here (status written after the operator's behaviour delay), as a deployment controller would
+        self._derived: list[WorkloadSpec] = []
+        self._rolling: dict[Ref, asyncio.Task[None]] = {}
 
     # --- releases ------------------------------------------------------------------------------
 
@@ -131,8 +137,12 @@ class OperatorSimulator:
         for m in release.manifests:
             if is_cluster_operator(m):
                 cluster_operators.setdefault(m.name, m)
+        derived, _ = specs_of(release.manifests)
+        self._derived = [d for d in self._derived if d.operator not in {s.operator for s in derived}] + derived
         for name, deployments in operator_deployments(release.manifests).items():
             co = cluster_operators[name]
+            if STATUS_FROM in co.annotations:
+                continue  # its status comes from its workloads (cvo.operators.workloads), not from an operator
             model = self.operators.setdefault(name, OperatorModel(name))
             model.versions[release.version] = dict(operator_versions(co))
             refs = {Ref(d.group, d.kind, d.namespace, d.name): _images(d.copy_obj()) for d in deployments}
@@ -197,8 +207,45 @@ class OperatorSimulator:
                 if err.kind is not ApiErrorKind.ALREADY_EXISTS:
                     raise
 
+    def _roll_derived(self, obj: Object) -> None:
+        """A Deployment of a derived ClusterOperator, on a cluster without controllers: after the operator's delay,
+        the status kube-controller-manager's deployment controller writes once every replica is up."""
+        if self.rollouts or not self._derived:
+            return
+        spec = next((s for s in self._derived
+                     if any(r.kind == "Deployment" and r.matches(obj) for r in s.workloads)), None)
+        generation = dig(obj, "metadata", "generation")
+        if spec is None or (dig(obj, "status", "observedGeneration") == generation and compute(obj).current):
+            return
+        ref = Ref.of(obj)
+        old = self._rolling.pop(ref, None)
+        if old is not None:
+            old.cancel()
+        delay = self.behaviours.for_operator(spec.operator).delay
+
+        async def roll() -> None:
+            await asyncio.sleep(delay)
+            live = await self._retrying(f"read {ref}", functools.partial(self.cluster.get, ref))
+            if live is None:
+                return
+            replicas = dig(live, "spec", "replicas")
+            count = replicas if isinstance(replicas, int) and not isinstance(replicas, bool) else 1
+            status = {"observedGeneration": dig(live, "metadata", "generation") or 1, "replicas": count,
+                      "updatedReplicas": count, "readyReplicas": count, "availableReplicas": count,
+                      "conditions": [{"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable",
+                                      "message": "Deployment has minimum availability."},
+                                     {"type": "Progressing", "status": "True", "reason": "NewReplicaSetAvailable",
+                                      "message": f'ReplicaSet "{ref.name}" has successfully progressed.'}]}
+            with contextlib.suppress(ApiError):  # changed meanwhile: its next event rolls it again
+                await self.cluster.update_status({**live, "status": status})
+
+        self._rolling[ref] = asyncio.get_running_loop().create_task(roll(), name=f"sim rollout {ref}")
+
     async def _start_operators(self) -> None:
         """Upgradeable windows for operators that have none yet, then every operator looks at the cluster."""
+        if self._derived and not self.rollouts:
+            for live in await self._retrying("list deployments", lambda: self.cluster.list("apps", "Deployment")):
+                self._roll_derived(live)
         for name, model in list(self.operators.items()):
             b = self.behaviours.for_operator(name)
             if b.upgradeable is not None and name not in self._windows:
@@ -227,7 +274,9 @@ class OperatorSimulator:
         for informer in self._informers:
             await informer.stop()
         self._informers.clear()
-        tasks = self._tasks + [m.task for m in self.operators.values() if m.task is not None]
+        tasks = self._tasks + [m.task for m in self.operators.values() if m.task is not None] + list(
+            self._rolling.values())
+        self._rolling.clear()
         for task in tasks:
             task.cancel()
         for task in tasks:
@@ -244,6 +293,8 @@ class OperatorSimulator:
 
     async def _deployment_event(self, event: WatchEvent) -> None:
         ref = Ref.of(event.obj)
+        if event.type != "DELETED":
+            self._roll_derived(event.obj)
         for name in sorted(self._by_deployment.get(ref, ())):
             self.operators[name].changed.set()
             await self._reconsider(self.operators[name])

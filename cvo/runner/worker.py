@@ -25,6 +25,7 @@ import networkx as nx
 from cvo.clock import Clock
 from cvo.cluster.api import ApiError, Cluster, is_transient
 from cvo.cluster.persist import steady
+from cvo.operators.workloads import WorkloadReporter, specs_of
 from cvo.payload.arch import go_arch
 from cvo.payload.capabilities import Capabilities, still_enabled
 from cvo.payload.conditions import find_condition
@@ -189,6 +190,9 @@ class Worker:
         self.capabilities = await self._capabilities()
         await self.waits.start()
         await self.olm.start_sync()
+        workloads = self._workload_reporter()
+        if workloads is not None:
+            await workloads.start()
         attempt_no = self.options.attempt
         attempts = 0
         consecutive_errors = 0
@@ -221,8 +225,16 @@ class Worker:
                 if deadline is not None and loop.time() >= deadline:
                     return await self._timed_out(attempts, started)
         finally:
+            if workloads is not None:
+                await workloads.stop()
             await self.waits.stop()
             await self.olm.stop_sync()
+
+    def _workload_reporter(self) -> WorkloadReporter | None:
+        """The release's ClusterOperators derived from workloads (cvo/operators/workloads.py), written while the
+        sweep runs; None when it has none."""
+        specs, broken = specs_of(self.release.manifests)
+        return WorkloadReporter(self.cluster, self.clock, specs, broken) if specs or broken else None
 
     async def _completed_sweep(self, attempt: Attempt, attempts: int, started: datetime) -> SweepResult:
         self._completed += 1
