@@ -52,12 +52,12 @@ from cvo.operators.library.clusteroperator import Condition, report_status
 from cvo.operators.library.conditions import OperatorConditions
 from cvo.operators.machine_config import MachineConfigSimulator
 from cvo.operators.rollouts import Progress, progress
-from cvo.operators.workloads import STATUS_FROM, WorkloadSpec, specs_of
 from cvo.payload.fields import dig, entries, mapping
 from cvo.payload.graph import operator_versions
 from cvo.payload.loader import Release
 from cvo.payload.manifest import Manifest
 from cvo.payload.operators import is_cluster_operator, operator_deployments
+from cvo.payload.workloads import STATUS_FROM, WorkloadSpec, specs_of
 
 log = get_logger("cvo.cluster.embedded")
 T = TypeVar("T")

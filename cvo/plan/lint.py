@@ -19,6 +19,7 @@ from cvo.payload.manifest import (
     Manifest,
 )
 from cvo.payload.shapes import shape_problem
+from cvo.payload.workloads import STATUS_FROM, WorkloadSpecError, spec_of
 
 
 class Severity(StrEnum):
@@ -66,6 +67,12 @@ RULES: dict[str, tuple[Severity, str]] = {
         Severity.INFO, "every profile annotation is set to a value other than true: deliberately never applied"),
     "unknown-capability": (Severity.WARNING, "the capability annotation names a capability cvo does not know"),
     "release-metadata": (Severity.WARNING, "release-metadata has a problem the CVO only warns about"),
+    "workload-status-annotation": (
+        Severity.ERROR, "release.cvo.dev/status-from-workloads or version-from is not usable: the ClusterOperator is "
+                        "reported Degraded and never Available"),
+    "workload-not-shipped": (
+        Severity.WARNING, "a ClusterOperator's status comes from a workload the release does not ship: unless the "
+                          "cluster already has it, it is never Available"),
     "malformed-object": (
         Severity.ERROR, "a field has a type the kind's Go struct refuses (e.g. spec: 5): the CVO fails the task"),
 }
@@ -219,6 +226,25 @@ def _shapes(release: Release) -> list[Finding]:
             for m in release.all_manifests if (problem := shape_problem(m)) is not None]
 
 
+def _workloads(release: Release) -> list[Finding]:
+    """release.cvo.dev/status-from-workloads (cvo/payload/workloads.py): usable, and naming what the release ships."""
+    out = []
+    shipped = {(m.kind, m.namespace, m.name) for m in release.manifests}
+    for m in release.manifests:
+        if m.kind != "ClusterOperator" or STATUS_FROM not in m.annotations:
+            continue
+        try:
+            spec = spec_of(m)
+        except WorkloadSpecError as err:
+            out.append(_finding("workload-status-annotation", m, str(err).removeprefix(f"{m.path}: ")))
+            continue
+        for ref in spec.workloads if spec is not None else ():
+            if ref.name and (ref.kind, ref.namespace, ref.name) not in shipped:
+                out.append(_finding("workload-not-shipped", m, f"ClusterOperator {m.name}: {ref} is not in the "
+                                                               "release"))
+    return out
+
+
 def lint(release: Release) -> list[Finding]:
     """Every finding for ``release``; rules about what one cluster gets use the load's filters."""
     findings = (
@@ -228,6 +254,7 @@ def lint(release: Release) -> list[Finding]:
         + _duplicates(release)
         + _annotations(release)
         + _shapes(release)
+        + _workloads(release)
     )
     order = {m.path: i for i, m in enumerate(release.all_manifests)}
     findings.sort(key=lambda f: (order.get(f.file, len(order)), f.document or 0, f.rule))

@@ -25,7 +25,7 @@ import networkx as nx
 from cvo.clock import Clock
 from cvo.cluster.api import ApiError, Cluster, is_transient
 from cvo.cluster.persist import steady
-from cvo.operators.workloads import WorkloadReporter, specs_of
+from cvo.operators.workloads import WorkloadReporter
 from cvo.payload.arch import go_arch
 from cvo.payload.capabilities import Capabilities, still_enabled
 from cvo.payload.conditions import find_condition
@@ -34,6 +34,7 @@ from cvo.payload.fields import dig, entries
 from cvo.payload.filters import ApplyFilter, Override
 from cvo.payload.graph import Mode, Task, build_graph, make_tasks, max_workers
 from cvo.payload.loader import Release
+from cvo.payload.workloads import specs_of
 from cvo.runner.apply import ApplyOutcome, DeleteTracker, precreate_cluster_operator
 from cvo.runner.attempt import CONTEXT_REASON, Attempt
 from cvo.runner.backoff import attempt_backoff

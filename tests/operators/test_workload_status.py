@@ -14,16 +14,16 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cvo.operators.workloads import (
+from cvo.operators.workloads import derive
+from cvo.payload.manifest import manifests_from_headers, parse_headers
+from cvo.payload.workloads import (
     STATUS_FROM,
     VERSION_FROM,
     WorkloadRef,
     WorkloadSpec,
     WorkloadSpecError,
-    derive,
     spec_of,
 )
-from cvo.payload.manifest import manifests_from_headers, parse_headers
 from tests.support.helpers import PAYLOADS, REPO
 
 WEB = WorkloadRef("Deployment", "shop", "web")

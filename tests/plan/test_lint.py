@@ -44,6 +44,12 @@ def clean_files() -> dict[str, object]:
     }
 
 
+def derived_co(workloads: str) -> dict[str, Any]:
+    co = cluster_operator("foo", VERSION, operand=VERSION)
+    co["metadata"]["annotations"]["release.cvo.dev/status-from-workloads"] = workloads
+    return co
+
+
 @dataclass(frozen=True)
 class Case:
     """Files (merged over the clean payload) that trigger a rule, and a near miss that must not."""
@@ -132,6 +138,14 @@ CASES: dict[str, Case] = {
         near_miss={"0000_50_foo_02_deployment.yaml": [cm("before"), deployment("foo-operator")]},
         file="release-manifests/0000_50_foo_02_deployment.yaml", document=2,
         fix="spec must be an object, not a number; fix the field's type"),
+    "workload-status-annotation": Case(
+        trigger={CO: derived_co("- {kind: Deployment, namespace: openshift-foo}")},
+        near_miss={CO: derived_co("- {kind: Deployment, namespace: openshift-foo, name: foo-operator}")},
+        file=f"release-manifests/{CO}", document=1, fix="needs exactly one of name and selector"),
+    "workload-not-shipped": Case(
+        trigger={CO: derived_co("- {kind: Deployment, namespace: openshift-foo, name: bar}")},
+        near_miss={CO: derived_co("- {kind: Deployment, namespace: openshift-foo, selector: {app: bar}}")},
+        file=f"release-manifests/{CO}", document=1, fix="deployment openshift-foo/bar is not in the release"),
 }
 
 
