@@ -125,6 +125,17 @@ def test_pools_nodes_and_configs_of_any_shape(args: tuple[Any, Any, Any, bool]) 
     t.TARGETS["machines"][1](args)
 
 
+@given(t.TARGETS["workload-annotation"][0])
+@example(("- {kind: Deployment, namespace: shop, selector: {app: 5}}", "image"))
+def test_workload_annotations_of_any_text(args: tuple[str, str]) -> None:
+    t.TARGETS["workload-annotation"][1](args)
+
+
+@given(t.TARGETS["rollout"][0])
+def test_rollouts_of_workloads_of_any_shape(obj: dict[str, Any]) -> None:
+    t.TARGETS["rollout"][1](obj)
+
+
 @given(t.TARGETS["events"][0])
 @example(b"")
 @example(b'{"event": "sweep.started", "time": "2026-01-01T00:00:00"}\n{"event": "node.started", "time": '

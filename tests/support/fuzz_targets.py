@@ -788,6 +788,7 @@ from tests.support.fuzz_machines import TARGETS as MACHINES_TARGETS  # noqa: E40
 from tests.support.fuzz_monitoring import TARGETS as MONITORING_TARGETS  # noqa: E402  (Prometheus answers)
 from tests.support.fuzz_registry import TARGETS as REGISTRY_TARGETS  # noqa: E402
 from tests.support.fuzz_verify import TARGETS as VERIFY_TARGETS  # noqa: E402
+from tests.support.fuzz_workloads import TARGETS as WORKLOAD_TARGETS  # noqa: E402  (derived ClusterOperators)
 
 TARGETS.update(IMAGE_TARGETS)
 TARGETS.update(GRAPH_TARGETS)
@@ -795,3 +796,4 @@ TARGETS.update(REGISTRY_TARGETS)
 TARGETS.update(VERIFY_TARGETS)
 TARGETS.update(MONITORING_TARGETS)
 TARGETS.update(MACHINES_TARGETS)
+TARGETS.update(WORKLOAD_TARGETS)
