@@ -2,7 +2,9 @@
 kube-controller-manager, kube-scheduler and kwok roll its Deployments out, and cvo derives the ``shop``
 ClusterOperator's status from them (cvo/operators/workloads.py) while it installs and upgrades.  A third release
 whose ``web`` can never be scheduled (a 2 s progress deadline) makes the upgrade fail with the ClusterOperator
-Degraded by the Deployment's own message, and the old pods still serving (Available)."""
+Degraded by the Deployment's own message, and the old pods still serving (Available).  The upgrade to 1.1.0 runs
+with kube-controller-manager killed until its new spec is applied: it waits, and completes once the
+controller-manager is back."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -78,8 +81,31 @@ def test_the_example_release_installs_and_upgrades_with_nothing_simulated(
     assert co["status"]["versions"] == [{"name": "operator", "version": "1.0.0"}]
     assert conditions(co)["Available"] == ("True", "All workloads serve")
 
-    res = cvo(cp, "upgrade", "--to", str(PAYLOADS / "apps-1.1.0"), "--timeout", "2m")
-    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    # The upgrade with kube-controller-manager killed: the new spec is applied but nobody rolls it out, so the
+    # upgrade waits (certainly: nothing else can move the Deployment) until it is back.
+    cp.kill_component("kube-controller-manager")
+    try:
+        env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
+        upgrade = subprocess.Popen([sys.executable, "-m", "cvo", "upgrade", "--to", str(PAYLOADS / "apps-1.1.0"),
+                                    "--timeout", "3m", "--kubeconfig", str(cp.kubeconfig_path)], cwd=REPO, env=env,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+        def unobserved() -> bool:
+            web = apps.read_namespaced_deployment("web", "shop")
+            waiting = conditions(shop(custom)).get("Progressing", ("", ""))
+            return web.metadata.generation > web.status.observed_generation and waiting[0] == "True"
+
+        deadline = time.monotonic() + 60
+        while not unobserved():
+            assert upgrade.poll() is None, upgrade.communicate()
+            assert time.monotonic() < deadline, "the upgrade did not apply web's new spec within 60s"
+            time.sleep(0.3)
+        assert "but latest observed generation is 1" in conditions(shop(custom))["Progressing"][1]
+        assert upgrade.poll() is None  # it waits: nothing can roll web out
+    finally:
+        cp.start_component("kube-controller-manager")
+    out, err = upgrade.communicate(timeout=180)
+    assert upgrade.returncode == 0, out[-3000:] + err[-3000:]
     web = apps.read_namespaced_deployment("web", "shop")
     assert web.spec.template.spec.containers[0].image == "example.com/shop/web:1.1.0"
     assert web.status.updated_replicas == 2 and web.status.available_replicas == 2
