@@ -24,6 +24,7 @@ REPO = Path(__file__).resolve().parent.parent
 CORPUS = REPO.parent / "shared" / "corpus" / "ocp-5.0-nightly"
 sys.path.insert(0, str(REPO))
 
+from bench.acting_bench import acting_section  # noqa: E402
 from bench.diff_bench import diff_section  # noqa: E402
 from bench.failover import failover_section  # noqa: E402
 from bench.forecast_bench import forecast_section  # noqa: E402
@@ -516,7 +517,7 @@ def store_findings(sweep_mem: float, sweep_store: float, limit: float, wall: flo
 SECTIONS: dict[str, Section] = {"plan": plan_section, "sweep": sweep_section, "store": store_section,
                                 "kube": kube_section, "forecast": forecast_section, "report": report_section,
                                 "failover": failover_section, "images": images_section, "graph": graph_section,
-                                "diff": diff_section}
+                                "diff": diff_section, "acting": acting_section}
 
 
 def _sections(text: str) -> dict[str, list[str]]:
