@@ -11,8 +11,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import yaml
-
 from cvo.payload.fields import dig, entries, mapping, string
 from cvo.payload.manifest import Manifest
 
@@ -88,6 +86,8 @@ def spec_of(m: Manifest) -> WorkloadSpec | None:
     if text is None:
         return None
     where = f"{m.path}: ClusterOperator {m.name}: {STATUS_FROM}"
+    import yaml  # here: every command that loads a release imports this module, few read the annotation
+
     try:
         items = yaml.safe_load(text)
     except yaml.YAMLError as err:
