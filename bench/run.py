@@ -32,6 +32,7 @@ from bench.graph_bench import graph_section  # noqa: E402
 from bench.images_bench import images_section  # noqa: E402
 from bench.kube import kube_section  # noqa: E402
 from bench.measure import Run, cvo, run_process  # noqa: E402
+from bench.nodes_bench import nodes_section  # noqa: E402
 from bench.report_bench import report_section  # noqa: E402
 from bench.scale import derived_release, scaled_corpus  # noqa: E402
 
@@ -517,7 +518,8 @@ def store_findings(sweep_mem: float, sweep_store: float, limit: float, wall: flo
 SECTIONS: dict[str, Section] = {"plan": plan_section, "sweep": sweep_section, "store": store_section,
                                 "kube": kube_section, "forecast": forecast_section, "report": report_section,
                                 "failover": failover_section, "images": images_section, "graph": graph_section,
-                                "diff": diff_section, "acting": acting_section}
+                                "diff": diff_section, "acting": acting_section,
+                                "nodes": nodes_section}
 
 
 def _sections(text: str) -> dict[str, list[str]]:
