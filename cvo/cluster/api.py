@@ -209,3 +209,12 @@ class CrdEstablisher(Protocol):
 
     async def establish(self, crd_name: str) -> bool:
         """Nudge CRD ``crd_name`` if the server has left it unestablished long enough; True if it was nudged."""
+
+
+@runtime_checkable
+class PodEvicter(Protocol):
+    """A backend with the Eviction API (a real API server): evicting a Pod asks its PodDisruptionBudgets."""
+
+    async def evict(self, ref: Ref) -> bool:
+        """Evict Pod ``ref`` (``pods/NAME/eviction``, as k8s.io/kubectl pkg/drain ``EvictPod``): True once it is
+        evicted or gone, False while a PodDisruptionBudget refuses (the API's 429)."""

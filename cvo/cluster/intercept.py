@@ -6,7 +6,7 @@ every verb by hand:
 
 ====================================  =========================================================
 ``intercept_read(call, send)``        get, list, serves
-``intercept_write(call, send)``       delete, establish (and, unless overridden, the next row)
+``intercept_write(call, send)``       delete, establish, evict (and, unless overridden, the next row)
 ``intercept_object_write(...)``       create, update, update_status: the result is the object
 ====================================  =========================================================
 
@@ -14,9 +14,9 @@ Watches and ``close`` pass through (the inner cluster belongs to whoever opened 
 :class:`ReadInterceptor` wraps a :class:`~cvo.cluster.api.ReadOnlyCluster`, :class:`Interceptor` a
 whole :class:`~cvo.cluster.api.Cluster`.  No wrapper passes unknown attributes through: what only some
 backends can do is a declared protocol (:mod:`cvo.cluster.api`), found along the chain of ``inner``
-by :func:`read_hooks`, :func:`request_stats` and :func:`crd_establisher`.  A wrapper that must see
-such a call (the fence sees ``establish``) implements it itself; :class:`Interceptor` does for
-``establish``, which is a write.
+by :func:`read_hooks`, :func:`request_stats`, :func:`crd_establisher` and :func:`pod_evicter`.  A wrapper
+that must see such a call (the fence sees ``establish``) implements it itself; :class:`Interceptor` does for
+``establish`` and ``evict``, which are writes.
 
 **The write guard.**  A backend that retries a request by itself (the Kubernetes backend's
 ``RetryPolicy``) calls :func:`check_write` before each try; a wrapper that must be asked before every
@@ -34,9 +34,12 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from cvo.cluster.api import (
+    ApiError,
+    ApiErrorKind,
     Cluster,
     CrdEstablisher,
     Object,
+    PodEvicter,
     ReadHooks,
     ReadOnlyCluster,
     Ref,
@@ -51,7 +54,7 @@ T = TypeVar("T")
 class Call:
     """What an intercepted call is: its verb, and how a log line or an error names it."""
 
-    verb: str  # get, list, serves, create, update, update_status, delete, establish
+    verb: str  # get, list, serves, create, update, update_status, delete, establish, evict
     what: str  # "create ConfigMap ns/x", "list ClusterOperator.config.openshift.io", …
 
 
@@ -123,6 +126,12 @@ class Interceptor(ReadInterceptor):
         return await self.intercept_write(Call("establish", f"establish customresourcedefinition {crd_name}"),
                                           lambda: establisher.establish(crd_name))
 
+    async def evict(self, ref: Ref) -> bool:
+        evicter = pod_evicter(self.inner)
+        if evicter is None:
+            raise ApiError(ApiErrorKind.OTHER, f"evict {ref}: the cluster has no Eviction API", ref)
+        return await self.intercept_write(Call("evict", f"evict {ref}"), lambda: evicter.evict(ref))
+
 
 # --- optional capabilities, along the chain of wrappers ---------------------------------------------------------
 
@@ -153,6 +162,15 @@ def crd_establisher(cluster: object) -> CrdEstablisher | None:
     if not isinstance(chain[-1], CrdEstablisher):
         return None
     return next(layer for layer in chain if isinstance(layer, CrdEstablisher))
+
+
+def pod_evicter(cluster: object) -> PodEvicter | None:
+    """Where to evict a Pod: the outermost layer, so that the wrappers see the write; ``None`` when the backend
+    has no Eviction API (the embedded cluster: a drain there deletes the Pod itself)."""
+    chain = list(layers(cluster))
+    if not isinstance(chain[-1], PodEvicter):
+        return None
+    return next(layer for layer in chain if isinstance(layer, PodEvicter))
 
 
 # --- the write guard --------------------------------------------------------------------------------------------

@@ -27,6 +27,7 @@ from typing import Any, TypeVar
 
 from cvo.clock import Clock, to_rfc3339
 from cvo.cluster.api import ApiError, ApiErrorKind, Cluster, Object, Ref
+from cvo.cluster.intercept import pod_evicter
 from cvo.log import get_logger
 from cvo.objects.machineconfig import GROUP, RELEASE_IMAGE_VERSION
 from cvo.objects.machineconfigpool import LabelSelector
@@ -55,6 +56,8 @@ POLL = 30.0  # seconds between looks at a pool that cannot go on (paused, a degr
 DRAIN_RETRY = 60.0  # seconds between drain attempts a PodDisruptionBudget refused
 RETRY_INITIAL, RETRY_CAP = 1.0, 10.0
 STATUS_DELAY = 1.0  # seconds: a pool's status follows its nodes' steps this late, once for all of them
+EVICTION_RETRY = 5.0  # seconds between evictions a PodDisruptionBudget refused (k8s.io/kubectl pkg/drain evictPods)
+NODE_CAPACITY = {"cpu": "4", "memory": "16Gi", "pods": "110"}  # what a created node's kubelet reports
 
 
 def rendered_name(pool: str, version: str) -> str:
@@ -135,16 +138,30 @@ class MachineConfigSimulator:
         return False
 
     async def install(self, version: str) -> None:
-        """The pools, their rendered configs and nodes at ``version``; what is already there is kept."""
+        """The pools, their rendered configs and nodes at ``version``; what is already there is kept.
+
+        A pool that selects nodes of the cluster's own (a real cluster's, not named after the pool) takes them
+        as they are, annotated as at ``version``; a pool that selects none gets the behaviour's nodes."""
         if not await self._served():
             return
         now = to_rfc3339(self.clock.now())
-        for pool in self.behaviour.pools:
+        for pool in self.behaviour.pools:  # every pool first: which pool a node is in depends on all of them
             config = rendered_name(pool.name, version)
             await self._retrying(f"render {config}", functools.partial(self._render, pool, config, version))
             await self._retrying(f"create pool {pool.name}", functools.partial(self._create_pool, pool, config))
-            for name in pool.node_names():
-                await self._retrying(f"create node {name}", functools.partial(self._create_node, pool, name, config, now))
+        for pool in self.behaviour.pools:
+            config = rendered_name(pool.name, version)
+            nodes = await self._retrying(f"nodes of pool {pool.name}", functools.partial(self._pool_nodes, pool.name))
+            own = set(pool.node_names())
+            found = [str(dig(n, "metadata", "name")) for n in nodes]
+            if found and not own & set(found):
+                for name in found:
+                    await self._retrying(f"adopt node {name}", functools.partial(self._adopt_node, name, config))
+            else:
+                for name in pool.node_names():
+                    await self._retrying(f"create node {name}",
+                                         functools.partial(self._create_node, pool, name, config, now))
+        for pool in self.behaviour.pools:
             await self._retrying(f"status of pool {pool.name}", functools.partial(self._write_pool_status, pool.name))
             await self._retrying(f"resume pool {pool.name}", functools.partial(self._resume, pool))
 
@@ -184,15 +201,30 @@ class MachineConfigSimulator:
             node = await self._create({"apiVersion": "v1", "kind": "Node", "metadata": {
                 "name": name, "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
                                          **_roles(pool.name)},
-                "annotations": {CURRENT_CONFIG: config, DESIRED_CONFIG: config, STATE: STATE_DONE, REASON: "",
-                                DESIRED_DRAIN: f"uncordon-{config}", LAST_APPLIED_DRAIN: f"uncordon-{config}"}},
-                "spec": {}})
-        if not entries(dig(node, "status", "conditions")):  # the kubelet's first report
-            await self.cluster.update_status({**node, "status": {"conditions": [
-                _condition("Ready", True, now, "KubeletReady", "kubelet is posting ready status"),
-                _condition("MemoryPressure", False, now, "KubeletHasSufficientMemory"),
-                _condition("DiskPressure", False, now, "KubeletHasNoDiskPressure"),
-                _condition("PIDPressure", False, now, "KubeletHasSufficientPID")]}})
+                "annotations": _at_config(config)}, "spec": {}})
+        if not entries(dig(node, "status", "conditions")):  # the kubelet's first report (pkg/kubelet/nodestatus)
+            await self.cluster.update_status({**node, "status": {
+                "capacity": dict(NODE_CAPACITY), "allocatable": dict(NODE_CAPACITY),
+                "addresses": [{"type": "Hostname", "address": name}],
+                "conditions": [
+                    _condition("Ready", True, now, "KubeletReady", "kubelet is posting ready status"),
+                    _condition("MemoryPressure", False, now, "KubeletHasSufficientMemory"),
+                    _condition("DiskPressure", False, now, "KubeletHasNoDiskPressure"),
+                    _condition("PIDPressure", False, now, "KubeletHasSufficientPID")]}})
+
+    async def _adopt_node(self, name: str, config: str) -> None:
+        """A node of the cluster's own, at ``config`` unless the daemon's annotations say otherwise (as the
+        machine-config daemon's first boot writes them: pkg/daemon/daemon.go ``CheckStateOnFirstRun``)."""
+        def annotate(obj: Object) -> None:
+            metadata = obj.setdefault("metadata", {})
+            annotations = mapping(metadata.get("annotations"))
+            if CURRENT_CONFIG not in annotations:
+                metadata["annotations"] = {**annotations, **_at_config(config)}
+
+        node = await self.cluster.get(node_ref(name))
+        if node is not None and CURRENT_CONFIG not in mapping(dig(node, "metadata", "annotations")):
+            await self._edit(node_ref(name), annotate)
+            log.info("node adopted into its pool", node=name, config=config)
 
     async def _create(self, obj: Object) -> Object:
         try:
@@ -291,8 +323,9 @@ class MachineConfigSimulator:
         b = self.behaviour
         await self._step(ref, pool, {DESIRED_CONFIG: config})  # the node controller picks it
         await self._step(ref, pool, {STATE: STATE_WORKING, REASON: "", DESIRED_DRAIN: f"drain-{config}"}, cordon=True)
+        retry = DRAIN_RETRY if pod_evicter(self.cluster) is None else EVICTION_RETRY
         while not await self._retrying(f"drain {name}", lambda: self._evict(name)):
-            await asyncio.sleep(DRAIN_RETRY)
+            await asyncio.sleep(retry)
         await asyncio.sleep(b.drain)
         await self._step(ref, pool, {LAST_APPLIED_DRAIN: f"drain-{config}"})
         await self._step(ref, pool, {STATE: STATE_REBOOTING}, ready=False)
@@ -345,9 +378,21 @@ class MachineConfigSimulator:
 
     async def _evict(self, node: str) -> bool:
         """Evict the node's Pods (k8s.io/kubectl pkg/drain ``evictPods``); ``False`` while a
-        PodDisruptionBudget refuses one (the eviction API's 429: ``status.disruptionsAllowed`` is 0)."""
-        pods = [p for p in await self.cluster.list("", "Pod") if dig(p, "spec", "nodeName") == node]
-        for pod in sorted(pods, key=lambda p: (str(dig(p, "metadata", "namespace")), str(dig(p, "metadata", "name")))):
+        PodDisruptionBudget refuses one (the eviction API's 429: ``status.disruptionsAllowed`` is 0).
+
+        Through the cluster's Eviction API where it has one (a real API server, whose disruption controller
+        keeps the budgets' status); else the budgets are read and counted here and the Pod deleted."""
+        pods = sorted((p for p in await self.cluster.list("", "Pod") if _drained(p, node)),
+                      key=lambda p: (str(dig(p, "metadata", "namespace")), str(dig(p, "metadata", "name"))))
+        evicter = pod_evicter(self.cluster)
+        if evicter is not None:
+            for pod in pods:
+                if not await evicter.evict(Ref.of(pod)):
+                    log.info("drain held by a PodDisruptionBudget", node=node, pod=dig(pod, "metadata", "name"),
+                             namespace=dig(pod, "metadata", "namespace"))
+                    return False
+            return True
+        for pod in pods:
             namespace = str(dig(pod, "metadata", "namespace"))
             labels = mapping(dig(pod, "metadata", "labels"))
             budgets = [b for b in await self.cluster.list("policy", "PodDisruptionBudget", namespace)
@@ -442,6 +487,20 @@ class MachineConfigSimulator:
                 log.info("machine-config request failed; retrying", request=what, error=str(err), retry_in=delay)
             await asyncio.sleep(delay)
             delay = min(delay * 2, RETRY_CAP)
+
+
+def _drained(pod: Object, node: str) -> bool:
+    """A Pod a drain of ``node`` evicts: bound there, not already going, not a DaemonSet's (kubectl pkg/drain
+    filters.go ``daemonSetFilter`` with ``IgnoreAllDaemonSets``, as the machine-config daemon drains)."""
+    if dig(pod, "spec", "nodeName") != node or dig(pod, "metadata", "deletionTimestamp"):
+        return False
+    return not any(o.get("kind") == "DaemonSet" for o in entries(dig(pod, "metadata", "ownerReferences")))
+
+
+def _at_config(config: str) -> dict[str, str]:
+    """The machine-config daemon's annotations of a node that is at ``config`` and done."""
+    return {CURRENT_CONFIG: config, DESIRED_CONFIG: config, STATE: STATE_DONE, REASON: "",
+            DESIRED_DRAIN: f"uncordon-{config}", LAST_APPLIED_DRAIN: f"uncordon-{config}"}
 
 
 def _away(annotations: Mapping[str, Any], config: str) -> bool:

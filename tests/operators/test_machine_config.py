@@ -19,6 +19,7 @@ from cvo.cli.main import main
 from cvo.clock import Clock, run_virtual
 from cvo.cluster.api import ApiErrorKind, Ref
 from cvo.cluster.embedded.server import DEFAULT_NAMESPACES, SimCluster
+from cvo.cluster.intercept import Interceptor
 from cvo.objects import ClusterVersion, MachineConfig, MachineConfigPool, Node
 from cvo.operators.behaviour import Behaviours
 from cvo.operators.machine_behaviour import MachinesBehaviour, PoolBehaviour, max_unavailable, parse_machines
@@ -221,6 +222,76 @@ def test_a_pod_whose_budget_allows_no_disruption_holds_the_drain_until_the_budge
         assert (await pool_status(cluster, "worker"))["updatedMachineCount"] == 2
 
     simulate(test, MachinesBehaviour((PoolBehaviour("master", 1), PoolBehaviour("worker", 2)), drain=10.0, reboot=10.0))
+
+
+class EvictionApi(SimCluster):
+    """The embedded cluster with an Eviction API, as a real server's: a Pod is evicted unless ``refuse`` names it
+    (the 429 of a PodDisruptionBudget); every eviction asked is recorded."""
+
+    def __init__(self, clock: Clock) -> None:
+        super().__init__(clock=clock, namespaces=(*DEFAULT_NAMESPACES, "app"))
+        self.refuse: set[str] = set()
+        self.asked: list[str] = []
+
+    async def evict(self, ref: Ref) -> bool:
+        self.asked.append(ref.name)
+        if ref.name in self.refuse:
+            return False
+        await self.delete(ref)
+        return True
+
+
+def test_a_cluster_with_an_eviction_api_drains_through_it_and_its_refusal_holds_the_drain() -> None:
+    async def main() -> None:
+        clock = Clock(EPOCH)
+        sim = EvictionApi(clock)
+        for crd in CRDS:
+            await sim.create(yaml.safe_load((MANIFESTS / crd).read_text()))
+        cluster = Interceptor(sim)  # as sim-operators' wrappers: the eviction goes through them
+        machines = MachineConfigSimulator(cluster, clock, MachinesBehaviour(
+            (PoolBehaviour("master", 1), PoolBehaviour("worker", 1)), drain=10.0, reboot=10.0))
+        try:
+            await machines.install(OLD)
+            for name, node, owner in (("db-0", "worker-0", None), ("agent-x", "worker-0", "DaemonSet"),
+                                      ("web-0", "master-0", None)):
+                meta: dict[str, Any] = {"name": name, "namespace": "app"}
+                if owner:
+                    meta["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": owner, "name": "agent", "uid": "1"}]
+                await cluster.create({"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": {"nodeName": node}})
+            sim.refuse.add("db-0")
+            await machines.update(NEW)  # the master's Pod was evicted; it returns when the master is done
+            await asyncio.sleep(600)
+            assert (await annotations(sim, "worker-0"))[STATE] == "Working"
+            assert sim.asked.count("db-0") >= 100  # asked again every 5 s (kubectl's drain), not every minute
+            assert "agent-x" not in sim.asked and "web-0" in sim.asked  # a DaemonSet's Pod stays (the daemon drains ignoring them)
+            sim.refuse.clear()
+            await asyncio.sleep(30)
+            assert await sim.get(Ref("", "Pod", "app", "db-0")) is None
+            assert await sim.get(Ref("", "Pod", "app", "agent-x")) is not None
+            assert (await pool_status(sim, "worker"))["updatedMachineCount"] == 1
+        finally:
+            await machines.stop()
+
+    run_virtual(main)
+
+
+def test_pools_that_select_the_clusters_own_nodes_take_them_and_others_get_their_own() -> None:
+    async def test(cluster: SimCluster, machines: MachineConfigSimulator) -> None:
+        for name in ("cp-a", "cp-b"):  # a compact cluster's nodes: every role
+            await cluster.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": {
+                "node-role.kubernetes.io/master": "", "node-role.kubernetes.io/worker": ""}}, "spec": {}})
+        await machines.install(OLD)
+        await machines.install(OLD)  # again: nothing more
+        nodes = {n["metadata"]["name"]: n for n in await cluster.list("", "Node")}
+        assert sorted(nodes) == ["cp-a", "cp-b", "worker-0", "worker-1"]  # no master-N: master took cp-a and cp-b
+        assert {n: nodes[n]["metadata"]["annotations"][CURRENT_CONFIG] for n in nodes} == {
+            "cp-a": rendered_name("master", OLD), "cp-b": rendered_name("master", OLD),
+            "worker-0": rendered_name("worker", OLD), "worker-1": rendered_name("worker", OLD)}
+        assert (await pool_status(cluster, "master"))["machineCount"] == 2
+        await machines.update(NEW)
+        assert (await annotations(cluster, "cp-b"))[CURRENT_CONFIG] == rendered_name("master", NEW)
+
+    simulate(test, MachinesBehaviour((PoolBehaviour("master", 3), PoolBehaviour("worker", 2)), drain=5.0, reboot=5.0))
 
 
 def test_a_paused_pool_waits_until_unpaused() -> None:

@@ -323,6 +323,30 @@ class KubeCluster:
             self.discovery.forget(spec.get("group", ""), (spec.get("names") or {}).get("kind", ""))
         return gone is not None
 
+    async def evict(self, ref: Ref) -> bool:
+        """Evict Pod ``ref`` through the Eviction API (k8s.io/kubectl pkg/drain ``Helper.EvictPod``): True once
+        it is evicted (or gone), False when a PodDisruptionBudget refuses (429 TooManyRequests: an answer, not
+        retried here; kubectl's drain asks again after 5 s).  Other transient errors are retried as any write."""
+        self.stats.verbs["evict"] += 1
+        path = f"/api/v1/namespaces/{ref.namespace}/pods/{ref.name}/eviction"
+        body = {"apiVersion": "policy/v1", "kind": "Eviction",
+                "metadata": {"name": ref.name, "namespace": ref.namespace}}
+        return await self._retrying(self._evict_blocking, path, ref, body)
+
+    def _evict_blocking(self, path: str, ref: Ref, body: Object) -> bool:
+        what = f"evict {ref}"
+        try:
+            status, data, headers = self.transport.request("POST", path, None, body)
+        except (urllib3.exceptions.HTTPError, OSError) as err:
+            raise errors.from_exception(err, ref, what, self.server) from None
+        if 200 <= status < 300 or status == 404:
+            return True
+        if status == 429:
+            log.info("eviction refused by a PodDisruptionBudget", pod=str(ref),
+                     message=errors.parse_status(data).get("message", ""))
+            return False
+        raise errors.from_response(status, data, headers, ref, what)
+
     async def serves(self, api_version: str, kind: str) -> bool:
         if self.discovery.loaded and self.discovery.lookup(api_version, kind) is not None:
             return True
