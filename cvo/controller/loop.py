@@ -43,8 +43,10 @@ from cvo.cluster.api import CLUSTER_VERSION, ApiError, Cluster, cv_ref
 from cvo.cluster.informer import Informer
 from cvo.cluster.persist import Budget, steady
 from cvo.log import get_logger
+from cvo.operators.workloads import WorkloadReporter
 from cvo.payload.filters import ApplyFilter
 from cvo.payload.loader import Release
+from cvo.payload.workloads import specs_of
 from cvo.runner.available_updates import NoMonitoring, RefreshOptions, reevaluate_soon, refresh_updates
 from cvo.runner.backoff import attempt_backoff
 from cvo.runner.decide import Plan, Runner, decide, desired_update_work, runner_for
@@ -140,6 +142,7 @@ class Controller:
         self._idle_logged = False
         self._mark = 0  # the spec watch's mark the current decision was taken at
         self.updates = PollState()  # the available updates kept between polls
+        self._workloads: WorkloadReporter | None = None  # between sweeps: the derived ClusterOperators' writer
 
     def emit(self, kind: Kind[P], /, *args: P.args, **fields: P.kwargs) -> None:
         self.reporter.emit(kind(self.clock.now(), *args, **fields))
@@ -190,6 +193,7 @@ class Controller:
                             self._idle_logged = True
                         await spec.wait_change(None, mark, self.options.interval)
                         continue
+                    await self._stop_workloads()  # the sweep writes them while it runs
                     result = await self._sweep(plan, spec, mark, key)
                 except RetrieveFailed as failure:
                     consecutive += 1
@@ -214,6 +218,7 @@ class Controller:
                     consecutive = 0
                     self.state.completed += 1
                     delay = self.options.interval
+                    await self._start_workloads(cluster, plan.release)
                 else:
                     consecutive += 1
                     delay = self._backoff(consecutive)
@@ -221,10 +226,24 @@ class Controller:
                 await spec.wait_change(None, self._mark, delay)
         finally:
             self.state.runner = None
+            await self._stop_workloads()
             if polling is not None:
                 polling.cancel()
                 await asyncio.gather(polling, return_exceptions=True)
             await spec.stop()
+
+    async def _start_workloads(self, cluster: Cluster, release: Release) -> None:
+        """Between sweeps, the release's ClusterOperators derived from workloads stay written on every change of
+        their workloads (cvo/operators/workloads.py), as their operators would keep them."""
+        specs, broken = specs_of(release.manifests)
+        if specs or broken:
+            self._workloads = WorkloadReporter(cluster, self.clock, specs, broken)
+            await self._workloads.start()
+
+    async def _stop_workloads(self) -> None:
+        if self._workloads is not None:
+            reporter, self._workloads = self._workloads, None
+            await reporter.stop()
 
     async def _poll_updates(self, options: RefreshOptions) -> None:
         """``availableUpdatesSync`` until cancelled: never ends on an error (it is logged, and polled again)."""
