@@ -10,11 +10,17 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cvo.cli.common import UsageError
 from cvo.clock import Clock
 from cvo.monitoring.client import DEFAULT_TIMEOUT, MonitoringOptions, Prometheus, check_url
 from cvo.updates.conditions import Registry
+
+if TYPE_CHECKING:
+    from cvo.monitoring.answers import Alert
+
+ALERTS_PATH = "/api/v1/alerts"
 
 
 def add_monitoring_flags(parser: argparse.ArgumentParser, *, alerts: bool = False) -> None:
@@ -60,3 +66,17 @@ def monitoring_options(args: argparse.Namespace) -> MonitoringOptions | None:
 def condition_registry(options: MonitoringOptions | None, clock: Clock) -> Registry:
     """The CVO's condition registry (standard.NewConditionRegistry) over the flags' Prometheus, if any."""
     return Registry(Prometheus(options) if options is not None else None, clock)
+
+
+def file_alerts(path: str) -> tuple[Alert, ...]:
+    """The alerts of a saved answer of Prometheus' alerts API; a usage error (one line naming the file) for anything else."""
+    from cvo.payload.limits import InputError, display_name, read_input
+    from cvo.status.recommend_alerts import MAX_ALERTS_BYTES, AlertsInvalid, parse_alerts
+
+    display = display_name(path)
+    try:
+        return parse_alerts(read_input(path, display, MAX_ALERTS_BYTES))
+    except InputError as err:
+        raise UsageError(str(err)) from None
+    except AlertsInvalid as err:
+        raise UsageError(f"{display}: not Prometheus' {ALERTS_PATH} answer: {err}") from None

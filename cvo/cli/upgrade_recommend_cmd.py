@@ -23,12 +23,11 @@ from cvo.cli.backend import (
     open_reader,
 )
 from cvo.cli.common import EXIT_FAILED, EXIT_OK, CommandFailed, UsageError, print_error
-from cvo.cli.monitoring_flags import add_monitoring_flags, monitoring_options
+from cvo.cli.monitoring_flags import ALERTS_PATH, add_monitoring_flags, file_alerts, monitoring_options
 from cvo.cluster.api import cv_ref
 from cvo.objects import ClusterVersion
 
 if TYPE_CHECKING:
-    from cvo.monitoring.answers import Alert
     from cvo.monitoring.client import MonitoringOptions
     from cvo.status.recommend import AcceptableCondition
 
@@ -55,7 +54,6 @@ Examples:
   # From saved objects and a saved answer of Prometheus' /api/v1/alerts
   cvo upgrade recommend --from-file clusterversion.yaml --alerts-file alerts.json
 """
-ALERTS_PATH = "/api/v1/alerts"
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -85,20 +83,6 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 # --- the alert check ------------------------------------------------------------------------------------
 
 
-def _file_alerts(path: str) -> tuple[Alert, ...]:
-    """The alerts of a saved answer; a usage error (one line naming the file) for anything else."""
-    from cvo.payload.limits import InputError, display_name, read_input
-    from cvo.status.recommend_alerts import MAX_ALERTS_BYTES, AlertsInvalid, parse_alerts
-
-    display = display_name(path)
-    try:
-        return parse_alerts(read_input(path, display, MAX_ALERTS_BYTES))
-    except InputError as err:
-        raise UsageError(str(err)) from None
-    except AlertsInvalid as err:
-        raise UsageError(f"{display}: not Prometheus' {ALERTS_PATH} answer: {err}") from None
-
-
 async def alert_check(args: argparse.Namespace, monitoring: MonitoringOptions | None) -> list[AcceptableCondition]:
     """precheck.go's checks (alerts.go ``options.alerts``): the conditions from the firing alerts, or
     ``recommended/Alert=Unknown`` without alert data."""
@@ -107,9 +91,9 @@ async def alert_check(args: argparse.Namespace, monitoring: MonitoringOptions | 
 
     if args.mock_clusterversion:  # oc's mockData.load: the alerts beside the ClusterVersion, if there
         path = args.mock_clusterversion.replace("-cv.yaml", "-alerts.json", 1)
-        return alert_conditions(_file_alerts(path)) if os.path.lexists(path) else [no_test_data(path)]
+        return alert_conditions(file_alerts(path)) if os.path.lexists(path) else [no_test_data(path)]
     if args.alerts_file:
-        return alert_conditions(_file_alerts(args.alerts_file))
+        return alert_conditions(file_alerts(args.alerts_file))
     if monitoring is None:
         if args.from_file:
             return [no_alert_data("saved objects (--from-file) hold no alerts; give --alerts-file with a saved "

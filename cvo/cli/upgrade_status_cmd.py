@@ -27,7 +27,7 @@ from cvo.cli.backend import (
     uses_saved_objects,
 )
 from cvo.cli.common import EXIT_OK, CommandFailed, UsageError, terminal_width
-from cvo.cli.monitoring_flags import add_monitoring_flags, monitoring_options
+from cvo.cli.monitoring_flags import ALERTS_PATH, add_monitoring_flags, file_alerts, monitoring_options
 from cvo.cli.output import STRUCTURED, TEXT, add_output_flag, dump
 from cvo.cluster.api import CLUSTER_OPERATOR, ApiError, ApiErrorKind, ReadOnlyCluster, Ref, cv_ref
 from cvo.monitoring.answers import Alert
@@ -58,7 +58,6 @@ Examples:
 """
 MCO_DEPLOYMENT = Ref("apps", "Deployment", "openshift-machine-config-operator", "machine-config-operator")
 MC_GROUP = "machineconfiguration.openshift.io"
-ALERTS_PATH = "/api/v1/alerts"
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -122,20 +121,6 @@ async def _machines(cluster: ReadOnlyCluster) -> Machines | None:
             if found is not None:
                 configs.append(MachineConfig.read(found))
     return Machines(pools, nodes, configs)
-
-
-def _file_alerts(path: str) -> tuple[Alert, ...]:
-    """The alerts of a saved answer; a usage error (one line naming the file) for anything else."""
-    from cvo.payload.limits import InputError, display_name, read_input
-    from cvo.status.recommend_alerts import MAX_ALERTS_BYTES, AlertsInvalid, parse_alerts
-
-    display = display_name(path)
-    try:
-        return parse_alerts(read_input(path, display, MAX_ALERTS_BYTES))
-    except InputError as err:
-        raise UsageError(str(err)) from None
-    except AlertsInvalid as err:
-        raise UsageError(f"{display}: not Prometheus' {ALERTS_PATH} answer: {err}") from None
 
 
 @dataclass
@@ -213,7 +198,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--metrics-url cannot be used with --from-file (saved objects: nothing is fetched; give "
                          f"--alerts-file with a saved answer of Prometheus' {ALERTS_PATH})")
     monitoring = monitoring_options(args)
-    alerts: list[Alert] = list(_file_alerts(args.alerts_file)) if args.alerts_file else []
+    alerts: list[Alert] = list(file_alerts(args.alerts_file)) if args.alerts_file else []
     given_alerts = bool(args.alerts_file) or monitoring is not None
     run_loop(main)
     if monitoring is not None:  # on real time, whatever the cluster's clock
