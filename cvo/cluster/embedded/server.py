@@ -378,15 +378,14 @@ class SimCluster:
         """Replace the objects in memory by ``rows`` (every live object); watchers see the differences."""
         assert self._store is not None
         meta = self._store.meta
-        for row in rows:
-            _check_row(self._store.path, row)
+        checked = [_check_row(self._store.path, row) for row in rows]  # decoded once: the CRDs are read below
         old = {ref: entry for entries in self._objects.values() for ref, entry in entries.items()}
         self._objects.clear()
         for row in rows:
             assert row.data is not None
             self._objects.setdefault((row.ref.group, row.ref.kind), {})[row.ref] = _Entry(row.data)
         self._resource_version, self._uid_counter = meta.resource_version, meta.uid_counter
-        crds = list(self._objects.get(CRD, {}).values())
+        crds = [obj for row, obj in zip(rows, checked, strict=True) if obj is not None and (row.ref.group, row.ref.kind) == CRD]
         for ref, entry in old.items():
             if self._entry(ref) is None:
                 if (ref.group, ref.kind) == CRD:
@@ -398,8 +397,7 @@ class SimCluster:
             if before is None or before.raw != row.data:
                 assert row.data is not None
                 self._notify(row.ref, EventType.ADDED if before is None else EventType.MODIFIED, row.data)
-        for entry in crds:
-            crd = entry.copy()  # not entry.obj: that would keep every CRD decoded
+        for crd in crds:  # not kept in the entries: that would keep every CRD decoded
             if is_established(crd.get("status")) and not crd_problem(crd):
                 self.kinds.register_crd(crd["metadata"]["name"], crd_kind(crd))
 
@@ -828,10 +826,10 @@ class SimCluster:
 # ------------------------------------------------------------------------------------- helpers
 
 
-def _check_row(path: Path, row: Row) -> None:
-    """A stored object must be the JSON object its key says; anything else is a corrupt store."""
+def _check_row(path: Path, row: Row) -> Object | None:
+    """A stored object must be the JSON object its key says; anything else is a corrupt store. The object decoded."""
     if row.data is None:
-        return
+        return None
     try:
         obj = orjson.loads(row.data)
     except orjson.JSONDecodeError:
@@ -845,6 +843,8 @@ def _check_row(path: Path, row: Row) -> None:
     problems = check(OBJECT_META_SCHEMA, meta)[1]
     if problems:
         raise StateError(f"{path}: corrupt state database: {row.ref}: metadata.{problems[0]}")
+    checked: Object = obj
+    return checked
 
 
 def _continue_timeline(clock: Clock, saved: datetime) -> None:
