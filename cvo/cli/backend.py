@@ -350,7 +350,6 @@ async def open_backend(options: ClusterOptions, clock: Clock, behaviours: Behavi
     from cvo.cluster.embedded.server import SimCluster
     from cvo.cluster.embedded.store import StateError
     from cvo.cluster.embedded.sweep_lock import SweepLock, SweepLockHeld
-    from cvo.operators.simulated import OperatorSimulator
 
     if os.environ.get("KUBECONFIG") and _KUBECONFIG_HINT:
         _KUBECONFIG_HINT.clear()  # once per process
@@ -386,7 +385,11 @@ async def open_backend(options: ClusterOptions, clock: Clock, behaviours: Behavi
         except StateError as err:
             raise UsageError(str(err)) from None
         description = f"embedded simulated cluster (state: {path})" if path else "embedded simulated cluster (in memory)"
-        simulator = OperatorSimulator(cluster, clock, behaviours) if simulate_operators else None
+        simulator = None
+        if simulate_operators:  # imported only here: a command that only reads does not pay for it
+            from cvo.operators.simulated import OperatorSimulator
+
+            simulator = OperatorSimulator(cluster, clock, behaviours)
         backend = Backend(cluster, clock, description, budget=budget, where=where, simulator=simulator)
         try:
             yield backend
