@@ -43,11 +43,11 @@ from cvo.cli.common import uses_saved_objects as uses_saved_objects
 from cvo.clock import Clock, parse_rfc3339, run_real, run_virtual
 from cvo.cluster.api import ApiError, ApiErrorKind, Cluster, ReadOnlyCluster
 from cvo.cluster.persist import Budget, GaveUp, persist, steady
-from cvo.operators.behaviour import Behaviours, read_behaviours
 from cvo.payload.loader import Release
 
 if TYPE_CHECKING:
     from cvo.cluster.saved.cluster import SavedCluster
+    from cvo.operators.behaviour import Behaviours
 
 T = TypeVar("T")
 DEFAULT_BUDGET = 30.0  # seconds: how long commands without --timeout (status, override, …) ride out an outage
@@ -206,6 +206,8 @@ def saved_time(path: Path | None) -> datetime | None:
 
 def load_behaviours(options: ClusterOptions) -> Behaviours:
     """The simulated operators' behaviours of ``--operators FILE`` (none given: the defaults)."""
+    from cvo.operators.behaviour import Behaviours, read_behaviours  # a command that only reads skips them
+
     path = options.operators
     if path is None:
         return Behaviours()
@@ -347,9 +349,11 @@ async def open_backend(options: ClusterOptions, clock: Clock, behaviours: Behavi
         async with _open_kube(options, clock, simulate_operators, budget, say_where, refused_at_once) as backend:
             yield backend
         return
+    from cvo.cluster.embedded.checked_rows import CheckedRows
     from cvo.cluster.embedded.server import SimCluster
     from cvo.cluster.embedded.store import StateError
     from cvo.cluster.embedded.sweep_lock import SweepLock, SweepLockHeld
+    from cvo.payload.cache import default_cache_dir
 
     if os.environ.get("KUBECONFIG") and _KUBECONFIG_HINT:
         _KUBECONFIG_HINT.clear()  # once per process
@@ -381,7 +385,8 @@ async def open_backend(options: ClusterOptions, clock: Clock, behaviours: Behavi
         announce(options, where)
     try:
         try:
-            cluster = SimCluster(clock=clock, path=path, group_commit=True)
+            cluster = SimCluster(clock=clock, path=path, group_commit=True,
+                                 checked_rows=CheckedRows(default_cache_dir(), path) if path is not None else None)
         except StateError as err:
             raise UsageError(str(err)) from None
         description = f"embedded simulated cluster (state: {path})" if path else "embedded simulated cluster (in memory)"

@@ -51,16 +51,20 @@ def cluster_filter(cv: dict[str, Any] | None, base: ApplyFilter) -> ApplyFilter:
 
 async def read_live(reader: Reader, refs: Iterable[Ref], parallel: int = PARALLEL_READS,
                     ) -> dict[Ref, dict[str, Any] | None]:
-    """Every object of ``refs`` as the cluster has it (``None``: not there), ``parallel`` reads at a time."""
-    gate = asyncio.Semaphore(parallel)
-    wanted = list(refs)
+    """Every object of ``refs`` as the cluster has it (``None``: not there), ``parallel`` reads at a time.
 
-    async def one(ref: Ref) -> dict[str, Any] | None:
-        async with gate:
-            return await reader.get(ref)
+    ``parallel`` readers take the next ref in turn (not a task per ref: against the embedded cluster, whose
+    gets never wait, creating a thousand tasks cost as much as the reads)."""
+    wanted = list(dict.fromkeys(refs))
+    found: dict[Ref, dict[str, Any] | None] = {}
+    queue = iter(wanted)
 
-    found = await asyncio.gather(*(one(ref) for ref in wanted))
-    return dict(zip(wanted, found, strict=True))
+    async def worker() -> None:
+        for ref in queue:
+            found[ref] = await reader.get(ref)
+
+    await asyncio.gather(*(worker() for _ in range(min(parallel, len(wanted)))))
+    return {ref: found[ref] for ref in wanted}
 
 
 async def against_cluster(reader: Reader, release: Release, load_filter: LoadFilter, apply_filter: ApplyFilter,

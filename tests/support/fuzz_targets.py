@@ -779,6 +779,20 @@ TARGETS["saved-objects"] = (odd_objects(), saved_objects_target)
 TARGETS["store-objects"] = (st.tuples(odd_objects(), st.sampled_from([0, 0, 0, 250, 1100])),
                             lambda pair: store_objects_target(*pair))
 
+def checked_rows_target(blob: bytes) -> None:
+    """The cache's listing of a store's checked rows, whatever its bytes: whole digests, or nothing (every row
+    of the store is then checked, as without a cache)."""
+    from cvo.cluster.embedded.checked_rows import DIGEST_BYTES, MAGIC, parse
+
+    got = parse(blob)
+    assert all(type(d) is bytes and len(d) == DIGEST_BYTES for d in got)
+    assert not got or (blob.startswith(MAGIC) and (len(blob) - len(MAGIC)) % DIGEST_BYTES == 0)
+
+
+TARGETS["checked-rows"] = (st.binary(max_size=300) | st.binary(max_size=300).map(
+    lambda body: b"cvo checked rows 1\n" + body), checked_rows_target)
+
+
 # The release images' readers (tests/support/fuzz_images.py), the registry client's (fuzz_registry.py), the update
 # service's client (fuzz_graph.py) and the signature verifier's
 # (tests/support/fuzz_verify.py) keep their targets beside their own strategies.

@@ -30,6 +30,7 @@ import orjson
 
 from cvo.clock import Clock, to_rfc3339
 from cvo.cluster.api import ApiError, ApiErrorKind, EventType, Object, Ref, WatchEvent
+from cvo.cluster.embedded.checked_rows import CheckedRows, row_digest
 from cvo.cluster.embedded.kinds import (
     CRD,
     NAMESPACE,
@@ -171,8 +172,11 @@ class SimCluster:
     def __init__(self, clock: Clock | None = None, *, path: str | os.PathLike[str] | None = None,
                  enforce_namespaces: bool = True, openshift_apis: bool = True,
                  served_groups: Iterable[str] | None = None, crd_establish_delay: float = 0.0,
-                 namespaces: Iterable[str] = DEFAULT_NAMESPACES, group_commit: bool = False) -> None:
+                 namespaces: Iterable[str] = DEFAULT_NAMESPACES, group_commit: bool = False,
+                 checked_rows: CheckedRows | None = None) -> None:
         self.clock = clock or Clock()
+        # where the rows known to pass the open-time checks are kept (None: every row is checked on opening)
+        self.checked_rows = checked_rows
         # With a store: commit the writes of one event-loop turn together (each writer still returns only
         # once its write is committed).  Off by default: a write then never yields to the loop.
         self.group_commit = group_commit
@@ -371,14 +375,24 @@ class SimCluster:
                         self._create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
         else:
             _continue_timeline(self.clock, datetime.fromtimestamp(meta.clock, UTC))
-            self._reload(self._store.snapshot(), notify=False)
+            known = self.checked_rows.load() if self.checked_rows is not None else None
+            rows = self._store.snapshot(known)
+            self._reload(rows, notify=False)
+            if self.checked_rows is not None and (known is None or any(row.known is None for row in rows)
+                                                  or len(known) != len(rows)):
+                # every row passed (or _reload raised): remember them, and forget the rows no longer there
+                self.checked_rows.save(row.known or row_digest(row.ref, row.data) for row in rows
+                                       if row.data is not None)
             self._establish_pending()
 
     def _reload(self, rows: builtins.list[Row], notify: bool) -> None:
         """Replace the objects in memory by ``rows`` (every live object); watchers see the differences."""
         assert self._store is not None
         meta = self._store.meta
-        checked = [_check_row(self._store.path, row) for row in rows]  # decoded once: the CRDs are read below
+        # decoded once: the CRDs are read below (a row known to pass is decoded only if it is a CRD)
+        checked = [_check_row(self._store.path, row) if row.known is None
+                   else orjson.loads(row.data) if (row.ref.group, row.ref.kind) == CRD and row.data is not None
+                   else None for row in rows]
         old = {ref: entry for entries in self._objects.values() for ref, entry in entries.items()}
         self._objects.clear()
         for row in rows:

@@ -32,11 +32,12 @@ import os
 import sqlite3
 import threading
 import weakref
-from collections.abc import Iterator
+from collections.abc import Container, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from cvo.cluster.api import Ref
+from cvo.cluster.embedded.checked_rows import row_digest
 from cvo.cluster.embedded.format import (
     DB_ERRORS,
     FORMAT,
@@ -91,6 +92,9 @@ class Row:
     ref: Ref
     rv: int
     data: bytes | None  # None: the object was deleted
+    # the row's digest (:func:`cvo.cluster.embedded.checked_rows.row_digest`) when it is one of the rows
+    # known to pass the open-time checks (:meth:`Store.snapshot`'s ``known``): neither checked nor measured
+    known: bytes | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -304,8 +308,11 @@ class Store:
     def meta(self) -> Meta:
         return self._meta
 
-    def snapshot(self) -> list[Row]:
-        """Every live object, in key order, as of :attr:`meta` (read in one transaction)."""
+    def snapshot(self, known: Container[bytes] | None = None) -> list[Row]:
+        """Every live object, in key order, as of :attr:`meta` (read in one transaction).
+
+        ``known``: digests of rows that passed the open-time checks before (:mod:`cvo.cluster.embedded.checked_rows`);
+        a row among them skips the nesting check and comes back with its digest in ``known``."""
         own = not self._in_transaction
         if own:
             self._conn.execute("BEGIN")
@@ -313,7 +320,7 @@ class Store:
             # Everything from one snapshot, the data version included: a commit after it is seen next time.
             version = self._read_data_version()
             self._meta = self._read_meta(self._conn, self.path)
-            rows = self._live_rows()
+            rows = self._live_rows(known)
         finally:
             if own:
                 self._conn.execute("COMMIT")
@@ -351,13 +358,13 @@ class Store:
         self._synced = meta.resource_version
         return Changes(meta, rows, full)
 
-    def _live_rows(self) -> list[Row]:
-        rows = [self._row(r) for r in self._conn.execute(
+    def _live_rows(self, known: Container[bytes] | None = None) -> list[Row]:
+        rows = [self._row(r, known) for r in self._conn.execute(
             "SELECT grp, kind, namespace, name, rv, data FROM objects WHERE data IS NOT NULL "
             "ORDER BY grp, kind, namespace, name")]
         return [row for row in rows if row.data is not None]  # (without the ones too deeply nested to read)
 
-    def _row(self, r: tuple[object, ...]) -> Row:
+    def _row(self, r: tuple[object, ...], known: Container[bytes] | None = None) -> Row:
         """A row as cvo wrote it: text keys, an integer revision, JSON bytes (a damaged file may hold anything).
 
         An object nested deeper than cvo reads (:data:`cvo.payload.limits.MAX_DEPTH`, as ``--from-file`` does)
@@ -370,6 +377,8 @@ class Store:
                 or not isinstance(data, bytes | None)):
             raise StateError(f"{self.path}: corrupt state database: a row of unexpected types ({kind!r} {name!r})")
         ref = Ref(grp, kind, namespace, name)  # type: ignore[arg-type]
+        if known is not None and data is not None and (digest := row_digest(ref, data)) in known:
+            return Row(ref, rv, data, digest)
         if data is not None and nested_deeper(data, MAX_DEPTH):
             if (ref, rv) not in self._refused:
                 self._refused.add((ref, rv))
