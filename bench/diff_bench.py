@@ -87,8 +87,8 @@ def diff_section(repeats: int) -> list[str]:
         f"Goal (issue 24): the upgrade's diff within {GOAL:g}× `cvo plan` of the same release, as whole processes: "
         f"{'**met**' if ratio <= GOAL else '**not met**'} ({ratio:.2f}× the cached plan, "
         f"{med['diff upgrade'] / med['plan parse-warm']:.2f}× the parse-warm one). Where the diff's time goes "
-        f"(cProfile): loading the release from the parse cache, opening the embedded store (every object "
-        f"decoded), one get per object, decoding each manifest and comparing it with the live object "
+        f"(cProfile): loading the release from the parse cache, opening the embedded store (rows checked "
+        f"before are known by digest), one get per object, decoding each manifest and comparing it with the live object "
         f"(a byte-for-byte JSON comparison of each field first, the merge's own rule only where that differs), "
         f"and the unified diffs of the objects that differ.",
         "",
