@@ -221,7 +221,7 @@ def run(args: argparse.Namespace) -> int:
     except StatusUnavailable as err:
         raise CommandFailed(str(err)) from None
     forecast = cluster_forecast(found.cv.body if found.cv else None, [dict(co.body) for co in found.cos],
-                                found.records, now) if status.updating else None
+                                found.records, now, machines=found.machines) if status.updating else None
     if args.output == TEXT:
         sys.stdout.write(render(status, args.details, forecast))
         if status.pending is not None:  # oc stops at "not updating"; cvo says what was asked for and why it waits

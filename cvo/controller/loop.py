@@ -51,6 +51,7 @@ from cvo.runner.available_updates import NoMonitoring, RefreshOptions, reevaluat
 from cvo.runner.backoff import attempt_backoff
 from cvo.runner.decide import Plan, Runner, decide, desired_update_work, runner_for
 from cvo.runner.events import Progress, Reporter
+from cvo.runner.node_durations import NodeRecorder
 from cvo.runner.releases import Releases, RetrieveFailed
 from cvo.runner.status_writer import StatusWriter
 from cvo.runner.sweep import SweepOptions, SweepResult, WrongRelease
@@ -143,6 +144,7 @@ class Controller:
         self._mark = 0  # the spec watch's mark the current decision was taken at
         self.updates = PollState()  # the available updates kept between polls
         self._workloads: WorkloadReporter | None = None  # between sweeps: the derived ClusterOperators' writer
+        self._nodes: NodeRecorder | None = None  # after an update: its worker pools' nodes, recorded
 
     def emit(self, kind: Kind[P], /, *args: P.args, **fields: P.kwargs) -> None:
         self.reporter.emit(kind(self.clock.now(), *args, **fields))
@@ -219,6 +221,9 @@ class Controller:
                     self.state.completed += 1
                     delay = self.options.interval
                     await self._start_workloads(cluster, plan.release)
+                    if plan.state == "Updating":  # its worker pools go on: their nodes' times still go into its record
+                        self._nodes = NodeRecorder(cluster, self.clock)
+                        await self._nodes.start()
                 else:
                     consecutive += 1
                     delay = self._backoff(consecutive)
@@ -244,6 +249,9 @@ class Controller:
         if self._workloads is not None:
             reporter, self._workloads = self._workloads, None
             await reporter.stop()
+        if self._nodes is not None:
+            nodes, self._nodes = self._nodes, None
+            await nodes.stop()
 
     async def _poll_updates(self, options: RefreshOptions) -> None:
         """``availableUpdatesSync`` until cancelled: never ends on an error (it is logged, and polled again)."""

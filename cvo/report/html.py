@@ -19,6 +19,7 @@ from cvo.report.summary import Summary, summarize
 
 MAX_MARKS_LISTED = 500
 MAX_MARKS_DRAWN = 2000
+MAX_NODE_ROWS = 60  # rows of a pool's nodes drawn (a 500-node pool: the first 60, then how many more)
 
 
 def e(value: object) -> str:
@@ -62,6 +63,7 @@ li.backoff .sharebar span{background:#b58900}li.gap .sharebar span{background:#8
 .tk{position:absolute;top:1px;width:1px;height:12px;background:#1d2330;opacity:.35;z-index:3}
 .mk{position:absolute;top:-1px;font-size:11px;line-height:14px;margin-left:-4px;z-index:4;cursor:help}
 .mk.failed,.mk.error,.mk.attempt{color:#c62828}.mk.retry,.mk.dependency{color:#ef6c00}.mk.degraded{color:#6a1b9a}
+.bar.drain{background:#ffb74d}.bar.reboot{background:#64b5f6}.row.pool .label{font-weight:600}
 .legend span{display:inline-block;margin-right:1.2em}.legend i{display:inline-block;width:14px;height:8px;margin-right:4px;vertical-align:middle}
 details{margin:.5em 0 1em}summary{cursor:pointer;font-weight:600}
 .msg{max-width:60em;white-space:pre-wrap;word-break:break-word}
@@ -142,7 +144,7 @@ def _mark_html(mark: Mark, scale: _Scale) -> str:
 
 
 def _gantt(sweep: SweepSpan, links: list[Link], marks: list[Mark], estimated: bool) -> Iterator[str]:
-    scale = _Scale(sweep.start, sweep.duration)
+    scale = _Scale(sweep.start, sweep.drawn_end - sweep.start)
     crit = {(link.attempt, link.node): link for link in links if link.kind == "node" and link.node is not None}
     yield '<div class="chart"><div class="overlay">'
     for i, attempt in enumerate(sweep.attempts):
@@ -157,7 +159,7 @@ def _gantt(sweep: SweepSpan, links: list[Link], marks: list[Mark], estimated: bo
                    f'{e(f"back-off after attempt {attempt.number}: {duration(b.end - b.start)}")}"></div>')
     yield "</div>"
     yield '<div class="row axis"><div class="label">time since the start</div><div class="track">'
-    for t in ticks(sweep.duration):
+    for t in ticks(sweep.drawn_end - sweep.start):
         yield f'<span class="tick" style="left:{scale.pct(sweep.start + t):.3f}%">{e(offset(t))}</span>'
     yield "</div></div>"
     # Marks without a node (an attempt failing) get a row of their own; the others go on their node's row.
@@ -187,7 +189,38 @@ def _gantt(sweep: SweepSpan, links: list[Link], marks: list[Mark], estimated: bo
                 for mark in by_node.get((span.attempt, node_id), []):
                     yield _mark_html(mark, scale)
             yield "</div></div>"
+    yield from _pools_html(sweep, scale)
     yield "</div>"
+
+
+def _pools_html(sweep: SweepSpan, scale: _Scale) -> Iterator[str]:
+    """Under the run levels, each MachineConfigPool: a row for the pool, then one per node (drain, then the rest)."""
+    for pool in sweep.pools:
+        end = pool.end
+        yield (f'<div class="level">machine config pool {e(pool.name)} · {pool.size} node'
+               f'{"" if pool.size == 1 else "s"}, {pool.width} at a time</div>')
+        title = (f"pool {pool.name}: nodes from {offset(pool.start)} to "
+                 + (f"{offset(end)} ({duration(end - pool.start)})" if end is not None else "not all done yet"))
+        bar_end = end if end is not None else sweep.drawn_end
+        yield (f'<div class="row pool"><div class="label" title="{e(title)}">pool {e(pool.name)}</div>'
+               f'<div class="track"><div class="bar {"done" if end is not None else "cut"}" '
+               f'style="{_style(scale, pool.start, bar_end)}" title="{e(title)}"></div></div></div>')
+        for node in pool.nodes[:MAX_NODE_ROWS]:
+            drained = node.drained if node.drained is not None else (node.end or sweep.drawn_end)
+            done = node.end if node.end is not None else sweep.drawn_end
+            drain = f"{node.name}: drained in {duration(drained - node.start)} from {offset(node.start)}"
+            rest = (f"{node.name}: written, rebooted and uncordoned in {duration(done - drained)}, done at "
+                    f"{offset(done)}" if node.end is not None else f"{node.name}: not done when recorded")
+            yield (f'<div class="row machine"><div class="label" title="{e(node.name)}">{e(node.name)}</div>'
+                   f'<div class="track"><div class="bar drain" style="{_style(scale, node.start, drained)}" '
+                   f'title="{e(drain)}"></div>')
+            if node.drained is not None:
+                yield (f'<div class="bar reboot{"" if node.end is not None else " cut"}" '
+                       f'style="{_style(scale, drained, done)}" title="{e(rest)}"></div>')
+            yield "</div></div>"
+        if len(pool.nodes) > MAX_NODE_ROWS:
+            yield (f'<div class="row machine"><div class="label">… {len(pool.nodes) - MAX_NODE_ROWS} more nodes'
+                   f'</div><div class="track"></div></div>')
 
 
 UNKNOWN = ("No critical path: the operators' durations are not known (cvo plan -o html --operators FILE, "
@@ -267,7 +300,8 @@ LEGEND = ('<p class="legend"><span><i style="background:#7aa6e0"></i>node</span>
           '<span><i style="background:#e58b82"></i>failed node</span><span><i style="background:#b8c2d0"></i>cut by the '
           'attempt\'s end</span><span><i style="outline:2px solid #d33a2c"></i>critical path</span>'
           '<span><i style="background:rgba(181,137,0,.4)"></i>back-off</span><span>✕ failure</span><span>↻ retry</span>'
-          '<span>| task applied</span></p>')
+          '<span>| task applied</span><span><i style="background:#ffb74d"></i>a pool\'s node: drain</span>'
+          '<span><i style="background:#64b5f6"></i>its reboot</span></p>')
 
 
 def render_html(timeline: Timeline, title: str, source: str = "") -> str:

@@ -143,6 +143,36 @@ class AttemptSpan:
     loose: list[TaskSpan] = field(default_factory=list)  # tasks whose node the events do not name
 
 
+@dataclass(frozen=True)
+class MachineSpan:
+    """One node's update in a MachineConfigPool: picked, drained, done (``None``: not seen, the update goes on)."""
+
+    name: str
+    start: float
+    drained: float | None
+    end: float | None
+
+
+@dataclass
+class PoolSpan:
+    """A MachineConfigPool's part of an update: its nodes, ``width`` at a time (the records' ``pools``)."""
+
+    name: str
+    width: int
+    size: int
+    nodes: list[MachineSpan] = field(default_factory=list)
+
+    @property
+    def start(self) -> float:
+        return min(n.start for n in self.nodes)
+
+    @property
+    def end(self) -> float | None:
+        """When its last node was done; None while one is not."""
+        ends = [n.end for n in self.nodes]
+        return None if any(e is None for e in ends) else max(e for e in ends if e is not None)
+
+
 @dataclass
 class SweepSpan:
     index: int
@@ -158,6 +188,13 @@ class SweepSpan:
     attempt_count: int | None = None
     note: str = ""  # what the sweep's times come from, when not from its events
     from_zero: bool = False  # its events count attempts from 0 (an older cvo): shown from 1
+    pools: list[PoolSpan] = field(default_factory=list)  # the machine-config operator's part (records only)
+
+    @property
+    def drawn_end(self) -> float:
+        """Where its chart ends: its own end, or its pools' last node (worker pools go on after an update)."""
+        return max([self.end, *(n.end if n.end is not None else n.drained if n.drained is not None else n.start
+                                for pool in self.pools for n in pool.nodes)])
 
     @property
     def duration(self) -> float:

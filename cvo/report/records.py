@@ -31,7 +31,18 @@ from typing import Any
 
 from cvo.objects import ClusterOperator, ClusterVersion, Time
 from cvo.objects.times import to_ns
-from cvo.report.model import TEXT_LIMIT, AttemptSpan, Mark, NodeSpan, SweepSpan, TaskSpan, Timeline, Wait
+from cvo.report.model import (
+    TEXT_LIMIT,
+    AttemptSpan,
+    MachineSpan,
+    Mark,
+    NodeSpan,
+    PoolSpan,
+    SweepSpan,
+    TaskSpan,
+    Timeline,
+    Wait,
+)
 from cvo.status.forecast import OperatorGraph
 from cvo.status.godur import parse_datetime
 from cvo.status.update_records import INSTALL, UPDATE, UpdateRecord
@@ -226,6 +237,18 @@ def _nodes(times: dict[str, tuple[float, float | None, str]], graph: OperatorGra
     return nodes
 
 
+def _pools(record: UpdateRecord, base: float) -> list[PoolSpan]:
+    """The record's pools with nodes, each node's times moved to the timeline's zero (``base``: the record's)."""
+    pools = []
+    for name, pool in sorted(record.pools.items()):
+        nodes = [MachineSpan(node, base + t.started, None if t.drained is None else base + t.drained,
+                             None if t.done is None else base + t.done)
+                 for node, t in sorted(pool.nodes.items(), key=lambda item: (item[1].started, item[0]))]
+        if nodes:
+            pools.append(PoolSpan(name, pool.max_unavailable, pool.size, nodes))
+    return pools
+
+
 def _result(entry: _Entry, newest: bool, progressing: bool) -> str:
     if entry.state == "Completed":
         return "completed"
@@ -282,6 +305,11 @@ def records_timeline(found: ClusterRecords, graph_of: GraphOf) -> Timeline:
         else:
             sweep.note = "no per-operator times recorded for this sweep: only its span (the ClusterVersion's history)"
         sweep.attempt_count = record.attempt_count if record is not None else 0  # 0: not recorded
+        if record is not None:
+            sweep.pools = _pools(record, base)
+            pool_end = max((e for pool in sweep.pools for n in pool.nodes
+                            for e in (n.start, n.drained, n.end) if e is not None), default=end_s)
+            timeline.end = max(timeline.end, pool_end)
         if record is not None:
             for a in record.attempts:
                 if a.reason and a.ended is not None:

@@ -6,15 +6,30 @@ move a terminal's cursor or change its colours.
 
 from __future__ import annotations
 
+import statistics
+
 from cvo.payload.limits import printable
 from cvo.report.critical import causes, critical_path
 from cvo.report.fmt import duration, offset, percent
-from cvo.report.model import Timeline
+from cvo.report.model import PoolSpan, Timeline
 from cvo.report.summary import summarize
 
 
 def p(value: object, limit: int = 140) -> str:
     return printable(str(value), limit)
+
+
+def _pool_line(pool: PoolSpan) -> str:
+    """``pool worker: 6 nodes, 1 at a time, 18m00s from +1m10s; drains 1m00s, reboots 2m00s (medians)``."""
+    drains = [n.drained - n.start for n in pool.nodes if n.drained is not None]
+    reboots = [n.end - n.drained for n in pool.nodes if n.end is not None and n.drained is not None]
+    end = pool.end
+    span = f"{duration(end - pool.start)} from {offset(pool.start)}" if end is not None else (
+        f"from {offset(pool.start)}, {sum(n.end is not None for n in pool.nodes)} of {len(pool.nodes)} done")
+    phases = ", ".join(f"{word} {duration(statistics.median(values))}" for word, values in
+                       (("drains", drains), ("reboots", reboots)) if values)
+    return (f"pool {p(pool.name, 60)}: {pool.size} node{'' if pool.size == 1 else 's'}, {pool.width} at a time, "
+            f"{span}" + (f"; {phases} (medians)" if phases else ""))
 
 
 def render_text(timeline: Timeline, title: str) -> str:
@@ -30,6 +45,7 @@ def render_text(timeline: Timeline, title: str) -> str:
                       f"{sweep.attempts_text}, from {offset(sweep.start)}".replace("  ", " ")]
         if sweep.note:
             lines.append(f"  ({p(sweep.note, 300)})")
+        lines += [f"  {_pool_line(pool)}" for pool in sweep.pools]
         if timeline.estimated and sweep.result == "plan":
             lines.append("  no critical path: the operators' durations are not known")
             continue

@@ -18,6 +18,7 @@ there too (rewritten as operators finish, replaced by the complete one at the en
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from pathlib import Path
@@ -42,6 +43,7 @@ from cvo.runner.sweep_events import (
 )
 from cvo.status.forecast import Forecast, OperatorGraph, co_state, duration_model, forecast, operator_graph
 from cvo.status.godur import SECOND, to_ns
+from cvo.status.node_forecast import node_model, pools_progress
 from cvo.status.update_records import (
     FIRST_ATTEMPTS_KEPT,
     MAX_ATTEMPTS_KEPT,
@@ -56,6 +58,7 @@ from cvo.status.update_records import (
     parse_records,
     records_configmap,
 )
+from cvo.status.upgrade_nodes import Machines
 
 FILE_SCHEME = "file://"
 
@@ -127,26 +130,48 @@ async def record_progress(cluster: Cluster, recorder: DurationRecorder) -> None:
 
 
 async def save_record(cluster: Cluster, record: UpdateRecord) -> None:
-    """Append ``record`` to the ConfigMap, replacing an earlier record of the same update; a complete record
+    """Append ``record`` to the ConfigMap, replacing an earlier record of the same update (whose pools it keeps
+    where ``record`` has none: :class:`cvo.runner.node_durations.NodeRecorder` writes those); a complete record
     also drops every partial one (their updates are over)."""
     if not record.operators:
         return
-    try:
-        live = await cluster.get(RECORDS_REF)
-        records = [r for r in parse_records(live)
-                   if (r.version, r.started_at) != (record.version, record.started_at)
-                   and not (r.partial and not record.partial)]
-        wanted = records_configmap([*records, record])
-        if live is None:
-            await cluster.create(wanted)
-        else:
-            await cluster.update({**live, "data": wanted["data"],
-                                  "metadata": _merged_metadata(live.get("metadata"), wanted["metadata"])})
-        if not record.partial:  # a partial record is rewritten after every operator: not news
-            log.info("durations recorded", mode=record.mode, version=record.version, operators=len(record.operators))
-    except ApiError as err:
-        level = log.info if err.kind in (ApiErrorKind.NOT_FOUND, ApiErrorKind.FORBIDDEN) else log.warning
-        level("durations not recorded", mode=record.mode, error=str(err))
+
+    def change(records: list[UpdateRecord]) -> list[UpdateRecord]:
+        same = next((r for r in records if (r.version, r.started_at) == (record.version, record.started_at)), None)
+        kept = [r for r in records if r is not same and not (r.partial and not record.partial)]
+        pools = {**same.pools, **record.pools} if same is not None else record.pools
+        return [*kept, dataclasses.replace(record, pools=pools)]
+
+    if await write_records(cluster, change, mode=record.mode) and not record.partial:
+        # a partial record is rewritten after every operator: not news
+        log.info("durations recorded", mode=record.mode, version=record.version, operators=len(record.operators))
+
+
+async def write_records(cluster: Cluster, change: Callable[[list[UpdateRecord]], list[UpdateRecord] | None],
+                        mode: str = UPDATE, tries: int = 3) -> bool:
+    """Rewrite the records ConfigMap with ``change`` of the records it holds (``None``: nothing to write); a
+    Conflict (another writer of the same process or cluster got there first) reads them again, ``tries``
+    times.  Whether it was written: a failure is logged, never raised (the records are a hint)."""
+    for attempt in range(tries):
+        try:
+            live = await cluster.get(RECORDS_REF)
+            records = change(parse_records(live))
+            if records is None:
+                return False
+            wanted = records_configmap(records)
+            if live is None:
+                await cluster.create(wanted)
+            else:
+                await cluster.update({**live, "data": wanted["data"],
+                                      "metadata": _merged_metadata(live.get("metadata"), wanted["metadata"])})
+            return True
+        except ApiError as err:
+            if err.kind in (ApiErrorKind.CONFLICT, ApiErrorKind.ALREADY_EXISTS) and attempt + 1 < tries:
+                continue
+            level = log.info if err.kind in (ApiErrorKind.NOT_FOUND, ApiErrorKind.FORBIDDEN) else log.warning
+            level("durations not recorded", mode=mode, error=str(err))
+            return False
+    return False
 
 
 def _merged_metadata(live: object, wanted: Mapping[str, object]) -> dict[str, object]:
@@ -179,10 +204,13 @@ def release_graph(image: str, load_filter: LoadFilter | None = None, mode: Mode 
 
 
 def cluster_forecast(cv: Mapping[str, Any] | None, cos: list[dict[str, Any]], records: Mapping[str, Any] | None,
-                     now: int, load_filter: LoadFilter | None = None) -> Forecast | None:
+                     now: int, load_filter: LoadFilter | None = None, machines: Machines | None = None,
+                     ) -> Forecast | None:
     """The forecast for what the saved or live objects show: ``None`` without records, or when the target
-    release is not a directory cvo can read."""
-    parsed = of_mode(parse_records(records))
+    release is not a directory cvo can read.  ``machines``: the pools and nodes, whose part is forecast from
+    the nodes the records saw (:mod:`cvo.status.node_forecast`)."""
+    every = parse_records(records)
+    parsed = of_mode(every)
     desired = ((cv or {}).get("status") or {}).get("desired") or {}
     if not isinstance(desired, Mapping):
         return None
@@ -194,8 +222,11 @@ def cluster_forecast(cv: Mapping[str, Any] | None, cos: list[dict[str, Any]], re
         return None
     version = str(desired.get("version") or "")
     done, updating = co_state(cos, version)
-    current = next((r for r in reversed(parsed) if r.partial and r.version == version), None)
-    return forecast(graph, model, done, updating, now, took=current.took() if current else None)
+    running = next((r for r in reversed(parsed) if r.version == version), None)
+    current = running if running is not None and running.partial else None
+    pools = pools_progress(machines, version, running) if machines is not None else []
+    return forecast(graph, model, done, updating, now, took=current.took() if current else None, pools=pools,
+                    nodes=node_model(parsed))
 
 
 def no_forecast_reason(cv: Mapping[str, Any] | None, records: Mapping[str, Any] | None,

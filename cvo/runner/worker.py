@@ -43,6 +43,7 @@ from cvo.runner.durations import DurationRecorder, record_progress, save_record
 from cvo.runner.early_crds import start_early_applies
 from cvo.runner.events import Fanout, Progress, Reporter
 from cvo.runner.graph_runner import run_graph
+from cvo.runner.node_durations import NodeRecorder
 from cvo.runner.operator_conditions import OperatorConditionManager
 from cvo.runner.reasons import wrap_apply_error
 from cvo.runner.report_filter import Report
@@ -171,13 +172,20 @@ class Worker:
         reporter, self.reporter = self.reporter, Fanout(self.reporter, recorder)
         # an update's partial record, as it grows: cvo upgrade status forecasts from what is already done
         progress = asyncio.create_task(record_progress(self.cluster, recorder)) if self.mode is Mode.UPDATE else None
+        # and its nodes' part (the machine-config operator's pools), into the same record
+        nodes = NodeRecorder(self.cluster, self.clock, (recorder.record.version, recorder.record.started_at)) \
+            if self.mode is Mode.UPDATE else None
         try:
+            if nodes is not None:
+                await nodes.start()
             result = await self._sweep()
         finally:
             self.reporter = reporter
             if progress is not None:
                 progress.cancel()
                 await asyncio.gather(progress, return_exceptions=True)
+            if nodes is not None:
+                await nodes.stop()
         await save_record(self.cluster, recorder.record)
         return result
 

@@ -345,7 +345,7 @@ def _upgrade_status_text(out: ReplayOutcome, spec: Mapping[str, Any]) -> tuple[s
     except StatusUnavailable as err:
         return label, "", f"error: {err}"
     assessment = status.control_plane.assessment if status.updating and status.control_plane else "not updating"
-    forecast = cluster_forecast(cv, cos, records, to_ns(when)) if status.updating else None
+    forecast = cluster_forecast(cv, cos, records, to_ns(when), machines=machines) if status.updating else None
     return label, assessment, render(status, details, forecast)
 
 

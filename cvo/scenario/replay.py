@@ -25,6 +25,7 @@ from cvo.payload.graph import Mode
 from cvo.payload.loader import LoadError, Release, load_release
 from cvo.runner.durations import RECORDS_REF
 from cvo.runner.events import Recorder
+from cvo.runner.node_durations import NodeRecorder
 from cvo.runner.sweep import SweepOptions, SweepResult
 from cvo.runner.sweep_events import (
     ClusterRequests,
@@ -408,6 +409,9 @@ class Replay:
         if self.scenario.installed is not None:
             self.simulator.register_release(self.release(str(self.scenario.installed), "cluster.installed"))
         await self.simulator.start()
+        # as a controller does between sweeps: the worker pools' nodes go on after an update completed
+        nodes = NodeRecorder(self.cluster, self.clock)
+        await nodes.start()
         started = self.clock.now()
         origin = loop.time()
         self.emit(ScenarioStarted, scenario=self.scenario.name)
@@ -427,6 +431,7 @@ class Replay:
             for taker in takers:
                 taker.cancel()
             self._drop_deferred()
+            await nodes.stop()
             await self.simulator.stop()
         finished = self.clock.now()
         # what the replay asked of the cluster, per verb (the simulated operators' requests included): cvo report

@@ -48,10 +48,12 @@ import networkx as nx
 
 from cvo.payload.graph import Mode, wait_for
 from cvo.status.godur import SECOND, parse_time, rfc3339, short_duration
+from cvo.status.node_forecast import MACHINE_CONFIG, NodeModel, PoolProgress, sample_pool
 from cvo.status.update_records import UPDATE, UpdateRecord
 
 MIN_SHARE_LEFT = 0.25  # an operator waited on past every plausible duration still needs this share of its usual one
 SAMPLES = 500  # simulated ends of the update per forecast
+POOL_SAMPLES = 100  # simulated remaining times of each MachineConfigPool per forecast
 SEED = 20260101  # the simulation's seed: a forecast is a function of its inputs
 OVERRUN_SIGMAS = 2.5  # an overrun is this many (robust) standard deviations above the operator's median ...
 OVERRUN_FLOOR = 1.25  # ... and at least this many times it ...
@@ -180,6 +182,19 @@ class Step:
     finish: int  # nanoseconds since the epoch
 
 
+@dataclass(frozen=True)
+class PoolForecast:
+    """A MachineConfigPool's part of the forecast: its nodes still to update and when it is likely done."""
+
+    name: str
+    nodes_left: int
+    remaining: int | None  # nanoseconds (the median); None: paused (excluded until the admin unpauses it)
+
+    @property
+    def paused(self) -> bool:
+        return self.remaining is None
+
+
 @dataclass
 class Forecast:
     finish: int  # nanoseconds since the epoch: now + the median simulated remaining time
@@ -189,11 +204,30 @@ class Forecast:
     path_remaining: int = 0  # nanoseconds: the critical path's end with every operator taking its usual time
     low: int = 0  # nanoseconds remaining: the 10th percentile of the simulated ends
     high: int = 0  # and the 90th
+    control_plane: int = 0  # nanoseconds: the median end of the ClusterOperators' part alone
+    pools: list[PoolForecast] = field(default_factory=list)  # the pools with nodes still to update
+
+    @property
+    def last_pool(self) -> PoolForecast | None:
+        """The pool the update is likely to end with, when it ends after the ClusterOperators."""
+        running = [p for p in self.pools if p.remaining is not None]
+        last = max(running, key=lambda p: (p.remaining or 0, p.name), default=None)
+        return last if last is not None and (last.remaining or 0) > self.control_plane else None
 
     def summary(self, now: int) -> str:
         remaining = short_duration(max(0, self.finish - now) // SECOND * SECOND)
         count = f"{self.records} recorded update" + ("" if self.records == 1 else "s")
-        return f"{remaining} remaining on the critical path, done at {rfc3339(self.finish)} (from {count})"
+        last = self.last_pool
+        if last is None and not self.pools:
+            return f"{remaining} remaining on the critical path, done at {rfc3339(self.finish)} (from {count})"
+        control_plane = (f"control plane {short_duration(self.control_plane // SECOND * SECOND)}"
+                         if self.control_plane >= SECOND else "control plane done")
+        where = (f"when pool {last.name} is done ({last.nodes_left} node{'' if last.nodes_left == 1 else 's'} "
+                 f"to go; {control_plane})" if last is not None else "when the control plane is done")
+        paused = [p.name for p in self.pools if p.paused]
+        if paused:
+            where += f"; paused pool{'' if len(paused) == 1 else 's'} {', '.join(paused)} not counted"
+        return f"{remaining} remaining, done at {rfc3339(self.finish)} {where} (from {count})"
 
     @property
     def allowance(self) -> int:
@@ -210,6 +244,10 @@ class Forecast:
 
     def to_data(self, now: int) -> dict[str, Any]:
         return {"estimatedCompletedAt": rfc3339(self.finish), "remaining": short_duration(max(0, self.remaining)),
+                "controlPlaneRemainingSeconds": round(self.control_plane / SECOND),
+                "pools": [{"name": p.name, "nodesLeft": p.nodes_left, "paused": p.paused,
+                           "remainingSeconds": None if p.remaining is None else round(p.remaining / SECOND)}
+                          for p in self.pools],
                 "remainingSeconds": round(self.remaining / SECOND), "records": self.records,
                 "remainingP10Seconds": round(self.low / SECOND), "remainingP90Seconds": round(self.high / SECOND),
                 "criticalPathRemainingSeconds": round(self.path_remaining / SECOND),
@@ -218,12 +256,15 @@ class Forecast:
 
 
 def forecast(og: OperatorGraph, model: DurationModel, done: Iterable[str], updating: Mapping[str, int],
-             now: int, took: Mapping[str, float] | None = None, samples: int = SAMPLES) -> Forecast | None:
-    """When the update ends: the median of :data:`SAMPLES` simulated ends of the nodes still to run.
+             now: int, took: Mapping[str, float] | None = None, samples: int = SAMPLES,
+             pools: Sequence[PoolProgress] = (), nodes: NodeModel | None = None) -> Forecast | None:
+    """When the update ends: the median of :data:`SAMPLES` simulated ends of the graph's nodes still to run
+    and of the pools' nodes still to update (:mod:`cvo.status.node_forecast`).
 
     ``done``: operators at the new version, ``took``: how long those of them the caller knows took (seconds);
     ``updating``: operators being waited on, and since when (nanoseconds).  An operator without a record
-    usually takes the median of the others' usual durations.
+    usually takes the median of the others' usual durations.  ``pools``: the MachineConfigPools now,
+    forecast from ``nodes`` (the recorded nodes' phases; without them the pools are left out).
     """
     if not model.usual:
         return None
@@ -232,10 +273,16 @@ def forecast(og: OperatorGraph, model: DurationModel, done: Iterable[str], updat
     path, path_end = _usual_path(og, model, done_set, updating, now, default)
     if path_end is None:
         return None
-    ends = _simulate(og, model, done_set, took or {}, updating, now, default, max(1, samples))
-    remaining = round(_quantile(ends, 0.5) * SECOND)
+    rolling = [p for p in pools if p.left and not p.paused] if nodes is not None and nodes.usable else []
+    ends = _simulate(og, model, done_set, took or {}, updating, now, default, max(1, samples), rolling, nodes)
+    overall = [(max((co, *pool_ends)), w) for co, pool_ends, w in ends]
+    remaining = round(_quantile(overall, 0.5) * SECOND)
+    per_pool = [PoolForecast(p.name, p.left, round(_quantile([(e[i], w) for _, e, w in ends], 0.5) * SECOND))
+                for i, p in enumerate(rolling)]
+    per_pool += [PoolForecast(p.name, p.left, None) for p in pools if p.left and p.paused]
     return Forecast(now + remaining, remaining, path, model.records, path_end - now,
-                    round(_quantile(ends, 0.1) * SECOND), round(_quantile(ends, 0.9) * SECOND))
+                    round(_quantile(overall, 0.1) * SECOND), round(_quantile(overall, 0.9) * SECOND),
+                    round(_quantile([(co, w) for co, _, w in ends], 0.5) * SECOND), per_pool)
 
 
 def _usual_path(og: OperatorGraph, model: DurationModel, done: set[str], updating: Mapping[str, int], now: int,
@@ -276,8 +323,12 @@ def _usual_path(og: OperatorGraph, model: DurationModel, done: set[str], updatin
 
 
 def _simulate(og: OperatorGraph, model: DurationModel, done: set[str], took: Mapping[str, float],
-              updating: Mapping[str, int], now: int, default: float, samples: int) -> list[tuple[float, float]]:
-    """Simulated remaining times (seconds) of the update, each with its likelihood given the waits seen."""
+              updating: Mapping[str, int], now: int, default: float, samples: int,
+              pools: Sequence[PoolProgress] = (), nodes: NodeModel | None = None,
+              ) -> list[tuple[float, tuple[float, ...], float]]:
+    """Simulated remaining times (seconds) of the update's ClusterOperators and of each pool in ``pools``, each
+    with its likelihood given the waits seen.  A pool not started yet starts when the machine-config
+    ClusterOperator does (its operator renders the pools' new configs then)."""
     rng = random.Random(SEED)
     names = list(dict.fromkeys(n for node in og.order for n in og.operators.get(node, ())))
     waited = {name: max(0.0, (now - updating[name]) / SECOND) for name in names if name in updating and name not in done}
@@ -294,7 +345,13 @@ def _simulate(og: OperatorGraph, model: DurationModel, done: set[str], took: Map
                 weights.append(math.comb(len(names) - resolved, k - seen) / math.comb(len(names), k))
     plan = [(node, og.predecessors.get(node, ()), [n for n in og.operators.get(node, ()) if n not in done])
             for node in og.order]
-    ends = []
+    ends: list[tuple[float, tuple[float, ...], float]] = []
+    mco_started = MACHINE_CONFIG in done or MACHINE_CONFIG in updating
+    # each pool's own simulated remaining times, fewer than the graph's (a pool of hundreds of nodes varies
+    # little), from a generator of their own: taken in turn by the graph's samples
+    pool_rng = random.Random(SEED + 1)
+    pool_draws = [[sample_pool(pool_rng, pool, nodes, now) for _ in range(min(samples, POOL_SAMPLES))]
+                  for pool in pools] if nodes is not None else [[] for _ in pools]
     for _ in range(samples):
         to_come = rng.choices(counts, weights)[0] if counts and sum(weights) > 0 else 0
         over = overrunning | set(rng.sample(open_, to_come)) if to_come else overrunning
@@ -313,15 +370,20 @@ def _simulate(og: OperatorGraph, model: DurationModel, done: set[str], took: Map
                 left[name] = usual * math.exp(model.spread * rng.gauss(0.0, 1.0)) + excess
         finish: dict[int, float] = {}
         end = 0.0
+        mco_start = 0.0
         for node, preds, ops in plan:
             t = max((finish[p] for p in preds), default=0.0)
             for name in ops:
+                if name == MACHINE_CONFIG and not mco_started:
+                    mco_start = t
                 t += left[name]
             finish[node] = t
             end = max(end, t)
-        ends.append((end, likelihood))
-    if sum(w for _, w in ends) <= 0:
-        ends = [(end, 1.0) for end, _ in ends]
+        pool_ends = tuple((0.0 if pool.started else mco_start) + draws[len(ends) % len(draws)]
+                          for pool, draws in zip(pools, pool_draws, strict=True))
+        ends.append((end, pool_ends, likelihood))
+    if sum(w for _, _, w in ends) <= 0:
+        ends = [(end, pool_ends, 1.0) for end, pool_ends, _ in ends]
     return ends
 
 

@@ -11,7 +11,14 @@ forecast from them (:mod:`cvo.status.forecast`), ``cvo plan --recorded`` and ``c
      "operators": {"etcd": {"started": 12.5, "done": 310.0}, "dns": {"started": 400.0, "done": 3550.2}},
      "attemptCount": 2, "attempts": [{"attempt": 0, "started": 0.0, "ended": 600.0, "reason": "…",
      "message": "…"}, {"attempt": 1, "started": 620.0}],
-     "endedAt": "2026-01-01T01:00:00Z", "result": "completed"}
+     "endedAt": "2026-01-01T01:00:00Z", "result": "completed",
+     "pools": {"worker": {"maxUnavailable": 1, "size": 2, "started": 3400.0, "done": 4100.0,
+                          "nodes": {"worker-0": [3400.0, 3460.0, 3700.0], "worker-1": [3700.0, 3790.0, 4100.0]}}}}
+
+``pools`` (cvo 0.4 on): the machine-config operator's part, after the ClusterOperators' (or beside them): per
+MachineConfigPool, when its first node began to update and when its last was done, and per node the three
+moments :class:`cvo.runner.node_durations.NodeRecorder` saw: the node was picked (``desiredConfig``), its
+drain was done, it was at the new config again (``Done``); the last two are absent while not seen yet.
 
 Anyone with access to the namespace can write the ConfigMap: :func:`parse_records` takes whatever it
 holds, leaving out what does not parse (a record is a hint, never an error).
@@ -59,6 +66,45 @@ class AttemptTime:
     message: str = ""
 
 
+@dataclass(frozen=True)
+class NodeTime:
+    """One node's update, counted from the update's start: picked, drained (cordoned and every pod evicted),
+    done (rebooted into the new config)."""
+
+    started: float
+    drained: float | None = None
+    done: float | None = None
+
+    @property
+    def drain(self) -> float | None:
+        """Seconds from being picked to drained: a PodDisruptionBudget that holds the drain makes it long."""
+        return None if self.drained is None else max(0.0, self.drained - self.started)
+
+    @property
+    def reboot(self) -> float | None:
+        """Seconds from drained to done: the config written, the reboot, the node ready and uncordoned."""
+        return None if self.drained is None or self.done is None else max(0.0, self.done - self.drained)
+
+
+@dataclass
+class PoolTime:
+    """One MachineConfigPool's part of an update: its nodes' times, how many at once, how many nodes."""
+
+    max_unavailable: int = 1
+    size: int = 0  # nodes in the pool
+    started: float | None = None  # its first node picked
+    done: float | None = None  # every node at the new config
+    nodes: dict[str, NodeTime] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"maxUnavailable": self.max_unavailable, "size": self.size,
+                **({"started": _round(self.started)} if self.started is not None else {}),
+                **({"done": _round(self.done)} if self.done is not None else {}),
+                "nodes": {name: [_round(t.started), *([_round(t.drained)] if t.drained is not None else []),
+                                 *([_round(t.done)] if t.drained is not None and t.done is not None else [])]
+                          for name, t in sorted(self.nodes.items())}}
+
+
 @dataclass
 class UpdateRecord:
     """One sweep (an update, or an install): its target version, when it started, each operator's times,
@@ -74,6 +120,7 @@ class UpdateRecord:
     attempt_count: int = 0  # how many attempts there were (0: not recorded)
     ended_at: str = ""
     result: str = ""  # completed, timeout; empty: not recorded
+    pools: dict[str, PoolTime] = field(default_factory=dict)  # the nodes' part (cvo 0.4 on)
 
     def to_json(self) -> dict[str, Any]:
         doc: dict[str, Any] = {
@@ -89,6 +136,8 @@ class UpdateRecord:
                                for a in self.attempts]
         if self.ended_at:
             doc["endedAt"], doc["result"] = self.ended_at, self.result
+        if self.pools:
+            doc["pools"] = {name: pool.to_json() for name, pool in sorted(self.pools.items())}
         return doc
 
     def took(self) -> dict[str, float]:
@@ -135,6 +184,30 @@ def _operators(value: Mapping[Any, Any]) -> dict[str, OperatorTime]:
     return operators
 
 
+def _node_time(value: object) -> NodeTime | None:
+    """``[started, drained, done]`` (the last two optional); None for anything else."""
+    times = [_number(v) for v in value[:3]] if isinstance(value, list) else []
+    started = times[0] if times else None
+    if started is None or None in times:
+        return None
+    return NodeTime(started, times[1] if len(times) > 1 else None, times[2] if len(times) > 2 else None)
+
+
+def _pools(value: object) -> dict[str, PoolTime]:
+    pools: dict[str, PoolTime] = {}
+    for name, item in value.items() if isinstance(value, Mapping) else ():
+        if not isinstance(name, str) or not isinstance(item, Mapping):
+            continue
+        nodes = item.get("nodes")
+        times = {n: t for n, raw in (nodes.items() if isinstance(nodes, Mapping) else ())
+                 if isinstance(n, str) and (t := _node_time(raw)) is not None}
+        width, size = _count(item.get("maxUnavailable")), _count(item.get("size"))
+        pools[name] = PoolTime(width if width is not None and width > 0 else 1,
+                               size if size is not None and size >= 0 else len(times),
+                               _number(item.get("started")), _number(item.get("done")), times)
+    return pools
+
+
 def parse_records(configmap: Mapping[str, Any] | None) -> list[UpdateRecord]:
     """The records of a ConfigMap; whatever does not parse is left out (a forecast is a hint, never an error)."""
     data = (configmap or {}).get("data")
@@ -154,7 +227,8 @@ def parse_records(configmap: Mapping[str, Any] | None) -> list[UpdateRecord]:
             str(item.get("version", "")), str(item.get("startedAt", "")), _operators(item["operators"]),
             item.get("partial") is True, mode=INSTALL if item.get("mode") == INSTALL else UPDATE,
             attempts=_attempts(item.get("attempts")), attempt_count=count if count is not None and count > 0 else 0,
-            ended_at=_text(item.get("endedAt"), 64), result=_text(item.get("result"), 32)))
+            ended_at=_text(item.get("endedAt"), 64), result=_text(item.get("result"), 32),
+            pools=_pools(item.get("pools"))))
     return records
 
 

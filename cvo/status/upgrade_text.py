@@ -196,6 +196,10 @@ def render(status: UpgradeStatus, details: str = "none", forecast: Forecast | No
         text += nodes_text(pools.control_plane, nodes)
         if any(p.nodes for p in pools.workers):
             text += "\n= Worker Upgrade =\n" + pools_text(pools.workers)
+            cp = status.control_plane
+            if forecast is not None and cp.operators.updated == cp.operators.total:
+                # the control plane's section is the completed form: the forecast of the rest goes here
+                text += f"\nForecast:        {forecast.summary(status.now)}\n"
             text += "".join(nodes_text(p, nodes) for p in pools.workers)
     text += "\n"
     text += health_text(status.insights, status.health_detailed and health, status.now)

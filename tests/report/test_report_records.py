@@ -28,7 +28,7 @@ from cvo.report.text import render_text
 from cvo.runner.durations import release_operator_graph
 from cvo.status.forecast import OperatorGraph, duration_model, expected_durations, forecast
 from cvo.status.godur import SECOND
-from cvo.status.update_records import INSTALL, AttemptTime, OperatorTime, UpdateRecord
+from cvo.status.update_records import INSTALL, AttemptTime, NodeTime, OperatorTime, PoolTime, UpdateRecord
 from tests.report.test_report_render import Page
 from tests.support.helpers import PAYLOADS, REPO, state_kind
 
@@ -108,6 +108,31 @@ def test_a_recorded_update_is_a_bar_per_operator_through_the_graph() -> None:
     assert "not recorded (applying objects, back-offs, workers, status writes)" in text
 
 
+def test_the_pools_nodes_are_drawn_under_the_run_levels_and_past_the_updates_end() -> None:
+    """An update's record with its pools: a row per pool and per node (drain, then the rest); the worker pool went
+    on after the ClusterVersion completed, so the chart goes on to its last node."""
+    nodes = {f"worker-{i}": NodeTime(600.0 + 300 * i, 660.0 + 300 * i, 900.0 + 300 * i) for i in range(3)}
+    nodes["worker-3"] = NodeTime(1500.0, 1560.0)  # rebooting when recorded
+    record = UpdateRecord("2", rfc(T0 + minutes(30)), {"a": OperatorTime(0, 60), "b": OperatorTime(60, 900)},
+                          pools={"worker": PoolTime(1, 5, 600.0, None, nodes), "infra": PoolTime(2, 0, None, None, {})})
+    found = ClusterRecords(cv(entry("1", T0, T0 + minutes(30)), entry("2", T0 + minutes(30), T0 + minutes(45))),
+                           [], [record], T0 + minutes(90))
+    timeline = records_timeline(found, graph_of)
+    update = timeline.sweeps[1]
+    [pool] = update.pools  # infra saw no node: not drawn
+    assert (pool.name, pool.width, pool.size, pool.start, pool.end) == ("worker", 1, 5, 2400.0, None)
+    assert [(n.name, n.start, n.drained, n.end) for n in pool.nodes][-1] == ("worker-3", 3300.0, 3360.0, None)
+    assert update.end == 2700.0 and update.drawn_end == 3360.0 and timeline.end == 3360.0
+    assert "  pool worker: 5 nodes, 1 at a time, from +40m00s, 3 of 4 done; drains 1m00s, reboots 4m00s (medians)" \
+        in render_text(timeline, "t")
+    html = render_html(timeline, "t")
+    rows = re.findall(r'<div class="row machine"><div class="label" title="[^"]*">([^<]*)</div>'
+                      r'<div class="track">(.*?)</div></div>', html)
+    assert [name for name, _ in rows] == ["worker-0", "worker-1", "worker-2", "worker-3"]
+    assert re.findall(r'class="(bar [a-z ]+)"', rows[3][1]) == ["bar drain", "bar reboot cut"]
+    assert "machine config pool worker · 5 nodes, 1 at a time" in " ".join(Page(html).text)
+
+
 def test_records_without_history_and_history_without_records() -> None:
     lost = UpdateRecord("9", rfc(T0 + minutes(200)), {"a": OperatorTime(0, 60)}, ended_at=rfc(T0 + minutes(201)),
                         result="timeout")
@@ -175,7 +200,10 @@ json_values = st.recursive(
     UpdateRecord, st.sampled_from(["1", "2"]), st.sampled_from(["2026-01-01T00:00:00Z", "2026-01-01T00:30:00Z", "x"]),
     st.dictionaries(st.sampled_from(["a", "b", "c", "zz"]), st.builds(
         OperatorTime, st.floats(0, 1e6), st.none() | st.floats(0, 1e6)), max_size=3),
-    st.sampled_from(["update", "install"])), max_size=3))
+    st.sampled_from(["update", "install"]), pools=st.dictionaries(st.sampled_from(["worker", "w"]), st.builds(
+        PoolTime, st.integers(1, 5), st.integers(0, 9), st.none() | st.floats(0, 1e6), st.none() | st.floats(0, 1e6),
+        st.dictionaries(st.sampled_from(["n0", "n1"]), st.builds(NodeTime, st.floats(0, 1e6), st.none() | st.floats(
+            0, 1e6), st.none() | st.floats(0, 1e6)), max_size=2)), max_size=2)), max_size=3))
 def test_objects_of_any_shape_make_a_report(cv_doc: Any, cos: list[Any], records: list[UpdateRecord]) -> None:
     found = ClusterRecords(cv_doc if isinstance(cv_doc, dict) else {"status": cv_doc}, [
         c if isinstance(c, dict) else {"status": c} for c in cos], records, T0 + minutes(90))

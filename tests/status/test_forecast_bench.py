@@ -48,3 +48,32 @@ def test_the_bound_knows_which_operator_stalls() -> None:
     # at the start, a stall of 20-40 minutes is still ahead, on an operator chosen at random
     fresh = Update({"a": (0.0, 100.0), "b": (0.0, 300.0), "c": (300.0, 350.0)}, 350.0)
     assert bound_forecast(shape(16), means, fresh, 0.0, samples=200) > 1200.0
+
+
+def test_a_pool_rolls_max_unavailable_at_a_time_the_next_node_when_one_is_done() -> None:
+    from bench.forecast_bench import roll_pool
+
+    run = roll_pool(["a", "b", "c"], 2, 100.0, [(10.0, 20.0), (5.0, 5.0), (1.0, 1.0)])
+    assert run.nodes == {"a": (100.0, 110.0, 130.0), "b": (100.0, 105.0, 110.0), "c": (110.0, 111.0, 112.0)}
+
+
+def test_the_pools_state_says_which_nodes_drain_and_which_reboot() -> None:
+    from bench.forecast_bench import NodeUpdate, PoolRun, pool_state
+    from cvo.status.godur import SECOND
+    from cvo.status.node_forecast import DRAINING, REBOOTING, NodeProgress
+
+    run = NodeUpdate(Update({}, 0.0), {"worker": PoolRun(2, {"a": (0.0, 10.0, 30.0), "b": (0.0, 5.0, 10.0),
+                                                             "c": (10.0, 11.0, 12.0), "d": (30.0, 40.0, 50.0)})})
+    (state,) = pool_state(run, 10.5)
+    assert state.running == (NodeProgress("a", REBOOTING, 10 * SECOND), NodeProgress("c", DRAINING, 10 * SECOND))
+    assert (state.pending, state.started, run.total) == (1, True, 50.0)
+
+
+def test_ocs_node_estimate_is_ten_minutes_draining_five_rebooting_and_fifteen_per_pending_node() -> None:
+    from bench.forecast_bench import NodeUpdate, PoolRun, oc_node_estimate
+
+    history = [{"state": "Partial"}, {"state": "Completed"}]
+    run = NodeUpdate(Update({"a": (0.0, 100.0)}, 100.0),
+                     {"worker": PoolRun(1, {"w0": (100.0, 200.0, 400.0), "w1": (400.0, 500.0, 700.0)})})
+    # at 150 s the control plane is done; w0 drains (+10m), then w1 is pending (+15m): 25 minutes
+    assert oc_node_estimate(run, 150.0, history) == 1500.0
