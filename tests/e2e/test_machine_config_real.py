@@ -29,7 +29,9 @@ from cvo.cluster.api import Ref
 from cvo.cluster.kube import KubeCluster
 from cvo.objects.machineconfig import GROUP
 from cvo.operators.machine_config import rendered_name
+from cvo.runner.durations import RECORDS_REF
 from cvo.status.node_state import CURRENT_CONFIG, STATE
+from cvo.status.update_records import parse_records
 
 from .controlplane import ACTING_BINARIES, ControlPlane, ensure_binaries
 
@@ -165,6 +167,13 @@ def test_a_worker_pool_rolls_after_the_control_plane_and_a_budget_holds_its_drai
         pools, nodes = machines(plane)
         assert pool_done(pools["master"], "4.16.3", 3)  # the ClusterOperator waited for the masters ...
         assert not pool_done(pools["worker"], "4.16.3", 2)  # ... not for the workers
+        # the update's record holds each master's picked, drained and done, as cvo watched them on the API server
+        records = parse_records(on(plane, lambda c: c.get(RECORDS_REF)))
+        masters = records[-1].pools["master"]
+        assert (records[-1].version, masters.size, masters.max_unavailable) == ("4.16.3", 3, 1)
+        assert sorted(masters.nodes) == sorted(plane.node_names)
+        assert all(t.drained is not None and t.done is not None and t.started <= t.drained <= t.done
+                   for t in masters.nodes.values())
 
         def refused() -> bool:  # the API server's 429, as sim-operators' backend logged it
             events = [json.loads(line) for line in err_path.read_text().splitlines() if line.startswith("{")]
