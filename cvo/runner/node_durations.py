@@ -100,6 +100,10 @@ class NodeRecorder:
         await pools.start()
         await nodes.start()
         self._looking = False
+        if self._started_at is not None:
+            at = max(0.0, (self.clock.now() - self._started_at).total_seconds())
+            if any([self._pool_done(pool, at) for pool in list(self._members)]):
+                self._dirty.set()
         self._saver = asyncio.create_task(self._save_loop(), name="record nodes' times")
 
     async def stop(self) -> None:
@@ -228,10 +232,19 @@ class NodeRecorder:
         else:
             done.discard(name)
         changed = observe(times, name, phase, at, self._late, self._looking)
-        if times.started is not None and times.done is None and len(done) == len(members):
-            times.done, changed = at, True
-        if changed:
+        if self._pool_done(pool_name, at) or changed:
             self._dirty.set()
+
+    def _pool_done(self, pool: str, at: float) -> bool:
+        """Mark ``pool`` done at ``at`` if every node of it is at its config now (not while the first lists are
+        still coming in: a pool's nodes are not all known then)."""
+        times = self.pools.get(pool)
+        if self._looking or times is None or times.started is None or times.done is not None:
+            return False
+        if len(self._done.get(pool, ())) != len(self._members.get(pool, ())):
+            return False
+        times.done = at
+        return True
 
     # --- writing ------------------------------------------------------------------------------------------
 
