@@ -306,12 +306,13 @@ _KUBECONFIG_HINT = [True]
 
 @asynccontextmanager
 async def open_reader(options: ClusterOptions, clock: Clock, *, budget: Budget | None = None,
-                      say_where: bool = False) -> AsyncIterator[Reader]:
+                      say_where: bool = False, snapshot: bool = False) -> AsyncIterator[Reader]:
     """The cluster a command only reads: the saved objects of ``--from-file``, or :func:`open_backend`'s
-    (without creating an embedded cluster or starting simulated operators)."""
+    (without creating an embedded cluster or starting simulated operators).  ``snapshot``: the command reads once
+    and ends; the embedded cluster is read as it was opened (saved objects are anyway)."""
     if not options.saved:
         async with open_backend(options, clock, simulate_operators=False, create=False, budget=budget,
-                                say_where=say_where, refused_at_once=True) as backend:
+                                say_where=say_where, refused_at_once=True, snapshot=snapshot) as backend:
             yield backend
         return
     saved = saved_cluster(options)
@@ -326,7 +327,8 @@ async def open_reader(options: ClusterOptions, clock: Clock, *, budget: Budget |
 async def open_backend(options: ClusterOptions, clock: Clock, behaviours: Behaviours | None = None,
                        simulate_operators: bool = True, *, create: bool = True,
                        sweep: str | None = None, budget: Budget | None = None,
-                       say_where: bool = False, refused_at_once: bool = False) -> AsyncIterator[Backend]:
+                       say_where: bool = False, refused_at_once: bool = False,
+                       snapshot: bool = False) -> AsyncIterator[Backend]:
     """The cluster the command talks to.
 
     ``say_where``: say which cluster on stderr (:func:`announce`) as soon as it is known, before connecting
@@ -386,7 +388,8 @@ async def open_backend(options: ClusterOptions, clock: Clock, behaviours: Behavi
     try:
         try:
             cluster = SimCluster(clock=clock, path=path, group_commit=True,
-                                 checked_rows=CheckedRows(default_cache_dir(), path) if path is not None else None)
+                                 checked_rows=CheckedRows(default_cache_dir(), path) if path is not None else None,
+                                 snapshot_reads=snapshot)
         except StateError as err:
             raise UsageError(str(err)) from None
         description = f"embedded simulated cluster (state: {path})" if path else "embedded simulated cluster (in memory)"

@@ -144,7 +144,7 @@ def _against_cluster(args: argparse.Namespace, options: PayloadOptions, release:
     clock, run_loop = backend_clock(cluster)
 
     async def main() -> Diff:
-        async with open_reader(cluster, clock, say_where=True) as reader:
+        async with open_reader(cluster, clock, say_where=True, snapshot=True) as reader:
             return await upgrade_diff(reader, release, options)
 
     try:

@@ -28,6 +28,9 @@ from cvo.log import configure
 # them cyclic garbage, and with the default the collector walks them again and again (a tenth of
 # `cvo diff`'s time on the corpus).  Cycles are still collected, only less often.
 GC_THRESHOLD = (50_000, 10, 10)
+# Commands that read, print and end within seconds: the collector is off (their memory is what they decode,
+# freed when they exit); every other command may run for hours (a sweep, a controller, a watch) and keeps it.
+SHORT_LIVED = frozenset({"plan", "lint", "diff", "get", "report"})
 
 # command -> (module that registers it, one-line help).  Only the module of the command being run
 # is imported: a warm `cvo plan` of the corpus must not pay for the sweep's and the client's imports.
@@ -158,7 +161,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if with_nul is not None:  # only a caller in-process can pass one: exec's argv are C strings
         print_error(f"argument {with_nul!r} contains a NUL byte, which no path, name or value may hold")
         return EXIT_USAGE
-    parser = build_parser(_command(arguments))
+    command = _command(arguments)
+    if argv is None and command in SHORT_LIVED:
+        gc.disable()
+    parser = build_parser(command)
     args = parser.parse_args(arguments)  # SystemExit: --help, --version (0) or one error line (2)
     configure(args.log_format, args.verbose, color=not args.no_color)
     try:

@@ -18,7 +18,7 @@ in an operator's Deployment when the cluster serves OperatorConditions.
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,6 +29,7 @@ from cvo.diff.fields import changed_paths, empty_value, pair
 from cvo.gates.olm import inject_env
 from cvo.payload.fields import mapping
 from cvo.payload.graph import Mode, Task
+from cvo.payload.manifest import Manifest
 from cvo.payload.operators import operator_deployments
 from cvo.payload.schema import fill_required, required_zero_values
 from cvo.payload.shapes import shape_problem
@@ -91,7 +92,7 @@ class Mutations:
     operators: Mapping[tuple[str, str], str]  # (namespace, Deployment) -> its ClusterOperator (OLM's injection)
 
     @classmethod
-    def of(cls, plan: Plan, olm: bool) -> Mutations:
+    def of(cls, plan: Plan, olm: bool, decode: Callable[[Manifest], dict[str, Any]] | None = None) -> Mutations:
         manifests = plan.release.manifests
         owners: dict[tuple[str, str], str] = {}
         if olm:
@@ -101,7 +102,7 @@ class Mutations:
         # Only the CRDs of kinds the release holds objects of (a CRD is named PLURAL.GROUP): the rest add nothing
         groups = {m.group for m in manifests if m.kind != "CustomResourceDefinition"}
         crds = [m for m in manifests if m.kind != "CustomResourceDefinition" or m.name.partition(".")[2] in groups]
-        return cls(required_zero_values(crds), owners)
+        return cls(required_zero_values(crds, decode), owners)
 
     def desired(self, task: Task, fresh: dict[str, Any] | None = None) -> dict[str, Any]:
         """The object the sweep sends for ``task``; ``fresh``: a private decode of its manifest to build it from."""
@@ -219,8 +220,10 @@ def _same(desired: Mapping[str, Any], live: Mapping[str, Any], typed: bool) -> b
     return True
 
 
-def decide(task: Task, live: dict[str, Any] | None, mode: Mode, mutations: Mutations) -> ObjectDiff | None:
-    """What the sweep would do to ``task``'s object, given the live one; ``None``: nothing."""
+def decide(task: Task, live: dict[str, Any] | None, mode: Mode, mutations: Mutations,
+           decoded: dict[str, Any] | None = None) -> ObjectDiff | None:
+    """What the sweep would do to ``task``'s object, given the live one; ``None``: nothing.  ``decoded``: a
+    private decode of the task's manifest made earlier (it is changed here)."""
     m = task.manifest
 
     def result(action: str, before: dict[str, Any] | None, after: dict[str, Any] | None, message: str = "",
@@ -247,7 +250,7 @@ def decide(task: Task, live: dict[str, Any] | None, mode: Mode, mutations: Mutat
         before["metadata"].update(meta_before)
         after["metadata"].update(meta_after)
         return result("changed", before, after) if before != after else None
-    fresh = m.copy_obj()
+    fresh = decoded if decoded is not None else m.copy_obj()
     if (problem := shape_problem(m, fresh)) is not None:
         return result("invalid", None, None, problem)
     desired = mutations.desired(task, fresh)  # the shape check only read it
@@ -269,13 +272,19 @@ def decide(task: Task, live: dict[str, Any] | None, mode: Mode, mutations: Mutat
 def diff_plan(plan: Plan, live: Mapping[Ref, dict[str, Any] | None], against: str, *, olm: bool) -> Diff:
     """The diff of ``plan`` against the live objects ``live`` (every task's object looked up, ``None``: not
     there); ``olm``: the cluster serves OperatorConditions (cvo injects their names into operators)."""
-    mutations = Mutations.of(plan, olm)
+    decoded: dict[int, dict[str, Any]] = {}  # the CRDs decoded for their zero values, decided on next
+
+    def decode(m: Manifest) -> dict[str, Any]:
+        obj = decoded[id(m)] = m.copy_obj()
+        return obj
+
+    mutations = Mutations.of(plan, olm, decode)
     out = Diff(plan.release.version, plan.release.image, against, plan.mode)
     for task in ordered_tasks(plan):
         if task.skip is not None:
             out.skipped += 1
             continue
-        found = decide(task, live.get(ref_of(task)), plan.mode, mutations)
+        found = decide(task, live.get(ref_of(task)), plan.mode, mutations, decoded.pop(id(task.manifest), None))
         if found is None:
             out.unchanged += 1
         else:

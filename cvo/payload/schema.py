@@ -12,7 +12,7 @@ the embedded cluster and the comparison of a manifest with the live object need.
 from __future__ import annotations
 
 import base64
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from cvo.payload.fields import entries, mapping
@@ -21,14 +21,16 @@ from cvo.payload.manifest import Manifest
 _ZERO: dict[str, Any] = {"boolean": False, "integer": 0, "number": 0, "string": "", "object": {}, "array": []}
 
 
-def required_zero_values(manifests: Sequence[Manifest]) -> dict[tuple[str, str], dict[str, Any]]:
-    """(group, kind) -> {required top-level field: the value Go would send when it is unset}."""
+def required_zero_values(manifests: Sequence[Manifest], decode: Callable[[Manifest], dict[str, Any]] | None = None,
+                         ) -> dict[tuple[str, str], dict[str, Any]]:
+    """(group, kind) -> {required top-level field: the value Go would send when it is unset}.  ``decode``: how a
+    CRD manifest is decoded (a private copy, read only here; default :meth:`Manifest.copy_obj`)."""
     out: dict[tuple[str, str], dict[str, Any]] = {}
     for m in manifests:
         if m.kind != "CustomResourceDefinition" or m.group != "apiextensions.k8s.io":
             continue
         # Types are checked as they are read: a malformed CRD (cvo lint: malformed-object) adds nothing.
-        spec = mapping(m.copy_obj().get("spec"))  # not m.obj: that would keep every CRD decoded
+        spec = mapping((decode or Manifest.copy_obj)(m).get("spec"))  # not m.obj: that would keep every CRD decoded
         kind = mapping(spec.get("names")).get("kind")
         group = spec.get("group", "")
         if not isinstance(kind, str) or not isinstance(group, str):

@@ -173,10 +173,13 @@ class SimCluster:
                  enforce_namespaces: bool = True, openshift_apis: bool = True,
                  served_groups: Iterable[str] | None = None, crd_establish_delay: float = 0.0,
                  namespaces: Iterable[str] = DEFAULT_NAMESPACES, group_commit: bool = False,
-                 checked_rows: CheckedRows | None = None) -> None:
+                 checked_rows: CheckedRows | None = None, snapshot_reads: bool = False) -> None:
         self.clock = clock or Clock()
         # where the rows known to pass the open-time checks are kept (None: every row is checked on opening)
         self.checked_rows = checked_rows
+        # reads see the store as it was opened (one consistent view, no look for other processes' writes before
+        # each read): for a command that reads once and ends, such as ``cvo diff``
+        self.snapshot_reads = snapshot_reads
         # With a store: commit the writes of one event-loop turn together (each writer still returns only
         # once its write is committed).  Off by default: a write then never yields to the loop.
         self.group_commit = group_commit
@@ -377,16 +380,17 @@ class SimCluster:
             _continue_timeline(self.clock, datetime.fromtimestamp(meta.clock, UTC))
             known = self.checked_rows.load() if self.checked_rows is not None else None
             rows = self._store.snapshot(known)
-            self._reload(rows, notify=False)
+            crds = self._reload(rows, notify=False)
             if self.checked_rows is not None and (known is None or any(row.known is None for row in rows)
                                                   or len(known) != len(rows)):
                 # every row passed (or _reload raised): remember them, and forget the rows no longer there
                 self.checked_rows.save(row.known or row_digest(row.ref, row.data) for row in rows
                                        if row.data is not None)
-            self._establish_pending()
+            self._establish_pending(crds)
 
-    def _reload(self, rows: builtins.list[Row], notify: bool) -> None:
-        """Replace the objects in memory by ``rows`` (every live object); watchers see the differences."""
+    def _reload(self, rows: builtins.list[Row], notify: bool) -> builtins.list[Object]:
+        """Replace the objects in memory by ``rows`` (every live object); watchers see the differences.  The CRDs
+        among them, decoded (private copies)."""
         assert self._store is not None
         meta = self._store.meta
         # decoded once: the CRDs are read below (a row known to pass is decoded only if it is a CRD)
@@ -414,11 +418,11 @@ class SimCluster:
         for crd in crds:  # not kept in the entries: that would keep every CRD decoded
             if is_established(crd.get("status")) and not crd_problem(crd):
                 self.kinds.register_crd(crd["metadata"]["name"], crd_kind(crd))
+        return crds
 
-    def _establish_pending(self) -> None:
+    def _establish_pending(self, crds: builtins.list[Object]) -> None:
         """CRDs stored without Established (their writer stopped before its delay ran out): establish now."""
-        pending = [e.copy() for e in self._objects.get(CRD, {}).values()]
-        pending = [crd for crd in pending if not is_established(crd.get("status"))]
+        pending = [crd for crd in crds if not is_established(crd.get("status"))]
         if pending:
             with self._writing():
                 for crd in pending:
@@ -431,7 +435,7 @@ class SimCluster:
         the changes taken in; a read may then lag another process's write by that much, as a read from
         an informer's cache does.  Writes never lag: they take the changes in inside the store's lock.
         """
-        if self._poller is None:
+        if self._poller is None and not self.snapshot_reads:
             self._sync()
 
     def _sync(self) -> None:
