@@ -449,7 +449,8 @@ records_values = st.recursive(
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(
         ["status", "history", "version", "state", "startedTime", "completionTime", "image", "conditions", "type",
          "metadata", "name", "versions", "lastTransitionTime", "message", "reason", "operators", "started", "done",
-         "startedAt", "mode", "attempts", "attemptCount", "attempt", "ended", "endedAt", "result", "dns", "etcd"]),
+         "startedAt", "mode", "attempts", "attemptCount", "attempt", "ended", "endedAt", "result", "dns", "etcd",
+         "pools", "nodes", "maxUnavailable", "size", "worker", "worker-0"]),
         inner, max_size=5),
     max_leaves=30)
 
@@ -472,10 +473,19 @@ def records_target(cv: Any, cos: list[Any], records: Any) -> None:
                            datetime(2026, 1, 1, 2, tzinfo=UTC))
     timeline = records_timeline(found, lambda image, mode: None)
     for span in timeline.sweeps:
-        assert span.end >= span.start
+        assert span.end >= span.start and span.drawn_end >= span.end
         critical_path(span, coarse=True)
     render_html(timeline, "fuzz")
     render_text(timeline, "fuzz")
+    # the nodes' part of a forecast from the same records (cvo/status/node_forecast.py)
+    import random
+
+    from cvo.status.node_forecast import DRAINING, NodeProgress, PoolProgress, node_model, sample_pool
+
+    model = node_model(parsed)
+    if model.usable:
+        assert sample_pool(random.Random(0), PoolProgress("p", 2, False, (NodeProgress("n", DRAINING, 0),), 3, True),
+                           model, 10**12) >= 0
 
 
 def check_input_error(err: Exception) -> None:
