@@ -8,6 +8,7 @@ the sweep itself share it, and everything around the sweep rides out a failing s
 from __future__ import annotations
 
 import argparse
+import asyncio
 import dataclasses
 import sys
 import time
@@ -458,11 +459,19 @@ def _sweep(cmd: SweepCommand, prepare: Callable[[Backend], Awaitable[tuple[str, 
                 cmd.sweep_options(), timeout=None if remaining is None else max(0.0, remaining), budget=budget))
             if backend.simulator is not None:
                 await backend.simulator.start()  # type: ignore[attr-defined]
-            if live is not None:
-                with live:
+            # the live forecast looks at the pools and their nodes beside the sweep (cvo/status/node_forecast.py)
+            follow = getattr(live.forecast, "follow_machines", None) if live is not None else None
+            machines = asyncio.create_task(follow(backend.steady, clock)) if follow is not None else None
+            try:
+                if live is not None:
+                    with live:
+                        result = await runner.run()
+                else:
                     result = await runner.run()
-            else:
-                result = await runner.run()
+            finally:
+                if machines is not None:
+                    machines.cancel()
+                    await asyncio.gather(machines, return_exceptions=True)
             outcome["result"] = result
             if events is not None:
                 _record_requests(events, backend, clock)
@@ -678,7 +687,7 @@ def run_upgrade(args: argparse.Namespace) -> int:
         if not records:
             return None
         graph = release_operator_graph(target)
-        return lambda progress: LiveForecast(graph, records, progress, backend.clock.now)
+        return lambda progress: LiveForecast(graph, records, progress, backend.clock.now, target.version)
 
     from cvo.cli.gates import unblock
 

@@ -18,13 +18,14 @@ there too (rewritten as operators finish, replaced by the complete one at the en
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from cvo.clock import parse_rfc3339, to_rfc3339
+from cvo.clock import Clock, parse_rfc3339, to_rfc3339
 from cvo.cluster.api import ApiError, ApiErrorKind, Cluster, Ref
 from cvo.images.pull import cached_directory
 from cvo.log import get_logger
@@ -43,7 +44,7 @@ from cvo.runner.sweep_events import (
 )
 from cvo.status.forecast import Forecast, OperatorGraph, co_state, duration_model, forecast, operator_graph
 from cvo.status.godur import SECOND, to_ns
-from cvo.status.node_forecast import node_model, pools_progress
+from cvo.status.node_forecast import PoolProgress, node_model, pools_progress
 from cvo.status.update_records import (
     FIRST_ATTEMPTS_KEPT,
     MAX_ATTEMPTS_KEPT,
@@ -245,30 +246,63 @@ def no_forecast_reason(cv: Mapping[str, Any] | None, records: Mapping[str, Any] 
 
 class LiveForecast:
     """The forecast of a running update, for the live display: a reporter (it learns which operators are done
-    from ``operator.done``) and a callable (the forecast now, from the sweep's waits)."""
+    from ``operator.done``) and a callable (the forecast now, from the sweep's waits).  With
+    :meth:`follow_machines` running beside the sweep, the pools' nodes are in it too."""
 
     REFRESH = 5 * SECOND  # the same state is forecast again at most this often (the display redraws 8 times a second)
+    MACHINES_EVERY = 15.0  # seconds between two looks at the pools, their nodes and the update's record
 
     def __init__(self, graph: OperatorGraph, records: list[UpdateRecord], progress: Callable[[], Progress],
-                 now: Callable[[], datetime]) -> None:
+                 now: Callable[[], datetime], version: str = "") -> None:
         self.graph, self.model = graph, duration_model(records)
+        self.records, self.version = records, version
         self.progress, self.now = progress, now
         self.took: dict[str, float] = {}  # the operators done, and how long they took (seconds)
         self.last: tuple[object, int, Forecast | None] | None = None
+        self.pools: list[PoolProgress] = []  # as follow_machines last saw them
+        self.nodes = node_model(records)
+        self._looks = 0
 
     def emit(self, event: Event) -> None:
         if isinstance(event, OperatorDone):
             self.took.setdefault(event.operator, max(0.0, (event.time - _began(event)).total_seconds()))
+
+    async def follow_machines(self, cluster: Cluster, clock: Clock) -> None:
+        """Until cancelled: the pools, their nodes and configs, and the update's record, every
+        :data:`MACHINES_EVERY` seconds (nothing when the cluster serves no MachineConfigPools)."""
+        from cvo.objects import MachineConfig, MachineConfigPool, Node, Refused
+        from cvo.objects.machineconfig import GROUP
+
+        def views(kind: type[Any], objects: list[dict[str, Any]]) -> list[Any]:
+            out = []
+            for obj in objects:
+                with contextlib.suppress(Refused):
+                    out.append(kind.read(obj))
+            return out
+
+        while True:
+            with contextlib.suppress(ApiError):
+                if await cluster.serves(f"{GROUP}/v1", "MachineConfigPool"):
+                    machines = Machines(views(MachineConfigPool, await cluster.list(GROUP, "MachineConfigPool")),
+                                        views(Node, await cluster.list("", "Node")),
+                                        views(MachineConfig, await cluster.list(GROUP, "MachineConfig")))
+                    running = next((r for r in reversed(of_mode(parse_records(await cluster.get(RECORDS_REF))))
+                                    if r.version == self.version), None)
+                    self.pools = pools_progress(machines, self.version, running)
+                    self.nodes = node_model([*self.records, *([running] if running is not None else [])])
+                    self._looks += 1
+            await clock.sleep(self.MACHINES_EVERY)
 
     def __call__(self) -> Forecast | None:
         if not self.model.usual:
             return None
         waiting = {name: to_ns(wait.since) for name, wait in self.progress().waiting.items()}
         now = to_ns(self.now())
-        state = (frozenset(self.took), tuple(sorted(waiting.items())))
+        state = (frozenset(self.took), tuple(sorted(waiting.items())), self._looks)
         if self.last is not None and self.last[0] == state and 0 <= now - self.last[1] < self.REFRESH:
             return self.last[2]
-        result = forecast(self.graph, self.model, self.took, waiting, now, took=self.took)
+        result = forecast(self.graph, self.model, self.took, waiting, now, took=self.took, pools=self.pools,
+                          nodes=self.nodes)
         self.last = (state, now, result)
         return result
 

@@ -99,3 +99,46 @@ def test_a_cluster_without_machine_config_pools_is_left_alone() -> None:
         assert await c.get(RECORDS_REF) is None
 
     run_virtual(main)
+
+
+def test_the_live_forecast_follows_the_pools_beside_the_sweep() -> None:
+    """``cvo upgrade``'s live display: the forecast ends with the worker pool once it has looked at the pools."""
+    from cvo.runner.durations import LiveForecast
+    from cvo.runner.events import Progress
+    from cvo.status.forecast import OperatorGraph
+    from cvo.status.godur import to_ns
+    from tests.support.machines import rendered
+
+    graph = OperatorGraph({0: ("etcd",), 1: ("machine-config",)}, {0: (), 1: (0,)}, (0, 1))
+    earlier = UpdateRecord(OLD, "2025-12-01T00:00:00Z", {"etcd": OperatorTime(0.0, 60.0),
+                                                         "machine-config": OperatorTime(60.0, 600.0)},
+                           pools={"worker": PoolTime(1, 2, 60.0, 420.0, {"w0": NodeTime(60.0, 120.0, 240.0),
+                                                                          "w1": NodeTime(240.0, 300.0, 420.0)})})
+
+    async def main() -> tuple[str, str]:
+        clock = Clock(EPOCH)
+        c = SimCluster(clock, namespaces=("default", "openshift-cluster-version"))
+        for crd in ("0000_80_machine-config_00_machineconfigpools.crd.yaml",
+                    "0000_80_machine-config_00_machineconfigs.crd.yaml"):
+            await c.create(yaml.safe_load((MANIFESTS / crd).read_text()))
+        await c.create(pool("worker", OLD))
+        for version in (OLD, NEW):
+            await c.create(rendered("worker", version))
+        for i in range(4):
+            await c.create(worker(f"w{i}", PENDING))
+        live = LiveForecast(graph, [earlier], Progress, clock.now, NEW)
+        before = live()
+        follow = asyncio.create_task(live.follow_machines(c, clock))
+        await asyncio.sleep(1)
+        after = live()
+        follow.cancel()
+        await asyncio.gather(follow, return_exceptions=True)
+        assert before is not None and after is not None
+        now = to_ns(clock.now())
+        return before.summary(now), after.summary(now)
+
+    before, after = run_virtual(main)
+    assert "on the critical path" in before
+    # etcd 60 s, then machine-config (540 s) starts the pool: 4 nodes of 60 + 120 s, one at a time: 60 + 720 s
+    assert after.startswith("13m remaining, done at 2026-01-01T00:13:01Z when pool worker is done (4 nodes to go; "
+                            "control plane 10m)")
