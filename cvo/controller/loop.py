@@ -221,9 +221,10 @@ class Controller:
                     self.state.completed += 1
                     delay = self.options.interval
                     await self._start_workloads(cluster, plan.release)
-                    if plan.state == "Updating":  # its worker pools go on: their nodes' times still go into its record
-                        self._nodes = NodeRecorder(cluster, self.clock)
-                        await self._nodes.start()
+                    # an update's worker pools go on after it completed (a reconcile's too, when the controller
+                    # started late): their nodes' times still go into the update's record
+                    self._nodes = NodeRecorder(cluster, self.clock)
+                    await self._nodes.start()
                 else:
                     consecutive += 1
                     delay = self._backoff(consecutive)

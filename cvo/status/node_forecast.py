@@ -147,11 +147,13 @@ def pool_progress(pool: MachineConfigPool, nodes: Sequence[Node], times: Mapping
 
 def _left(rng: random.Random, recorded: Sequence[float], spent: float) -> float:
     """What is left of a phase ``spent`` seconds in: a recorded duration longer than that, drawn, minus it
-    (``recorded`` sorted, as :func:`node_model` keeps them)."""
+    (``recorded`` sorted, as :func:`node_model` keeps them).  Past every recorded one (a drain a
+    PodDisruptionBudget holds, never seen before): as long again as it has taken, the median of a wait whose
+    end nothing bounds, and at least a share of the usual phase."""
     first = bisect.bisect_right(recorded, spent)
     if first < len(recorded):
         return recorded[rng.randrange(first, len(recorded))] - spent
-    return recorded[len(recorded) // 2] * MIN_SHARE_LEFT
+    return max(spent, recorded[len(recorded) // 2] * MIN_SHARE_LEFT)
 
 
 def sample_pool(rng: random.Random, pool: PoolProgress, model: NodeModel, now: int) -> float:

@@ -82,11 +82,14 @@ def test_nodes_go_max_unavailable_at_a_time_and_a_node_under_way_finishes_its_ph
     assert sample_pool(random.Random(1), pool_, model, ns(30)) == 360.0
 
 
-def test_a_node_past_every_recorded_drain_still_needs_a_share_of_the_usual_one() -> None:
+def test_a_drain_past_every_recorded_one_takes_as_long_again() -> None:
     model = NodeModel((60.0, 80.0, 100.0), (120.0,))
     pool_ = PoolProgress("worker", 1, False, (NodeProgress("w0", DRAINING, ns(0)),), 0, started=True)
-    # held 30 minutes (a PodDisruptionBudget): a quarter of the median drain (80 s) and a reboot
-    assert sample_pool(random.Random(1), pool_, model, ns(1800)) == 0.25 * 80.0 + 120.0
+    # held 30 minutes (a PodDisruptionBudget, never seen before): 30 minutes more, then a reboot
+    assert sample_pool(random.Random(1), pool_, model, ns(1800)) == 1800.0 + 120.0
+    # just past the longest recorded one: at least a quarter of the median drain (80 s)
+    assert sample_pool(random.Random(1), pool_, model, ns(10)) < 100.0 + 120.0
+    assert sample_pool(random.Random(1), pool_, NodeModel((5.0,), (120.0,)), ns(6)) == 6.0 + 120.0
 
 
 def record(pools: dict[str, PoolTime], version: str = NEW, partial: bool = False) -> UpdateRecord:
