@@ -2,7 +2,8 @@
 # make demo: the story of a cluster's life on the embedded simulated cluster, one narrated step at a time.
 # Build the demo releases as signed release images (OCI layouts: no registry needed) and their update graph,
 # served as the update service serves it; install 4.16.0, set its channel, list what it may update to and take
-# the signed 4.16.3 patch by version, see an unsigned 4.17.0 refused, ask whether the signed 4.17.0 may start
+# the signed 4.16.3 patch by version (its worker pool going on after the control plane, a drain held by a
+# PodDisruptionBudget and a paused pool until the admin acts), see an unsigned 4.17.0 refused, ask whether the signed 4.17.0 may start
 # (no: etcd's OperatorCondition blocks minor updates), start it anyway and watch it wait, override the block
 # from another command, see the waiting upgrade go ahead by itself, and finally force an unsigned rebuild.  Every step says what is about to happen and why before it runs; an
 # expected non-zero exit is shown as the expected outcome, anything unexpected stops the demo (exit 1).
@@ -11,15 +12,21 @@ set -euo pipefail
 CVO=${CVO:-.venv/bin/cvo}
 STATE=${DEMO_STATE:-.cvo-demo-state.db}
 SPEED=${DEMO_SPEED:-600}
-DEMO=(--state "$STATE" --speed "$SPEED" --operators payloads/demo-operators.yaml)
+DEMO=(--state "$STATE" --speed "$SPEED" --operators payloads/demo-operators-nodes.yaml)
 
 if [[ -t 1 && -z "${NO_COLOR:-}" ]]; then bold=$'\e[1m' dim=$'\e[2m' off=$'\e[0m'; else bold="" dim="" off=""; fi
 n=0
 step() { n=$((n + 1)); printf '\n%s%d. %s%s\n' "$bold" "$n" "$*" "$off"; }
-# shown ARGS...: the command line as a reader would type it (arguments with spaces quoted)
+# shown ARGS...: the command line as a reader would type it (arguments with spaces double-quoted, JSON and
+# other shell syntax single-quoted; a pipe or redirection given as one word stays as it is)
 shown() {
     local words=() a
-    for a in "$@"; do [[ $a == *" "* && $a != "|"* && $a != ">"* ]] && words+=("\"$a\"") || words+=("$a"); done
+    for a in "$@"; do
+        if [[ $a == "|"* || $a == ">"* || $a == "&" ]]; then words+=("$a")
+        elif [[ $a == *[\"\{\}\$]* ]]; then words+=("'$a'")
+        elif [[ $a == *" "* ]]; then words+=("\"$a\"")
+        else words+=("$a"); fi
+    done
     printf '%s$ cvo %s%s\n' "$dim" "${words[*]}" "$off"
 }
 run() { shown "$@"; "$CVO" "$@"; }
@@ -95,6 +102,9 @@ sed 's/^/  /' "$WORK/serve.out"
 step "Install 4.16.0 from its image into a new embedded cluster ($STATE, $SPEED simulated seconds per second): every ClusterOperator becomes Available."
 run install "$IMAGES:4.16.0" "${DEMO[@]}"
 
+step "The cluster has pools of nodes: three masters, three workers, and an infra pool its admin paused. A database runs one replica on worker-0, guarded by a PodDisruptionBudget that allows no disruption."
+run apply -f hack/demo-db.yaml --state "$STATE"
+
 step "Point the cluster at the update service and subscribe it to stable-4.16, as 'oc adm upgrade channel' does; then ask what it may update to (no controller runs: the command retrieves the graph as the CVO would)."
 run upgrade channel stable-4.16 --upstream "$UPSTREAM" --state "$STATE"
 run upgrade --state "$STATE"
@@ -102,6 +112,16 @@ run upgrade --state "$STATE"
 step "Sign 4.16.3 (GnuPG) and take it by version: the graph names its image by digest, verified against the running release's key (history: verified)."
 run release sign "$IMAGES:4.16.3" --key releases@demo.invalid --to "$WORK/signatures"
 run upgrade --to 4.16.3 "${DEMO[@]}"
+
+step "The control plane is done (the masters too: the machine-config operator reports 4.16.3 only then); the workers go on, one at a time. Let the cluster run for twenty minutes: worker-0's drain is held by the database's budget, the whole pool with it, and the paused infra pool is left out."
+run sim-operators "${DEMO[@]}" --duration 20m
+run upgrade status --details nodes --state "$STATE"
+
+step "The admin acts: deletes the budget that holds the drain, and unpauses the infra pool. A quarter of an hour later every node runs 4.16.3."
+run delete pdb db -n demo --state "$STATE"
+run patch mcp infra --type merge -p '{"spec":{"paused":false}}' --state "$STATE"
+run sim-operators "${DEMO[@]}" --duration 15m
+run upgrade status --state "$STATE"
 
 step "On 4.16.3, whose own metadata names no channels (as OpenShift's releases), the update graph names them: nothing newer in stable-4.16, but stable-4.17 is one of them, so the channel moves without --allow-explicit-channel. There 4.17.0 is offered; nobody signed it, so the cluster refuses it (ReleaseAccepted=False) and keeps 4.16.3."
 run upgrade --state "$STATE"

@@ -32,7 +32,7 @@ def test_the_demo_tells_its_story(demo: subprocess.CompletedProcess[str]) -> Non
     lines = done.stdout.splitlines()
     steps = [i for i, line in enumerate(lines) if re.match(r"^\d+\. \S", line)]
     commands = [i for i, line in enumerate(lines) if line.startswith("$ cvo ")]
-    assert len(steps) == 14
+    assert len(steps) == 17
     for i in commands:  # every command is introduced by a narrated step before it
         assert any(s < i for s in steps)
     for s in steps:  # every step is one line, then what it runs
@@ -59,6 +59,23 @@ def test_the_demo_tells_its_story(demo: subprocess.CompletedProcess[str]) -> Non
     assert re.search(r"^\$ cvo upgrade --to-image oci:\S+@sha256:[0-9a-f]{64} .*--force", done.stdout, re.M)
     assert "Error" not in out and "(ignored)" not in out and "Traceback" not in out
     assert "condition.changed" not in out  # -v detail, not the story
+    # the nodes: the worker pool goes on after the control plane, worker-0's drain held by the database's budget
+    # (the pool with it), the paused infra pool left out; the admin deletes the budget and unpauses the pool
+    held = done.stdout[done.stdout.index("$ cvo upgrade status --details nodes"):]
+    assert re.search(r"^Update to 4\.16\.3 successfully completed at \S+ \(duration: \d+m\)$", held, re.M)
+    assert "\ninfra         Excluded      0% (0/2)     2 Available, 0 Progressing, 0 Draining, 2 Excluded\n" in held
+    assert "\nworker        Progressing   0% (0/3)     2 Available, 1 Progressing, 1 Draining\n" in held
+    assert "\nworker-0   Progressing   Draining   4.16.0    +10m   \n" in held
+    assert "Outdated nodes in a paused pool 'infra' will not be updated" in held
+    assert re.search(r"^Forecast: +\S+ remaining, done at \S+ when pool worker is done \(3 nodes to go; control plane "
+                     r"done\); paused pool infra not counted", held, re.M)
+    acted = held[held.index("$ cvo delete pdb db -n demo"):]
+    assert acted.startswith('$ cvo delete pdb db -n demo --state ')
+    assert '\npoddisruptionbudget.policy "db" deleted\n' in acted
+    assert "\n$ cvo patch mcp infra --type merge -p '{\"spec\":{\"paused\":false}}' --state " in acted
+    assert "\nmachineconfigpool.machineconfiguration.openshift.io/infra patched\n" in acted
+    after = acted[acted.index("$ cvo upgrade status --state"):]
+    assert after.splitlines()[1] == "The cluster is not updating."
     status = done.stdout[done.stdout.rindex("$ cvo status"):]
     assert re.search(r"^openshift-samples +4\.16\.3 .*not in the current release 4\.17\.0", status, re.M)
     assert re.search(r"^etcd +4\.17\.0 ", status, re.M)
