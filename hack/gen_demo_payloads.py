@@ -58,7 +58,7 @@ TEMPLATES = Path(__file__).resolve().parent / "demo-payloads"
 DEFAULT_OUT = REPO_ROOT / "payloads"
 SUBDIRS = ("manifests", "release-manifests")
 # Written by hand, beside the generated releases: neither rewritten nor checked here.
-HAND_WRITTEN = frozenset({"demo-operators.yaml"})
+HAND_WRITTEN = frozenset({"demo-operators.yaml", "demo-operators-nodes.yaml"})
 HAND_WRITTEN_DIRS = ("apps-1.0.0/", "apps-1.1.0/")  # the example of ordinary components (docs/workload-status.md)
 
 HA = "include.release.openshift.io/self-managed-high-availability"
