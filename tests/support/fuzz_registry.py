@@ -14,8 +14,6 @@ import base64
 import math
 import tempfile
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -145,17 +143,14 @@ class _Server(ThreadingHTTPServer):
     request_queue_size = 128  # the default 5 filled up on a loaded machine: a connect then waited in the kernel
 
 
-@contextmanager
-def _server() -> Iterator[ThreadingHTTPServer]:
+def _serve() -> ThreadingHTTPServer:
+    """A server on a daemon thread, for the whole process (it ends with it).  Not a context manager: one left
+    open was finalized by the garbage collector in whatever thread collected it, the server's own among them,
+    and ``shutdown()`` called from the serving thread waits for itself for ever (a 300 s timeout, now and then)."""
     server = _Server(("127.0.0.1", 0), _Handler)
     server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    try:
-        yield server
-    finally:
-        server.shutdown()
-        server.server_close()
+    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
+    return server
 
 
 _SERVER: list[ThreadingHTTPServer] = []
@@ -164,8 +159,7 @@ _SERVER: list[ThreadingHTTPServer] = []
 def response_target(answer: tuple[int, list[tuple[str, str]], bytes]) -> None:
     """A registry answering ``GET``/``HEAD`` of a manifest with ``answer``: a manifest or one ImageError line."""
     if not _SERVER:
-        context = _server()
-        _SERVER.append(context.__enter__())
+        _SERVER.append(_serve())
     server = _SERVER[0]
     server.answer = answer  # type: ignore[attr-defined]
     now = [0.0]
