@@ -60,6 +60,20 @@ EVICTION_RETRY = 5.0  # seconds between evictions a PodDisruptionBudget refused 
 NODE_CAPACITY = {"cpu": "4", "memory": "16Gi", "pods": "110"}  # what a created node's kubelet reports
 
 
+async def retrying(what: str, call: Callable[[], Awaitable[T]], event: str = "operator request failed; retrying",
+                   logger: Any = log) -> T:
+    """``call()`` until it succeeds: after an API error (a conflict too), again after a back-off (1 s doubling to
+    10 s), as an operator's reconcile loop outlives API errors (the simulated operators and this one share it)."""
+    delay = RETRY_INITIAL
+    while True:
+        try:
+            return await call()
+        except ApiError as err:
+            logger.info(event, request=what, error=str(err), retry_in=delay)
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, RETRY_CAP)
+
+
 def rendered_name(pool: str, version: str) -> str:
     """``rendered-POOL-HASH``, as pkg/controller/render names the config it generates for a pool."""
     return f"rendered-{pool}-{hashlib.sha256(f'{pool}:{version}'.encode()).hexdigest()[:32]}"
@@ -478,15 +492,7 @@ class MachineConfigSimulator:
         await (self.cluster.update_status(live) if status else self.cluster.update(live))
 
     async def _retrying(self, what: str, call: Callable[[], Awaitable[T]]) -> T:
-        """``call()`` until it succeeds: after an API error (a conflict too), again after a back-off."""
-        delay = RETRY_INITIAL
-        while True:
-            try:
-                return await call()
-            except ApiError as err:
-                log.info("machine-config request failed; retrying", request=what, error=str(err), retry_in=delay)
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, RETRY_CAP)
+        return await retrying(what, call, "machine-config request failed; retrying")
 
 
 def _drained(pod: Object, node: str) -> bool:

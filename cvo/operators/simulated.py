@@ -50,7 +50,7 @@ from cvo.objects.rollout import compute
 from cvo.operators.behaviour import Behaviour, Behaviours
 from cvo.operators.library.clusteroperator import Condition, report_status
 from cvo.operators.library.conditions import OperatorConditions
-from cvo.operators.machine_config import MachineConfigSimulator
+from cvo.operators.machine_config import RETRY_CAP, RETRY_INITIAL, MachineConfigSimulator, retrying
 from cvo.operators.rollouts import Progress, progress
 from cvo.payload.fields import dig, entries, mapping
 from cvo.payload.graph import operator_versions
@@ -61,8 +61,6 @@ from cvo.payload.workloads import STATUS_FROM, WorkloadSpec, specs_of
 
 log = get_logger("cvo.cluster.embedded")
 T = TypeVar("T")
-RETRY_INITIAL = 1.0  # seconds before an operator tries again after an API error; doubles up to RETRY_CAP
-RETRY_CAP = 10.0
 MACHINE_CONFIG = "machine-config"  # the operator whose behaviour may ask for pools and nodes
 ROLLOUT_RECHECK = 5.0  # seconds between looks at a rollout when no Deployment event came (a watch may miss one)
 
@@ -328,15 +326,7 @@ class OperatorSimulator:
     # --- API errors: what an operator's reconcile loop does ------------------------------------
 
     async def _retrying(self, what: str, call: Callable[[], Awaitable[T]]) -> T:
-        """``call()`` until it succeeds: after an API error, again after a back-off (1 s doubling to 10 s)."""
-        delay = RETRY_INITIAL
-        while True:
-            try:
-                return await call()
-            except ApiError as err:
-                log.info("operator request failed; retrying", request=what, error=str(err), retry_in=delay)
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, RETRY_CAP)
+        return await retrying(what, call, logger=log)
 
     async def _reconsider_or_later(self, model: OperatorModel) -> None:
         """Decide now; if the cluster cannot be read, decide again later (in the background)."""
