@@ -8,6 +8,8 @@ with apimachinery's ``LabelSelector`` (``pkg/apis/meta/v1/types.go``).
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,6 +18,7 @@ from cvo.objects.base import Kind, Object, declared
 from cvo.objects.condition import Condition, find_last
 from cvo.objects.machineconfig import GROUP
 from cvo.objects.view import View
+from cvo.payload.gostrings import go_quote
 
 _STRING: dict[str, Any] = {"type": "string"}
 _INT: dict[str, Any] = {"type": "integer"}
@@ -60,7 +63,7 @@ class Configuration(View):
 class MachineConfigPoolSpec(View):
     node_selector: LabelSelector | None = None
     paused: bool = False
-    max_unavailable: Any = None  # an integer or a percentage ("10%"); None: 1
+    max_unavailable: Any = None  # an integer or a percentage ("10%"); None: 1 (see scaled_max_unavailable)
     configuration: Configuration = field(default_factory=Configuration)
 
 
@@ -84,3 +87,35 @@ class MachineConfigPool(Object):
 
     spec: MachineConfigPoolSpec = field(default_factory=MachineConfigPoolSpec)
     status: MachineConfigPoolStatus = field(default_factory=MachineConfigPoolStatus)
+
+
+_ATOI = re.compile(r"[+-]?[0-9]+", re.ASCII)
+_INT32, _INT64 = 2**31, 2**63
+
+
+def scaled_max_unavailable(value: Any, machines: int) -> int:
+    """How many of a pool's ``machines`` may be away updating at once: machine-config-operator
+    pkg/controller/node/node_controller.go ``maxUnavailable``, through k8s.io/apimachinery pkg/util/intstr
+    ``GetScaledValueFromIntOrPercent(value, machines, false)``.  No value is 1; an integer is itself (a
+    negative one too: no node is ever picked); ``"N%"`` is N percent of the machines rounded down; a result of
+    0 is 1.  Anything else raises :class:`ValueError` with the controller's error (it then leaves the pool as
+    it is): a string without ``%`` or whose number ``strconv.Atoi`` refuses, and what an ``IntOrString`` cannot
+    decode (a fraction, a boolean, a list, an integer beyond int32)."""
+    if value is None:
+        return 1
+    if isinstance(value, int) and not isinstance(value, bool) and -_INT32 <= value < _INT32:
+        scaled = value
+    elif isinstance(value, str):
+        if not value.endswith("%"):
+            raise ValueError("maxUnavailable: invalid value for IntOrString: invalid type: string is not a percentage")
+        number = value[:-1]
+        if not _ATOI.fullmatch(number):
+            raise ValueError(f"maxUnavailable: invalid value for IntOrString: invalid value {go_quote(value)}: "
+                             f"strconv.Atoi: parsing {go_quote(number)}: invalid syntax")
+        if not -_INT64 <= int(number) < _INT64:
+            raise ValueError(f"maxUnavailable: invalid value for IntOrString: invalid value {go_quote(value)}: "
+                             f"strconv.Atoi: parsing {go_quote(number)}: value out of range")
+        scaled = math.floor(float(int(number)) * float(machines) / 100)
+    else:
+        raise ValueError("maxUnavailable: invalid value for IntOrString: invalid type: neither int nor percentage")
+    return 1 if scaled == 0 else scaled

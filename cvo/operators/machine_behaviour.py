@@ -14,7 +14,6 @@ reboot 90 s.  Nodes are named after their pool: ``master-0``, ``worker-1``, ``in
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -31,7 +30,7 @@ _PERCENT = re.compile(r"^(\d{1,3})%$", re.ASCII)
 class PoolBehaviour:
     name: str
     nodes: int = 3
-    max_unavailable: int | str = 1  # nodes, or a percentage of the pool's ("10%")
+    max_unavailable: int | str = 1  # nodes, or a percentage of the pool's ("10%"): the pool's spec.maxUnavailable
     paused: bool = False
 
     def node_names(self) -> list[str]:
@@ -44,14 +43,6 @@ class MachinesBehaviour:
     drain: float = 30.0
     reboot: float = 90.0
     fail: frozenset[str] = frozenset()  # nodes that go Degraded instead of rebooting into the new config
-
-
-def max_unavailable(value: Any, machines: int) -> int:
-    """How many nodes of a pool of ``machines`` may update at once (machine-config-operator
-    pkg/controller/node/node_controller.go ``maxUnavailable``: a percentage rounds down, and at least one)."""
-    if isinstance(value, str) and (match := _PERCENT.match(value)):
-        return max(1, math.floor(machines * int(match.group(1)) / 100))
-    return max(1, int(value))
 
 
 def _max_unavailable(value: Any, where: str) -> int | str:

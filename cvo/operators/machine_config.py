@@ -30,8 +30,8 @@ from cvo.cluster.api import ApiError, ApiErrorKind, Cluster, Object, Ref
 from cvo.cluster.intercept import pod_evicter
 from cvo.log import get_logger
 from cvo.objects.machineconfig import GROUP, RELEASE_IMAGE_VERSION
-from cvo.objects.machineconfigpool import LabelSelector
-from cvo.operators.machine_behaviour import MachinesBehaviour, PoolBehaviour, max_unavailable
+from cvo.objects.machineconfigpool import LabelSelector, scaled_max_unavailable
+from cvo.operators.machine_behaviour import MachinesBehaviour, PoolBehaviour
 from cvo.payload.fields import dig, entries, mapping
 from cvo.status.node_state import (
     CURRENT_CONFIG,
@@ -140,6 +140,7 @@ class MachineConfigSimulator:
         self._done: dict[str, asyncio.Event] = {}  # pool -> at its target config
         self._status_pending: set[str] = set()  # pools whose status is written soon
         self._status_tasks: set[asyncio.Task[None]] = set()
+        self._refused: dict[str, str] = {}  # pool -> the maxUnavailable it was refused for (logged once)
 
     # --- install ------------------------------------------------------------------------------------
 
@@ -309,9 +310,9 @@ class MachineConfigSimulator:
                 for name, a in annotations.items():  # a node the daemon had started (before a restart) goes on
                     if name not in running and _in_progress(a, config):
                         running[name] = asyncio.create_task(self._update_node(pool, name, config), name=f"mco node {name}")
-                if not dig(live, "spec", "paused"):
+                if not dig(live, "spec", "paused") and (width := self._width(live, len(nodes))) is not None:
                     busy = {n for n, a in annotations.items() if n in running or _away(a, config)}
-                    room = max_unavailable(dig(live, "spec", "maxUnavailable") or 1, len(nodes)) - len(busy)
+                    room = width - len(busy)
                     for name, a in annotations.items():
                         if room <= 0:
                             break
@@ -330,6 +331,21 @@ class MachineConfigSimulator:
                 task.cancel()
         log.info("machine config pool updated", pool=pool.name, config=config)
         self._done[pool.name].set()
+
+    def _width(self, live: Object | None, machines: int) -> int | None:
+        """The pool's ``maxUnavailable`` scaled to its machines; ``None`` when it is not one: the node controller's
+        ``syncMachineConfigPool`` then writes the pool's status only and returns the error (logged here once per
+        value), the pool's nodes left as they are."""
+        value = dig(live, "spec", "maxUnavailable")
+        try:
+            return scaled_max_unavailable(value, machines)
+        except ValueError as err:
+            name = str(dig(live, "metadata", "name"))
+            if self._refused.get(name) != repr(value):
+                self._refused[name] = repr(value)
+                log.warning("machine config pool not updated: its maxUnavailable is not a number or a percentage",
+                            pool=name, error=str(err))
+            return None
 
     async def _update_node(self, pool: PoolBehaviour, name: str, config: str) -> None:
         """One node through the machine-config daemon's update (pkg/daemon/update.go)."""

@@ -22,7 +22,7 @@ from cvo.cluster.embedded.server import DEFAULT_NAMESPACES, SimCluster
 from cvo.cluster.intercept import Interceptor
 from cvo.objects import ClusterVersion, MachineConfig, MachineConfigPool, Node
 from cvo.operators.behaviour import Behaviours
-from cvo.operators.machine_behaviour import MachinesBehaviour, PoolBehaviour, max_unavailable, parse_machines
+from cvo.operators.machine_behaviour import MachinesBehaviour, PoolBehaviour, parse_machines
 from cvo.operators.machine_config import MachineConfigSimulator, node_ref, pool_ref, rendered_name
 from cvo.status.node_state import CURRENT_CONFIG, DESIRED_CONFIG, STATE
 from cvo.status.upgrade_nodes import Machines, assess_pools
@@ -85,12 +85,6 @@ def test_any_machines_input_is_read_or_refused_in_one_line(nodes: Any, pools: An
         parse_machines(nodes, pools, "x")
     except ValueError as err:
         assert "\n" not in str(err)
-
-
-@pytest.mark.parametrize(("value", "machines", "expected"), [
-    (1, 10, 1), (3, 2, 3), ("10%", 5, 1), ("50%", 5, 2), ("100%", 7, 7), ("1%", 120, 1)])
-def test_max_unavailable_rounds_a_percentage_down_to_at_least_one(value: Any, machines: int, expected: int) -> None:
-    assert max_unavailable(value, machines) == expected
 
 
 # --- the simulation -----------------------------------------------------------------------------------
@@ -201,6 +195,30 @@ def test_update_rolls_max_unavailable_nodes_at_a_time_and_returns_when_the_maste
 
     simulate(test, MachinesBehaviour((PoolBehaviour("master", 3), PoolBehaviour("worker", 7, "40%")),
                                      drain=10.0, reboot=20.0))
+
+
+@pytest.mark.parametrize(("value", "most", "updated"), [
+    ("10%", 1, 10), ("33%", 3, 10), ("50%", 5, 10), (0, 1, 10), ("0%", 1, 10), (None, 1, 10), (4, 4, 10),
+    (-1, 0, 0), ("-10%", 0, 0),  # negative: the controller never finds room
+    ("5", 0, 0), ("abc%", 0, 0), (1.5, 0, 0), ([1], 0, 0),  # refused (node_controller.go ``maxUnavailable``'s error)
+])
+def test_a_pools_max_unavailable_as_the_node_controller_scales_it(value: Any, most: int, updated: int) -> None:
+    async def test(cluster: SimCluster, machines: MachineConfigSimulator) -> None:
+        await machines.install(OLD)
+        pool = await cluster.get(pool_ref("worker"))
+        assert pool is not None
+        pool["spec"]["maxUnavailable"] = value
+        await cluster.update(pool)
+        watcher = Watcher(cluster)
+        await machines.update(NEW)
+        await asyncio.sleep(600)
+        watcher.task.cancel()
+        assert watcher.most.get("worker", 0) == most
+        status = await pool_status(cluster, "worker")
+        assert status["updatedMachineCount"] == updated and status["machineCount"] == 10
+        assert condition(status, "Updated" if updated else "Updating") == "True"
+
+    simulate(test, MachinesBehaviour((PoolBehaviour("master", 1), PoolBehaviour("worker", 10)), drain=5.0, reboot=5.0))
 
 
 def test_a_pod_whose_budget_allows_no_disruption_holds_the_drain_until_the_budget_goes() -> None:

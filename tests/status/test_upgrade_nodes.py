@@ -198,6 +198,30 @@ def test_a_node_without_annotations_or_whose_config_names_no_release_is_unknown(
                                       "norel": ("Outdated", "Pending", "?", "?")}
 
 
+@pytest.mark.parametrize("value", ["10%", "33%", 0, "0%", -1, "-10%", "5", "abc%", "", 1.5, [1], {"a": 1}])
+def test_any_max_unavailable_leaves_the_status_as_without_one(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                             value: Any) -> None:
+    """oc's status reads no ``maxUnavailable`` (workerpool.go): a percentage, 0, a negative or an invalid one
+    (which stops the machine-config controller) shows the pools as they are, through --from-file too."""
+    def text(max_unavailable: Any) -> str:
+        pools = [pool("master", NEW), pool("worker", NEW, max_unavailable=max_unavailable)]
+        nodes = [node("m0", "master", NEW), node("w0", "worker", OLD, NEW, state="Working"), node("w1", "worker", OLD)]
+        cv_, cos = cluster(done=True)
+        path = tmp_path / "objects.yaml"
+        path.write_text(yaml.safe_dump_all([cv_, *cos, *pools, *nodes,
+                                            *(rendered(p, v) for p in ("master", "worker") for v in (OLD, NEW))]))
+        assert main(["upgrade", "status", "--from-file", str(path), "--details", "all"]) == 0
+        out, err = capsys.readouterr()
+        assert "Traceback" not in err
+        odd = max_unavailable is not None and not isinstance(max_unavailable, int | str)
+        assert ("field=spec.maxUnavailable" in err) == odd  # read as absent, one warning naming the field
+        return out
+
+    plain = text(None)
+    assert "w0" in plain and "w1" in plain
+    assert text(value) == plain
+
+
 def test_a_selector_oc_cannot_read_is_one_error_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     bad = pool("worker", NEW, selector={"matchExpressions": [{"key": "a", "operator": "Near", "values": ["x"]}]})
     with pytest.raises(StatusUnavailable, match=r"^failed to get label selector from the pool: worker$"):
