@@ -30,7 +30,7 @@ from cvo.objects import MachineConfigPool, Node, Refused
 from cvo.objects.machineconfig import GROUP
 from cvo.payload.fields import dig
 from cvo.runner.durations import RECORDS_REF, write_records
-from cvo.status.node_forecast import DONE, DRAINING, PENDING, REBOOTING, node_phase, scaled_max_unavailable
+from cvo.status.node_forecast import DONE, DRAINING, PENDING, REBOOTING, node_phase, pool_width
 from cvo.status.update_records import UPDATE, NodeTime, PoolTime, UpdateRecord, parse_records
 from cvo.status.upgrade_nodes import MASTER, WORKER, which_pool
 
@@ -223,7 +223,7 @@ class NodeRecorder:
         members = self._members.get(pool_name, set())
         times = self.pools.setdefault(pool_name, PoolTime())
         times.size = len(members)
-        times.max_unavailable = scaled_max_unavailable(pool.spec.max_unavailable, len(members))
+        times.max_unavailable = max(1, pool_width(pool.spec.max_unavailable, len(members)))
         at = max(0.0, (self.clock.now() - self._started_at).total_seconds())
         phase = node_phase(node, target)
         done = self._done.setdefault(pool_name, set())

@@ -188,7 +188,8 @@ class PoolForecast:
 
     name: str
     nodes_left: int
-    remaining: int | None  # nanoseconds (the median); None: paused (excluded until the admin unpauses it)
+    remaining: int | None  # nanoseconds (the median); None: not counted, nothing moves until the admin acts
+    held: str = ""  # why not counted: "paused", or "held" (a maxUnavailable that lets no node update)
 
     @property
     def paused(self) -> bool:
@@ -224,9 +225,11 @@ class Forecast:
                          if self.control_plane >= SECOND else "control plane done")
         where = (f"when pool {last.name} is done ({last.nodes_left} node{'' if last.nodes_left == 1 else 's'} "
                  f"to go; {control_plane})" if last is not None else "when the control plane is done")
-        paused = [p.name for p in self.pools if p.paused]
-        if paused:
-            where += f"; paused pool{'' if len(paused) == 1 else 's'} {', '.join(paused)} not counted"
+        for why, words in (("paused", "paused pool{} {} not counted"),
+                           ("held", "pool{} {} not counted: its maxUnavailable lets no node update")):
+            names = [p.name for p in self.pools if p.held == why]
+            if names:
+                where += "; " + words.format("" if len(names) == 1 else "s", ", ".join(names))
         return f"{remaining} remaining, done at {rfc3339(self.finish)} {where} (from {count})"
 
     @property
@@ -273,13 +276,14 @@ def forecast(og: OperatorGraph, model: DurationModel, done: Iterable[str], updat
     path, path_end = _usual_path(og, model, done_set, updating, now, default)
     if path_end is None:
         return None
-    rolling = [p for p in pools if p.left and not p.paused] if nodes is not None and nodes.usable else []
+    rolling = [p for p in pools if p.left and not p.paused and p.width > 0] if nodes is not None and nodes.usable else []
     ends = _simulate(og, model, done_set, took or {}, updating, now, default, max(1, samples), rolling, nodes)
     overall = [(max((co, *pool_ends)), w) for co, pool_ends, w in ends]
     remaining = round(_quantile(overall, 0.5) * SECOND)
     per_pool = [PoolForecast(p.name, p.left, round(_quantile([(e[i], w) for _, e, w in ends], 0.5) * SECOND))
                 for i, p in enumerate(rolling)]
-    per_pool += [PoolForecast(p.name, p.left, None) for p in pools if p.left and p.paused]
+    per_pool += [PoolForecast(p.name, p.left, None, "paused" if p.paused else "held") for p in pools
+                 if p.left and (p.paused or p.width <= 0)]
     return Forecast(now + remaining, remaining, path, model.records, path_end - now,
                     round(_quantile(overall, 0.1) * SECOND), round(_quantile(overall, 0.9) * SECOND),
                     round(_quantile([(co, w) for co, _, w in ends], 0.5) * SECOND), per_pool)

@@ -20,14 +20,12 @@ from __future__ import annotations
 
 import bisect
 import heapq
-import math
 import random
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from cvo.objects.machineconfigpool import MachineConfigPool
+from cvo.objects.machineconfigpool import MachineConfigPool, scaled_max_unavailable
 from cvo.objects.node import Node
 from cvo.status.godur import SECOND, parse_time
 from cvo.status.node_state import CURRENT_CONFIG, DESIRED_CONFIG, DESIRED_DRAIN, LAST_APPLIED_DRAIN, STATE
@@ -37,22 +35,17 @@ from cvo.status.upgrade_nodes import MASTER, WORKER, Machines, config_versions, 
 MACHINE_CONFIG = "machine-config"  # the ClusterOperator whose update starts the pools' rollout
 STATE_DONE = "Done"
 MIN_SHARE_LEFT = 0.25  # a node in a phase longer than any recorded one still needs this share of the median
-_PERCENT = re.compile(r"^(\d+)%$")
 
 PENDING, DRAINING, REBOOTING, DONE = "pending", "draining", "rebooting", "done"
 
 
-def scaled_max_unavailable(value: Any, nodes: int) -> int:
-    """How many of a pool's ``nodes`` may update at once: an integer, or a percentage of the nodes rounded
-    down (k8s.io/apimachinery intstr ``GetScaledValueFromIntOrPercent`` with roundUp false, as
-    pkg/controller/node/node_controller.go ``getMaxUnavailable`` calls it), and at least one; anything else: 1."""
-    if isinstance(value, bool):
-        return 1
-    if isinstance(value, int):
-        return max(1, value)
-    if isinstance(value, str) and (match := _PERCENT.match(value.strip())):
-        return max(1, math.floor(nodes * int(match.group(1)) / 100))
-    return 1
+def pool_width(value: Any, nodes: int) -> int:
+    """How many of a pool's ``nodes`` update at once (:func:`cvo.objects.machineconfigpool.scaled_max_unavailable`);
+    0 when none ever will: a negative value, or one the node controller refuses (it then leaves the pool as it is)."""
+    try:
+        return max(0, scaled_max_unavailable(value, nodes))
+    except ValueError:
+        return 0
 
 
 @dataclass(frozen=True)
@@ -97,7 +90,7 @@ class PoolProgress:
     """What a pool still has to do: its nodes under way, how many are still to go, how many at once."""
 
     name: str
-    width: int  # maxUnavailable, scaled
+    width: int  # maxUnavailable, scaled; 0: no node ever updates (a value the node controller refuses)
     paused: bool
     running: tuple[NodeProgress, ...]
     pending: int
@@ -127,7 +120,7 @@ def pool_progress(pool: MachineConfigPool, nodes: Sequence[Node], times: Mapping
     """``pool`` now; ``times``: per node, when it was picked and drained (nanoseconds, from the update's record).
     ``stale``: the pool's config is not the target release's yet (the machine-config operator has not rendered
     it): every node is still to go, when the operator gets to it."""
-    width = scaled_max_unavailable(pool.spec.max_unavailable, len(nodes))
+    width = pool_width(pool.spec.max_unavailable, len(nodes))
     if stale:
         return PoolProgress(pool.name, width, pool.spec.paused, (), len(nodes), started=False)
     target = pool.spec.configuration.name

@@ -22,8 +22,8 @@ from cvo.status.node_forecast import (
     node_model,
     node_phase,
     pools_progress,
+    pool_width,
     sample_pool,
-    scaled_max_unavailable,
 )
 from cvo.status.update_records import (
     NodeTime,
@@ -46,13 +46,13 @@ def ns(seconds: float) -> int:
     return start + round(seconds * SECOND)
 
 
-def test_max_unavailable_scales_a_percentage_down_and_keeps_one() -> None:
-    assert scaled_max_unavailable(None, 10) == 1
-    assert scaled_max_unavailable(3, 10) == 3
-    assert scaled_max_unavailable("10%", 397) == 39
-    assert scaled_max_unavailable("10%", 5) == 1  # 0.5 rounds down to 0: at least one
-    assert scaled_max_unavailable("abc", 5) == 1
-    assert scaled_max_unavailable(True, 5) == 1
+def test_a_pools_width_is_the_node_controllers_or_none_at_all() -> None:
+    assert pool_width(None, 10) == 1
+    assert pool_width(3, 10) == 3
+    assert pool_width("10%", 397) == 39
+    assert pool_width("10%", 5) == 1  # 0.5 rounds down to 0: at least one
+    assert pool_width(-1, 5) == 0  # no node is ever picked
+    assert pool_width("abc", 5) == 0  # the controller refuses it and leaves the pool
 
 
 def test_a_nodes_phase_follows_the_daemons_annotations() -> None:
@@ -193,3 +193,17 @@ def test_without_recorded_nodes_the_pools_are_left_out() -> None:
     result = forecast(graph(), model, [], {}, ns(0), pools=[worker], nodes=NodeModel((), ()))
     assert result is not None and result.remaining == 660 * SECOND and result.pools == []
     assert result.summary(ns(0)).startswith("11m remaining on the critical path")
+
+
+def test_a_pool_whose_max_unavailable_lets_no_node_update_is_not_counted() -> None:
+    model = DurationModel({"etcd": 60.0, "machine-config": 600.0}, 0.0, float("inf"), (), (), 1)
+    m = machines_at([node(f"w{i}", "worker", OLD) for i in range(2)], worker_target=OLD)
+    worker = MachineConfigPool.read({**pool("worker", OLD, max_unavailable="5")})  # no %: the controller refuses it
+    m = Machines([m.pools[0], worker], m.nodes, m.configs)
+    progress = pools_progress(m, NEW, None)
+    assert [(p.name, p.width) for p in progress] == [("master", 1), ("worker", 0)]
+    result = forecast(graph(), model, [], {}, ns(0), pools=progress, nodes=NodeModel((60.0,), (120.0,)))
+    assert result is not None and result.remaining == 660 * SECOND
+    assert result.summary(ns(0)).endswith(
+        "when the control plane is done; pool worker not counted: its maxUnavailable lets no node update "
+        "(from 1 recorded update)")
