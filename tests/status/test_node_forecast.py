@@ -21,8 +21,8 @@ from cvo.status.node_forecast import (
     PoolProgress,
     node_model,
     node_phase,
-    pools_progress,
     pool_width,
+    pools_progress,
     sample_pool,
 )
 from cvo.status.update_records import (
