@@ -141,6 +141,7 @@ class MachineConfigSimulator:
         self._status_pending: set[str] = set()  # pools whose status is written soon
         self._status_tasks: set[asyncio.Task[None]] = set()
         self._refused: dict[str, str] = {}  # pool -> the maxUnavailable it was refused for (logged once)
+        self._held: set[tuple[str, str]] = set()  # (node, pod) whose eviction a budget refuses: logged once
 
     # --- install ------------------------------------------------------------------------------------
 
@@ -406,6 +407,14 @@ class MachineConfigSimulator:
 
     # --- drain --------------------------------------------------------------------------------------
 
+    def _held_by(self, node: str, pod: Object, budget: str = "") -> None:
+        """Log a drain a PodDisruptionBudget holds once (the drain is tried again every minute, as kubectl's)."""
+        key = (node, f"{dig(pod, 'metadata', 'namespace')}/{dig(pod, 'metadata', 'name')}")
+        if key not in self._held:
+            self._held.add(key)
+            log.info("drain held by a PodDisruptionBudget", node=node, pod=dig(pod, "metadata", "name"),
+                     namespace=dig(pod, "metadata", "namespace"), **({"budget": budget} if budget else {}))
+
     async def _evict(self, node: str) -> bool:
         """Evict the node's Pods (k8s.io/kubectl pkg/drain ``evictPods``); ``False`` while a
         PodDisruptionBudget refuses one (the eviction API's 429: ``status.disruptionsAllowed`` is 0).
@@ -418,8 +427,7 @@ class MachineConfigSimulator:
         if evicter is not None:
             for pod in pods:
                 if not await evicter.evict(Ref.of(pod)):
-                    log.info("drain held by a PodDisruptionBudget", node=node, pod=dig(pod, "metadata", "name"),
-                             namespace=dig(pod, "metadata", "namespace"))
+                    self._held_by(node, pod)
                     return False
             return True
         for pod in pods:
@@ -429,8 +437,7 @@ class MachineConfigSimulator:
                        if _selects(dig(b, "spec", "selector"), labels)]
             for budget in budgets:
                 if await self._disruptions_allowed(budget) <= 0:
-                    log.info("drain held by a PodDisruptionBudget", node=node, pod=dig(pod, "metadata", "name"),
-                             budget=dig(budget, "metadata", "name"), namespace=namespace)
+                    self._held_by(node, pod, str(dig(budget, "metadata", "name")))
                     return False
             for budget in budgets:  # the eviction API counts the disruption in the budget's status
                 allowed = dig(budget, "status", "disruptionsAllowed")
