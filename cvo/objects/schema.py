@@ -52,6 +52,24 @@ def _fits(type_: object, value: Any) -> bool:
     return True  # no type (or one this reader does not know): anything
 
 
+def _deeper(value: Any, depth: int, limit: int) -> bool:
+    """Whether ``value`` (at ``depth``) nests an object or a list deeper than ``limit``: containers only, without
+    recursion (most of a Node's status is fields no schema describes, walked value by value before)."""
+    stack = [(value, depth)]
+    while stack:
+        item, at = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        if at > limit:
+            return True
+        stack.extend((child, at + 1) for child in children if isinstance(child, dict | list))
+    return False
+
+
 class _Checker:
     def __init__(self, max_depth: int) -> None:
         self.max_depth = max_depth
@@ -64,6 +82,8 @@ class _Checker:
     def value(self, schema: Mapping[str, Any], value: Any, path: str, depth: int) -> Any:
         if value is None:
             return None
+        if not schema and not _deeper(value, depth, self.max_depth):
+            return value  # a field no schema describes: only its depth counts, and it is within the limit
         if schema.get("x-kubernetes-int-or-string") is True:
             if not _fits("integer", value) and not isinstance(value, str):
                 return self.wrong(path, f"must be an integer or a string, not {type_name(value)}")
