@@ -4,7 +4,8 @@
 100, 10 % of a pool at a time, drains of 1 m and reboots of 2 m on the simulated clock) until every node is
 updated; goal ≤ 5 s wall.  *Status*: ``cvo upgrade status --from-file`` on the saved objects of that cluster
 mid-update (``cvo get -o yaml`` once the ClusterVersion completed and the worker pools still roll) beside the
-same command on a 5-node cluster saved the same way, alternating; goal ≤ 1.5×.
+same command on a 5-node cluster (master 1, worker 4) saved the same way, its workers still rolling too,
+alternating; goal ≤ 1.5×.
 """
 
 from __future__ import annotations
@@ -27,7 +28,9 @@ PAYLOADS = REPO / "payloads"
 REPLAY_GOAL = 5.0
 STATUS_GOAL = 1.5
 BIG = {"master": 3, "worker": 397, "infra": 100}
-SMALL = {"master": 3, "worker": 2}
+# 5 nodes whose workers still roll when the ClusterVersion completes, as the 500-node cluster's do (with 3 masters
+# and 2 workers the workers were done before the masters, and the command printed one line: no comparison)
+SMALL = {"master": 1, "worker": 4}
 
 
 def behaviours(pools: dict[str, int]) -> str:
@@ -77,6 +80,10 @@ def nodes_section(repeats: int) -> list[str]:
         replay_file.write_text(scenario(BIG))
         timed(cvo("replay", "-q", str(replay_file)), env)  # fills the parse cache
         big, small = saved(BIG, work, env), saved(SMALL, work, env)
+        for path in (big, small):  # the same phase: the control plane done, the worker pools rolling
+            shown = timed(cvo("upgrade", "status", "--from-file", str(path)), env, stdout=None)[1]
+            if "= Worker Upgrade =" not in shown or "Progressing" not in shown:
+                raise SystemExit(f"benchmark: {path.name} is not saved mid-rollout:\n{shown[:2000]}")
         replays, on_big, on_small = [], [], []
         for i in range(repeats):
             replays.append(timed(cvo("replay", "-q", str(replay_file)), env)[0])
@@ -96,7 +103,9 @@ def nodes_section(repeats: int) -> list[str]:
         f"4.16.3) of a 500-node cluster in three pools (master 3, worker 397, infra 100; 10 % of a pool at a time, "
         "drains of 1 m and reboots of 2 m on the simulated clock) until every node is updated. *Status*: "
         "`cvo upgrade status --from-file` on the cluster's saved objects once the ClusterVersion completed and the "
-        "worker pools still roll, beside the same on a 5-node cluster (master 3, worker 2) saved the same way.",
+        "worker pools still roll, beside the same on a 5-node cluster (master 1, worker 4) saved the same way, its "
+        "workers still rolling too (both print the control plane, the worker pools and their nodes, the health "
+        "and, from the update's own record of its nodes, the forecast).",
         "",
         "| what | cvo | goal |",
         "|---|---|---|",

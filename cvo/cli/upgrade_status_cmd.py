@@ -99,16 +99,18 @@ async def _optional(cluster: ReadOnlyCluster, ref: Ref) -> dict[str, Any] | None
         return None
 
 
-async def _machines(cluster: ReadOnlyCluster) -> Machines | None:
+async def _machines(cluster: ReadOnlyCluster, saved: bool = False) -> Machines | None:
     """The pools, the nodes and the rendered configs the nodes name (status.go ``Run``: oc gets each config a
     node's ``currentConfig`` or ``desiredConfig`` names, not every MachineConfig); ``None`` where pools or
     nodes are not served or not readable.  A config that is not there leaves its nodes' version unknown
-    (oc fails the whole command on it)."""
+    (oc fails the whole command on it).  ``saved``: saved objects, checked against their kinds' schemas when their
+    files were read (cvo/cluster/saved/reader.py): not checked again."""
     if not (await cluster.serves(f"{MC_GROUP}/v1", "MachineConfigPool") and await cluster.serves("v1", "Node")):
         return None
     try:
-        pools = [MachineConfigPool.read(o) for o in await cluster.list(MC_GROUP, "MachineConfigPool")]
-        nodes = [Node.read(o) for o in await cluster.list("", "Node")]
+        pools = [MachineConfigPool.read(o, checked_already=saved) for o in await cluster.list(MC_GROUP,
+                                                                                             "MachineConfigPool")]
+        nodes = [Node.read(o, checked_already=saved) for o in await cluster.list("", "Node")]
     except ApiError as err:
         if err.kind not in _NOT_READABLE:
             raise
@@ -188,7 +190,7 @@ def run(args: argparse.Namespace) -> int:
             # optional reads: without them (unserved, or not readable with the user's rights) oc's view stays
             mco = await _optional(cluster, MCO_DEPLOYMENT) if await cluster.serves("apps/v1", "Deployment") else None
             records = await _optional(cluster, RECORDS_REF)
-            machines = await _machines(cluster)
+            machines = await _machines(cluster, saved=uses_saved_objects(args))
             read.append(Found(None if cv is None else ClusterVersion.read(cv), cos, now,
                               None if mco is None else Deployment.read(mco), records, machines))
 

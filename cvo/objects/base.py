@@ -100,11 +100,13 @@ class Object(View):
     body: Mapping[str, Any] = field(default_factory=dict, metadata={"key": None}, repr=False, compare=False)
 
     @classmethod
-    def read(cls, obj: Any, source: str = "") -> Self:
-        """The view of ``obj`` (a decoded JSON object); :class:`Refused` for anything but an object."""
+    def read(cls, obj: Any, source: str = "", *, checked_already: bool = False) -> Self:
+        """The view of ``obj`` (a decoded JSON object); :class:`Refused` for anything but an object.
+        ``checked_already``: ``obj`` is what :func:`checked` made of it (saved objects are checked as they are
+        read from their file: cvo/cluster/saved/reader.py), and is taken as it is."""
         if not isinstance(obj, Mapping):
             raise Refused(f"{cls.KIND.kind}: expected an object, got {type_name(obj)}")
-        body = checked(cls.KIND, obj, source)
+        body = dict(obj) if checked_already else checked(cls.KIND, obj, source)
         return build(cls, body, body=body)
 
     @classmethod

@@ -14,6 +14,7 @@ import builtins
 import copy
 import os
 from collections.abc import AsyncIterator, Iterable
+from typing import Any
 
 from cvo.cluster.api import Object, Ref, WatchEvent
 from cvo.cluster.saved.reader import read_paths
@@ -35,10 +36,10 @@ class SavedCluster:
 
     async def get(self, ref: Ref) -> Object | None:
         obj = self.objects.get(ref)
-        return copy.deepcopy(obj) if obj is not None else None
+        return _copy(obj) if obj is not None else None
 
     async def list(self, group: str, kind: str, namespace: str | None = None) -> builtins.list[Object]:
-        return [copy.deepcopy(o) for r, o in self.objects.items()
+        return [_copy(o) for r, o in self.objects.items()
                 if r.group == group and r.kind == kind and (namespace is None or r.namespace == namespace)]
 
     async def serves(self, api_version: str, kind: str) -> bool:
@@ -51,6 +52,16 @@ class SavedCluster:
 
     async def close(self) -> None:
         return None
+
+
+def _copy(value: Any) -> Any:
+    """A copy of decoded JSON or YAML, every object and list its own (``copy.deepcopy``'s result, four times
+    faster: no memo, no reduce protocol; what a decoder makes holds no cycles)."""
+    if type(value) is dict:
+        return {k: _copy(v) for k, v in value.items()}
+    if type(value) is list:
+        return [_copy(v) for v in value]
+    return copy.deepcopy(value) if isinstance(value, dict | list) else value
 
 
 class _NoEvents:
