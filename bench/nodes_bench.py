@@ -84,7 +84,9 @@ def nodes_section(repeats: int) -> list[str]:
             shown = timed(cvo("upgrade", "status", "--from-file", str(path)), env, stdout=None)[1]
             if "= Worker Upgrade =" not in shown or "Progressing" not in shown:
                 raise SystemExit(f"benchmark: {path.name} is not saved mid-rollout:\n{shown[:2000]}")
-        replays, on_big, on_small = [], [], []
+        replays: list[float] = []
+        on_big: list[float] = []
+        on_small: list[float] = []
         for i in range(repeats):
             replays.append(timed(cvo("replay", "-q", str(replay_file)), env)[0])
             pair = [(big, on_big), (small, on_small)]
