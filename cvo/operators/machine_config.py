@@ -32,7 +32,10 @@ from cvo.log import get_logger
 from cvo.objects.machineconfig import GROUP, RELEASE_IMAGE_VERSION
 from cvo.objects.machineconfigpool import LabelSelector, scaled_max_unavailable
 from cvo.operators.machine_behaviour import MachinesBehaviour, PoolBehaviour
+from cvo.operators.machine_config_operator import REQUIRED, RequiredPools
+from cvo.operators.retrying import retrying
 from cvo.payload.fields import dig, entries, mapping
+from cvo.payload.gostrings import go_quote
 from cvo.status.node_state import (
     CURRENT_CONFIG,
     DESIRED_CONFIG,
@@ -54,24 +57,9 @@ API_VERSION = f"{GROUP}/v1"
 ROLE_LABEL = "node-role.kubernetes.io/"
 POLL = 30.0  # seconds between looks at a pool that cannot go on (paused, a degraded node in the way)
 DRAIN_RETRY = 60.0  # seconds between drain attempts a PodDisruptionBudget refused
-RETRY_INITIAL, RETRY_CAP = 1.0, 10.0
 STATUS_DELAY = 1.0  # seconds: a pool's status follows its nodes' steps this late, once for all of them
 EVICTION_RETRY = 5.0  # seconds between evictions a PodDisruptionBudget refused (k8s.io/kubectl pkg/drain evictPods)
 NODE_CAPACITY = {"cpu": "4", "memory": "16Gi", "pods": "110"}  # what a created node's kubelet reports
-
-
-async def retrying(what: str, call: Callable[[], Awaitable[T]], event: str = "operator request failed; retrying",
-                   logger: Any = log) -> T:
-    """``call()`` until it succeeds: after an API error (a conflict too), again after a back-off (1 s doubling to
-    10 s), as an operator's reconcile loop outlives API errors (the simulated operators and this one share it)."""
-    delay = RETRY_INITIAL
-    while True:
-        try:
-            return await call()
-        except ApiError as err:
-            logger.info(event, request=what, error=str(err), retry_in=delay)
-        await asyncio.sleep(delay)
-        delay = min(delay * 2, RETRY_CAP)
 
 
 def rendered_name(pool: str, version: str) -> str:
@@ -142,6 +130,7 @@ class MachineConfigSimulator:
         self._status_tasks: set[asyncio.Task[None]] = set()
         self._refused: dict[str, str] = {}  # pool -> the maxUnavailable it was refused for (logged once)
         self._held: set[tuple[str, str]] = set()  # (node, pod) whose eviction a budget refuses: logged once
+        self.required = RequiredPools(cluster, clock)  # the ClusterOperator's Degraded/Upgradeable from the pools
 
     # --- install ------------------------------------------------------------------------------------
 
@@ -180,6 +169,8 @@ class MachineConfigSimulator:
         for pool in self.behaviour.pools:
             await self._retrying(f"status of pool {pool.name}", functools.partial(self._write_pool_status, pool.name))
             await self._retrying(f"resume pool {pool.name}", functools.partial(self._resume, pool))
+        if self.required.release is None:
+            self.required.follow(version)
 
     async def _resume(self, pool: PoolBehaviour) -> None:
         """A pool whose nodes are not all at its ``spec.configuration`` (an operator restarted mid-update) rolls on."""
@@ -205,7 +196,7 @@ class MachineConfigSimulator:
         if await self.cluster.get(pool_ref(pool.name)) is not None:
             return
         await self._create({"apiVersion": API_VERSION, "kind": "MachineConfigPool", "metadata": {
-            "name": pool.name, "labels": {f"pools.operator.machineconfiguration.openshift.io/{pool.name}": ""}},
+            "name": pool.name, "labels": _pool_labels(pool.name)},
             "spec": {"nodeSelector": {"matchLabels": {f"{ROLE_LABEL}{pool.name}": ""}},
                      "machineConfigSelector": {"matchLabels": {"machineconfiguration.openshift.io/role": pool.name}},
                      "maxUnavailable": pool.max_unavailable, "paused": pool.paused,
@@ -268,11 +259,11 @@ class MachineConfigSimulator:
                 old.cancel()
             self._done[pool.name] = asyncio.Event()
             self._pools[pool.name] = asyncio.create_task(self._roll_pool(pool, config), name=f"mco pool {pool.name}")
-        master = self._done.get(MASTER)
-        if master is not None:
-            await master.wait()
+        self.required.follow(version)
+        await self.required.synced.wait()
 
     async def stop(self) -> None:
+        await self.required.stop()
         tasks = list(self._pools.values()) + list(self._status_tasks)
         self._pools.clear()
         self._status_pending.clear()
@@ -489,14 +480,15 @@ class MachineConfigSimulator:
         old = mapping(live.get("status"))
         configuration = {"name": target} if all_updated else mapping(old.get("configuration")) or {"name": target}
         node_degraded = degraded > 0
+        degraded_why = _node_degraded(nodes)
         conditions = [
             _condition("Updated", all_updated and not node_degraded, now, "",
                        f"All nodes are updated with MachineConfig {target}" if all_updated else ""),
             _condition("Updating", not all_updated and not paused and not node_degraded, now, "",
                        f"All nodes are updating to MachineConfig {target}" if not all_updated and not paused else ""),
             _condition("RenderDegraded", False, now),
-            _condition("NodeDegraded", node_degraded, now, *_node_degraded(nodes)),
-            _condition("Degraded", node_degraded, now),
+            _condition("NodeDegraded", node_degraded, now, *degraded_why),
+            _condition("Degraded", node_degraded, now, "", degraded_why[1]),
         ]
         status = {"observedGeneration": dig(live, "metadata", "generation") or 1, "configuration": configuration,
                   "machineCount": len(nodes), "updatedMachineCount": updated, "readyMachineCount": ready,
@@ -504,6 +496,7 @@ class MachineConfigSimulator:
                   "conditions": _merge_conditions(entries(old.get("conditions")), conditions)}
         if status != old:
             await self.cluster.update_status({**live, "status": status})
+            self.required.poke()
 
     # --- API errors ---------------------------------------------------------------------------------
 
@@ -563,13 +556,24 @@ def _is_ready(node: Object) -> bool:
 
 
 def _node_degraded(nodes: list[Object]) -> tuple[str, str]:
-    """The NodeDegraded reason and message (status.go ``calculateStatus``): how many nodes, and the first one's
-    ``reason`` annotation."""
+    """The NodeDegraded reason and message (pkg/controller/node/status.go ``calculateStatus``): how many nodes,
+    and each one's ``reason`` annotation that is not empty, joined; the pool's Degraded message is the same."""
     found = [n for n in nodes
              if mapping(dig(n, "metadata", "annotations")).get(STATE) in (STATE_DEGRADED, STATE_UNRECONCILABLE)]
     if not found:
         return "", ""
-    first = found[0]
-    reason = str(mapping(dig(first, "metadata", "annotations")).get(REASON, ""))
-    return (f"{len(found)} nodes are reporting degraded status on sync",
-            f'Node {dig(first, "metadata", "name")} is reporting: "{reason}"')
+    reasons = []
+    for node in found:
+        reason = mapping(dig(node, "metadata", "annotations")).get(REASON)
+        if isinstance(reason, str) and reason:
+            reasons.append(f'Node {dig(node, "metadata", "name")} is reporting: {go_quote(reason)}')
+    return f"{len(found)} nodes are reporting degraded status on sync", ", ".join(reasons)
+
+
+def _pool_labels(pool: str) -> dict[str, str]:
+    """As the operator's manifests/*.machineconfigpool.yaml label its pools: the master pool is required for an
+    update (pkg/operator/sync.go ``requiredForUpgradeMachineConfigPoolLabelKey``)."""
+    labels = {f"pools.operator.machineconfiguration.openshift.io/{pool}": ""}
+    if pool == MASTER:
+        labels[REQUIRED] = ""
+    return labels

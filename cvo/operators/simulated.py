@@ -50,7 +50,8 @@ from cvo.objects.rollout import compute
 from cvo.operators.behaviour import Behaviour, Behaviours
 from cvo.operators.library.clusteroperator import Condition, report_status
 from cvo.operators.library.conditions import OperatorConditions
-from cvo.operators.machine_config import RETRY_CAP, RETRY_INITIAL, MachineConfigSimulator, retrying
+from cvo.operators.machine_config import MachineConfigSimulator
+from cvo.operators.retrying import RETRY_CAP, RETRY_INITIAL, retrying
 from cvo.operators.rollouts import Progress, progress
 from cvo.payload.fields import dig, entries, mapping
 from cvo.payload.graph import operator_versions

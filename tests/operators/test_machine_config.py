@@ -22,6 +22,8 @@ from cvo.cluster.embedded.server import DEFAULT_NAMESPACES, SimCluster
 from cvo.cluster.intercept import Interceptor
 from cvo.objects import ClusterVersion, MachineConfig, MachineConfigPool, Node
 from cvo.operators.behaviour import Behaviours
+from cvo.operators.library.clusteroperator import Condition as LibCondition
+from cvo.operators.library.clusteroperator import report_status
 from cvo.operators.machine_behaviour import MachinesBehaviour, PoolBehaviour, parse_machines
 from cvo.operators.machine_config import MachineConfigSimulator, node_ref, pool_ref, rendered_name
 from cvo.status.node_state import CURRENT_CONFIG, DESIRED_CONFIG, STATE
@@ -334,7 +336,7 @@ def test_a_paused_pool_waits_until_unpaused() -> None:
 def test_a_failing_node_goes_degraded_and_holds_its_pool() -> None:
     async def test(cluster: SimCluster, machines: MachineConfigSimulator) -> None:
         await machines.install(OLD)
-        await machines.update(NEW)
+        update = asyncio.create_task(machines.update(NEW))
         await asyncio.sleep(600)
         a = await annotations(cluster, "worker-0")
         assert a[STATE] == "Degraded" and "worker-0" in a["machineconfiguration.openshift.io/reason"]
@@ -343,9 +345,90 @@ def test_a_failing_node_goes_degraded_and_holds_its_pool() -> None:
         assert status["degradedMachineCount"] == 1
         assert (condition(status, "NodeDegraded"), condition(status, "Degraded"), condition(status, "Updated")) == (
             "True", "True", "False")
+        reason = f"failed to update node worker-0 to {rendered_name('worker', NEW)}: unexpected on-disk state (simulated)"
+        degraded = next(c for c in status["conditions"] if c["type"] == "Degraded")
+        assert degraded["message"] == f'Node worker-0 is reporting: "{reason}"'  # calculateStatus: NodeDegraded's
+        # a degraded pool, even a worker one, holds the operator's sync: the version is not reported
+        assert not update.done()
+        update.cancel()
+
+    simulate(test, MachinesBehaviour((PoolBehaviour("master", 2), PoolBehaviour("worker", 2)), drain=5.0, reboot=5.0,
+                                     fail=frozenset({"worker-0"})))
+
+
+async def co_conditions(cluster: SimCluster) -> dict[str, dict[str, Any]]:
+    live = await cluster.get(Ref("config.openshift.io", "ClusterOperator", "", "machine-config"))
+    return {c["type"]: c for c in ((live or {}).get("status") or {}).get("conditions", [])}
+
+
+async def machine_config_co(cluster: SimCluster, version: str, progressing: str) -> None:
+    """The machine-config ClusterOperator as the simulated operators write it (at ``version``)."""
+    await report_status(cluster, "machine-config", EPOCH, versions={"operator": version}, conditions=[
+        LibCondition("Available", "True", "AsExpected"), LibCondition("Degraded", "False", "AsExpected"),
+        LibCondition("Progressing", progressing, "Upgrading")])
+
+
+def test_a_degraded_master_pool_makes_the_operator_degraded_after_ten_minutes_a_master() -> None:
+    """pkg/operator/sync.go ``syncRequiredMachineConfigPools``: Upgradeable=False at once, Degraded when the poll
+    (10 minutes per required node: 30 for 3 masters) times out; the version is never reported."""
+    async def test(cluster: SimCluster, machines: MachineConfigSimulator) -> None:
+        await machines.install(OLD)
+        await machine_config_co(cluster, OLD, "True")
+        update = asyncio.create_task(machines.update(NEW))
+        await asyncio.sleep(120)  # master-0 updated (40 s), master-1 degraded (80 s)
+        assert (await annotations(cluster, "master-1"))[STATE] == "Degraded"
+        conditions = await co_conditions(cluster)
+        assert (conditions["Upgradeable"]["status"], conditions["Upgradeable"]["reason"]) == ("False", "DegradedPool")
+        assert conditions["Upgradeable"]["message"].startswith("One or more machine config pools are degraded")
+        assert conditions["Degraded"]["status"] == "False"
+        await asyncio.sleep(1800 - 120 - 5)
+        assert (await co_conditions(cluster))["Degraded"]["status"] == "False"  # 30 minutes not yet over
+        await asyncio.sleep(10)
+        conditions = await co_conditions(cluster)
+        reason = f"failed to update node master-1 to {rendered_name('master', NEW)}: unexpected on-disk state (simulated)"
+        assert conditions["Degraded"] == {**conditions["Degraded"], "status": "True", "reason": "RequiredPoolsFailed",
+                                          "message": (
+            f"Unable to apply {NEW}: during syncRequiredMachineConfigPools: [context deadline exceeded, "
+            "MachineConfigPool master is not ready, retrying. Status: (pool degraded: true total: 3, ready 1, "
+            f'updated: 1, unavailable: 1, reason: Node master-1 is reporting: "{reason}")]')}
+        # "Unable to apply" for a second, then the next sync's syncProgressingStatus (as oc's ocpbugs-60768 shows)
+        assert conditions["Progressing"]["message"] == f"Working towards {NEW}"
+        assert not update.done()
+        update.cancel()
+
+    simulate(test, MachinesBehaviour((PoolBehaviour("master", 3), PoolBehaviour("worker", 1)), drain=20.0, reboot=20.0,
+                                     fail=frozenset({"master-1"})))
+
+
+def test_a_degraded_worker_pool_after_the_masters_makes_the_operator_degraded_until_it_recovers() -> None:
+    async def test(cluster: SimCluster, machines: MachineConfigSimulator) -> None:
+        await machines.install(OLD)
+        await machine_config_co(cluster, OLD, "True")
+        await machines.update(NEW)  # the master, 10 s; worker-1 degrades at 20 s
+        await machine_config_co(cluster, NEW, "False")  # the simulated operators report the version then
+        await asyncio.sleep(60)
+        conditions = await co_conditions(cluster)
+        assert (conditions["Upgradeable"]["status"], conditions["Degraded"]["status"]) == ("False", "False")
+        await asyncio.sleep(600)  # 10 minutes for the one master
+        conditions = await co_conditions(cluster)
+        assert conditions["Degraded"]["reason"] == "RequiredPoolsFailed"
+        assert conditions["Degraded"]["message"].startswith(
+            f"Failed to resync {NEW} because: during syncRequiredMachineConfigPools: [context deadline exceeded, "
+            "MachineConfigPool worker is not ready, retrying. Status: (pool degraded: true total: 2, ready 1, updated: 1,")
+        # "Error while reconciling" for a second, then the next sync's syncProgressingStatus
+        assert conditions["Progressing"] == {**conditions["Progressing"], "status": "False",
+                                             "message": f"Cluster version is {NEW}"}
+        node = await cluster.get(node_ref("worker-1"))  # the admin fixes the node: the daemon finishes
+        assert node is not None
+        node["metadata"]["annotations"].update({CURRENT_CONFIG: rendered_name("worker", NEW), STATE: "Done"})
+        await cluster.update(node)
+        await asyncio.sleep(60)
+        conditions = await co_conditions(cluster)
+        assert (conditions["Degraded"]["status"], conditions["Upgradeable"]["status"]) == ("False", "True")
+        assert conditions["Progressing"]["message"] == f"Cluster version is {NEW}"
 
     simulate(test, MachinesBehaviour((PoolBehaviour("master", 1), PoolBehaviour("worker", 2)), drain=5.0, reboot=5.0,
-                                     fail=frozenset({"worker-0"})))
+                                     fail=frozenset({"worker-1"})))
 
 
 def test_a_restarted_operator_carries_on_with_the_nodes_half_way() -> None:
