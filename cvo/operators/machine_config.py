@@ -56,7 +56,12 @@ T = TypeVar("T")
 API_VERSION = f"{GROUP}/v1"
 ROLE_LABEL = "node-role.kubernetes.io/"
 POLL = 30.0  # seconds between looks at a pool that cannot go on (paused, a degraded node in the way)
-DRAIN_RETRY = 60.0  # seconds between drain attempts a PodDisruptionBudget refused
+# pkg/controller/drain/drain_controller.go ``DefaultConfig``: a drain attempt gives up after DrainHelperTimeout and
+# is tried again DrainRequeueDelay later, DrainRequeueFailingDelay once it has failed for DrainRequeueFailingThreshold;
+# past DrainTimeoutDuration the controller says so (an event, the MCCDrainErr metric) and goes on trying
+DRAIN_HELPER_TIMEOUT, DRAIN_REQUEUE, DRAIN_REQUEUE_FAILING = 90.0, 60.0, 300.0
+DRAIN_FAILING_THRESHOLD, DRAIN_TIMEOUT = 600.0, 3600.0
+DAEMON_DRAIN_TIMEOUT = 3600.0  # pkg/daemon/drain.go ``performDrain``: the daemon waits an hour, then goes Degraded
 STATUS_DELAY = 1.0  # seconds: a pool's status follows its nodes' steps this late, once for all of them
 EVICTION_RETRY = 5.0  # seconds between evictions a PodDisruptionBudget refused (k8s.io/kubectl pkg/drain evictPods)
 NODE_CAPACITY = {"cpu": "4", "memory": "16Gi", "pods": "110"}  # what a created node's kubelet reports
@@ -345,11 +350,13 @@ class MachineConfigSimulator:
         b = self.behaviour
         await self._step(ref, pool, {DESIRED_CONFIG: config})  # the node controller picks it
         await self._step(ref, pool, {STATE: STATE_WORKING, REASON: "", DESIRED_DRAIN: f"drain-{config}"}, cordon=True)
-        retry = DRAIN_RETRY if pod_evicter(self.cluster) is None else EVICTION_RETRY
-        while not await self._retrying(f"drain {name}", lambda: self._evict(name)):
-            await asyncio.sleep(retry)
-        await asyncio.sleep(b.drain)
-        await self._step(ref, pool, {LAST_APPLIED_DRAIN: f"drain-{config}"})
+        daemon = asyncio.create_task(self._drain_deadline(ref, pool, name), name=f"mcd drain {name}")
+        try:
+            await self._drain(name)
+            await asyncio.sleep(b.drain)
+            await self._step(ref, pool, {LAST_APPLIED_DRAIN: f"drain-{config}"})
+        finally:
+            daemon.cancel()
         await self._step(ref, pool, {STATE: STATE_REBOOTING}, ready=False)
         await asyncio.sleep(b.reboot)
         if name in b.fail:
@@ -357,8 +364,39 @@ class MachineConfigSimulator:
                 f'failed to update node {name} to {config}: unexpected on-disk state (simulated)')}, ready=True)
             log.info("node degraded", node=name, config=config)
             return
-        await self._step(ref, pool, {CURRENT_CONFIG: config, STATE: STATE_DONE, DESIRED_DRAIN: f"uncordon-{config}",
+        await self._step(ref, pool, {CURRENT_CONFIG: config, STATE: STATE_DONE, REASON: "",
+                                     DESIRED_DRAIN: f"uncordon-{config}",
                                      LAST_APPLIED_DRAIN: f"uncordon-{config}"}, cordon=False, ready=True)
+
+    async def _drain(self, name: str) -> None:
+        """The drain controller's attempts (drain_controller.go ``drainNode``) until one evicts every Pod: each
+        retries a refused eviction every 5 s for 90 s, then the node is queued again a minute later (five
+        minutes once it has failed for ten); past an hour it is said once, and tried on."""
+        started = self.clock.monotonic()
+        said = False
+        while True:
+            attempt = self.clock.monotonic()
+            while not await self._retrying(f"drain {name}", lambda: self._evict(name)):
+                if self.clock.monotonic() - attempt >= DRAIN_HELPER_TIMEOUT:
+                    break
+                await asyncio.sleep(EVICTION_RETRY)
+            else:
+                return
+            duration = attempt - started
+            if duration > DRAIN_TIMEOUT and not said:
+                said = True
+                log.warning("drain failed", node=name, event="DrainFailed",
+                            message=f"node {name}: drain exceeded timeout: 1h0m0s. Will continue to retry.")
+            await asyncio.sleep(DRAIN_REQUEUE_FAILING if duration > DRAIN_FAILING_THRESHOLD else DRAIN_REQUEUE)
+
+    async def _drain_deadline(self, ref: Ref, pool: PoolBehaviour, name: str) -> None:
+        """pkg/daemon/drain.go ``performDrain``: a drain not done within an hour fails the daemon's update, which
+        marks the node Degraded (daemon.go ``updateErrorState``); it waits again, and carries on once drained."""
+        await asyncio.sleep(DAEMON_DRAIN_TIMEOUT)
+        log.info("node degraded: its drain did not finish within an hour", node=name)
+        await self._step(ref, pool, {STATE: STATE_DEGRADED, REASON: (
+            f"failed to drain node: {name} after 1 hour. Please see machine-config-controller logs for more "
+            "information")})
 
     async def _step(self, ref: Ref, pool: PoolBehaviour, annotations: dict[str, str], cordon: bool | None = None,
                     ready: bool | None = None) -> None:

@@ -223,23 +223,61 @@ def test_a_pools_max_unavailable_as_the_node_controller_scales_it(value: Any, mo
     simulate(test, MachinesBehaviour((PoolBehaviour("master", 1), PoolBehaviour("worker", 10)), drain=5.0, reboot=5.0))
 
 
+async def held_by_a_budget(cluster: SimCluster) -> None:
+    """worker-0 runs the only replica of a database whose budget allows no disruption."""
+    await cluster.create({"apiVersion": "v1", "kind": "Pod", "metadata": {
+        "name": "db-0", "namespace": "app", "labels": {"app": "db"}}, "spec": {"nodeName": "worker-0"}})
+    await cluster.create({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {
+        "name": "db", "namespace": "app"}, "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "db"}}}})
+
+
 def test_a_pod_whose_budget_allows_no_disruption_holds_the_drain_until_the_budget_goes() -> None:
     async def test(cluster: SimCluster, machines: MachineConfigSimulator) -> None:
         await machines.install(OLD)
-        await cluster.create({"apiVersion": "v1", "kind": "Pod", "metadata": {
-            "name": "db-0", "namespace": "app", "labels": {"app": "db"}}, "spec": {"nodeName": "worker-0"}})
-        await cluster.create({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {
-            "name": "db", "namespace": "app"}, "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "db"}}}})
+        await held_by_a_budget(cluster)
         await machines.update(NEW)
-        await asyncio.sleep(3600)  # an hour: still draining
+        await asyncio.sleep(1800)  # half an hour: still draining
         a = await annotations(cluster, "worker-0")
         assert a["machineconfiguration.openshift.io/desiredDrain"] != a["machineconfiguration.openshift.io/lastAppliedDrain"]
         assert a[STATE] == "Working" and a[CURRENT_CONFIG] == rendered_name("worker", OLD)
         assert (await annotations(cluster, "worker-1"))[CURRENT_CONFIG] == rendered_name("worker", OLD)  # waits its turn
         await cluster.delete(Ref("policy", "PodDisruptionBudget", "app", "db"))
-        await asyncio.sleep(120)  # the next drain attempt (a minute) evicts the Pod; then 2 nodes x 20 s
+        # failing for more than 10 minutes: attempts of 90 s five minutes apart; then 2 nodes x 20 s
+        await asyncio.sleep(90 + 300 + 60)
         assert await cluster.get(Ref("", "Pod", "app", "db-0")) is None
         assert (await pool_status(cluster, "worker"))["updatedMachineCount"] == 2
+
+    simulate(test, MachinesBehaviour((PoolBehaviour("master", 1), PoolBehaviour("worker", 2)), drain=10.0, reboot=10.0))
+
+
+def test_a_drain_held_for_an_hour_marks_the_node_degraded_and_it_carries_on_once_drained() -> None:
+    """pkg/daemon/drain.go ``performDrain``: after an hour the daemon fails the update, the node goes Degraded
+    (its pool Degraded, the ClusterOperator Upgradeable=False); the drain controller keeps trying
+    (drain_controller.go ``drainNode``), and once the budget allows it the node updates and is Done."""
+    async def test(cluster: SimCluster, machines: MachineConfigSimulator) -> None:
+        await machines.install(OLD)
+        await held_by_a_budget(cluster)
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        await machines.update(NEW)  # the master: 20 s; worker-0 cordoned at once
+        await asyncio.sleep(3600 - (loop.time() - start) - 5)
+        assert (await annotations(cluster, "worker-0"))[STATE] == "Working"
+        await asyncio.sleep(10)
+        a = await annotations(cluster, "worker-0")
+        assert a[STATE] == "Degraded"
+        assert a["machineconfiguration.openshift.io/reason"] == (
+            "failed to drain node: worker-0 after 1 hour. Please see machine-config-controller logs for more information")
+        await asyncio.sleep(5)
+        status = await pool_status(cluster, "worker")
+        assert (condition(status, "NodeDegraded"), condition(status, "Degraded")) == ("True", "True")
+        assert (await co_conditions(cluster))["Upgradeable"]["reason"] == "DegradedPool"
+        await cluster.delete(Ref("policy", "PodDisruptionBudget", "app", "db"))
+        await asyncio.sleep(90 + 300 + 60)  # the next attempt at most 6.5 minutes away; then 2 nodes x 20 s
+        a = await annotations(cluster, "worker-0")
+        assert (a[STATE], a["machineconfiguration.openshift.io/reason"]) == ("Done", "")
+        status = await pool_status(cluster, "worker")
+        assert status["updatedMachineCount"] == 2 and condition(status, "Degraded") == "False"
+        assert (await co_conditions(cluster))["Upgradeable"]["status"] == "True"
 
     simulate(test, MachinesBehaviour((PoolBehaviour("master", 1), PoolBehaviour("worker", 2)), drain=10.0, reboot=10.0))
 
@@ -282,7 +320,9 @@ def test_a_cluster_with_an_eviction_api_drains_through_it_and_its_refusal_holds_
             await machines.update(NEW)  # the master's Pod was evicted; it returns when the master is done
             await asyncio.sleep(600)
             assert (await annotations(sim, "worker-0"))[STATE] == "Working"
-            assert sim.asked.count("db-0") >= 100  # asked again every 5 s (kubectl's drain), not every minute
+            # each attempt asks every 5 s for 90 s (kubectl's drain, the controller's DrainHelperTimeout), the next a
+            # minute later: 4 attempts of 19 asks, and the 5th begun, in the 10 minutes and some since the cordon
+            assert 4 * 19 < sim.asked.count("db-0") < 5 * 19
             assert "agent-x" not in sim.asked and "web-0" in sim.asked  # a DaemonSet's Pod stays (the daemon drains ignoring them)
             sim.refuse.clear()
             await asyncio.sleep(30)
