@@ -125,6 +125,22 @@ def test_pools_nodes_and_configs_of_any_shape(args: tuple[Any, Any, Any, bool]) 
     t.TARGETS["machines"][1](args)
 
 
+@given(t.TARGETS["machines-from-file"][0])
+def test_pools_nodes_and_configs_of_any_shape_from_a_file(args: tuple[Any, Any, Any, str]) -> None:
+    t.TARGETS["machines-from-file"][1](args)
+
+
+@given(t.TARGETS["machine-config-rules"][0])
+def test_the_machine_config_operators_rules_over_pools_of_any_shape(args: tuple[Any, Any]) -> None:
+    t.TARGETS["machine-config-rules"][1](args)
+
+
+@settings(max_examples=min(settings().max_examples, 25) if settings().derandomize else 300)
+@given(t.TARGETS["machine-config-operator"][0])
+def test_the_simulated_machine_config_operator_over_pools_and_nodes_of_any_shape(args: tuple[Any, Any, Any]) -> None:
+    t.TARGETS["machine-config-operator"][1](args)
+
+
 @given(t.TARGETS["workload-annotation"][0])
 @example(("- {kind: Deployment, namespace: shop, selector: {app: 5}}", "image"))
 def test_workload_annotations_of_any_text(args: tuple[str, str]) -> None:

@@ -522,3 +522,51 @@ def test_api_errors_are_retried_and_leave_nothing_half_made() -> None:
         assert (await pool_status(cluster, "worker"))["updatedMachineCount"] == 1
 
     simulate(test, MachinesBehaviour((PoolBehaviour("master", 1), PoolBehaviour("worker", 1)), drain=5.0, reboot=5.0))
+
+
+# --- odd shapes -----------------------------------------------------------------------------------------
+
+
+def test_a_rendered_config_that_names_no_release_holds_the_version_and_degrades_the_operator() -> None:
+    """status.go ``isMachineConfigPoolConfigurationValid``: the master pool at a config without the
+    release-image-version annotation is not at the release; after 10 minutes (one master) the operator says so."""
+    async def test(cluster: SimCluster, machines: MachineConfigSimulator) -> None:
+        await machines.install(OLD)
+        config = rendered_name("master", NEW)
+        await cluster.create({"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig",
+                              "metadata": {"name": config}, "spec": {}})  # rendered before, naming no release
+        update = asyncio.create_task(machines.update(NEW))
+        await asyncio.sleep(700)
+        assert (await pool_status(cluster, "master"))["configuration"]["name"] == config  # the node is there
+        assert not update.done()
+        degraded = (await co_conditions(cluster))["Degraded"]
+        assert degraded["message"] == (
+            f"Unable to apply {NEW}: during syncRequiredMachineConfigPools: [context deadline exceeded, "
+            f"MachineConfigPool master has not progressed to latest configuration: unable to access annotation "
+            f"machineconfiguration.openshift.io/release-image-version for {config} expected: {NEW}, retrying]")
+        update.cancel()
+
+    simulate(test, MachinesBehaviour((PoolBehaviour("master", 1), PoolBehaviour("worker", 1)), drain=5.0, reboot=5.0))
+
+
+def test_pools_and_nodes_of_odd_shapes_leave_the_operator_running() -> None:
+    """A node two pools select (master wins), a node without annotations, a custom pool selecting no node, an
+    invalid maxUnavailable: the update goes on where it can, and nothing ends in an exception."""
+    async def test(cluster: SimCluster, machines: MachineConfigSimulator) -> None:
+        await cluster.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "both", "labels": {
+            "node-role.kubernetes.io/master": "", "node-role.kubernetes.io/worker": ""}}, "spec": {}})
+        await cluster.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "bare", "labels": {
+            "node-role.kubernetes.io/infra": ""}}, "spec": {}})
+        await cluster.create({"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfigPool",
+                              "metadata": {"name": "empty"}, "spec": {
+                                  "nodeSelector": {"matchLabels": {"no-node-has": "this"}}, "maxUnavailable": "abc%"}})
+        await machines.install(OLD)
+        await machines.update(NEW)  # the master pool took "both" and is done
+        await asyncio.sleep(600)
+        assert (await annotations(cluster, "both"))[CURRENT_CONFIG] == rendered_name("master", NEW)
+        assert (await pool_status(cluster, "infra"))["updatedMachineCount"] == 1  # "bare", adopted and updated
+        for task in machines._pools.values():
+            assert not task.done() or task.cancelled() or task.exception() is None
+
+    simulate(test, MachinesBehaviour((PoolBehaviour("master", 2), PoolBehaviour("worker", 1), PoolBehaviour("infra", 1)),
+                                     drain=5.0, reboot=5.0))
