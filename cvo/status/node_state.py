@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from cvo.objects import MachineConfigPool, Node
+from cvo.payload.gostrings import go_quote
 from cvo.status.godur import MINUTE, ZERO_TIME
 
 # status/mco/daemon_constants.go
@@ -138,8 +139,8 @@ class NodeState:
         for b in self.unavailable:
             if b.reason in conditions:
                 type_, good = conditions[b.reason]
-                out.append(f"Node has a {type_}!={good} condition with Reason {_go_quote(b.reason)} and message "
-                           f"{_go_quote(b.message)}")
+                out.append(f"Node has a {type_}!={good} condition with Reason {go_quote(b.reason)} and message "
+                           f"{go_quote(b.message)}")
             else:
                 out.append(b.reason)
         return " | ".join(out)
@@ -147,22 +148,3 @@ class NodeState:
 
 def since_ns_of(when: int | None) -> int:
     return ZERO_TIME if when is None else when
-
-
-_GO_ESCAPES = {'"': '\\"', "\\": "\\\\", "\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r",
-               "\t": "\\t", "\v": "\\v"}
-
-
-def _go_quote(text: str) -> str:
-    """Go's ``%q`` (``strconv.Quote``) of a string: printable characters as they are, others escaped."""
-    out = ['"']
-    for ch in text:
-        if ch in _GO_ESCAPES:
-            out.append(_GO_ESCAPES[ch])
-        elif ch.isprintable():
-            out.append(ch)
-        else:
-            code = ord(ch)
-            out.append(f"\\x{code:02x}" if code < 0x80 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}")
-    out.append('"')
-    return "".join(out)
